@@ -1,0 +1,3 @@
+from kai.cli.main import main
+
+main()

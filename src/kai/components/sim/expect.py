@@ -1,0 +1,74 @@
+"""Checking a scenario's ``expect`` block against what was observed; returns readable mismatches."""
+
+from typing import Any
+
+from kai.components.sim.outcome import Outcome
+from kai.core.framework.config import parse_duration
+
+_TOLERANCE = 1e-6
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        return isinstance(actual, int | float) and abs(float(expected) - float(actual)) <= _TOLERANCE
+    return bool(expected == actual)
+
+
+def _check_fields(
+    what: str, expected: dict[str, Any], actual: dict[str, Any], now: float, mismatches: list[str]
+) -> None:
+    for field, want in expected.items():
+        if field == "lastStartTimestamp":
+            started = actual.get("lastStartTimestamp")
+            if started is None:
+                mismatches.append(f"{what}: lastStartTimestamp expected to be set, it is not")
+            elif isinstance(want, dict) and "olderThan" in want:
+                older = parse_duration(str(want["olderThan"]), what, "lastStartTimestamp.olderThan")
+                if now - started < older:
+                    mismatches.append(f"{what}: lastStartTimestamp expected older than {want['olderThan']}")
+            continue
+        if field not in actual:
+            mismatches.append(f"{what}: unknown expectation field {field!r}")
+            continue
+        if not _same(want, actual[field]):
+            mismatches.append(f"{what}: {field} expected {want!r}, got {actual[field]!r}")
+
+
+def check(expect: dict[str, Any], outcome: Outcome, now: float, label: str) -> list[str]:
+    mismatches: list[str] = []
+    for key, want in (expect.get("podGroups") or {}).items():
+        actual = outcome.podgroups.get(key)
+        if actual is None:
+            mismatches.append(f"{label}: podgroup {key} is not in the cluster")
+            continue
+        pods = {k: v for k, v in outcome.pods.items() if _belongs(k, key, outcome)}
+        group_fields = {k: v for k, v in want.items() if k not in ("status", "node")}
+        _check_fields(f"{label}: podgroup {key}", group_fields, actual, now, mismatches)
+        for field in ("status", "node"):
+            if field in want:
+                for pod_key, pod in pods.items():
+                    if pod[field] != want[field]:
+                        got = pod[field]
+                        mismatches.append(
+                            f"{label}: podgroup {key}: pod {pod_key} {field} expected {want[field]!r}, got {got!r}"
+                        )
+    for key, want in (expect.get("pods") or {}).items():
+        actual = outcome.pods.get(key)
+        if actual is None:
+            mismatches.append(f"{label}: pod {key} is not in the cluster")
+            continue
+        _check_fields(f"{label}: pod {key}", want, actual, now, mismatches)
+    for name, want in (expect.get("nodes") or {}).items():
+        actual = outcome.nodes.get(name)
+        if actual is None:
+            mismatches.append(f"{label}: node {name} is not in the cluster")
+            continue
+        _check_fields(f"{label}: node {name}", want, actual, now, mismatches)
+    for counter, bound in (expect.get("maxCounts") or {}).items():
+        if outcome.counts.get(counter, 0) > bound:
+            mismatches.append(f"{label}: {counter} {outcome.counts.get(counter)} exceeds the bound {bound}")
+    return mismatches
+
+
+def _belongs(pod_key: str, podgroup_key: str, outcome: Outcome) -> bool:
+    return outcome.pods[pod_key].get("podgroup") == podgroup_key

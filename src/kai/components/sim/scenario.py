@@ -1,0 +1,95 @@
+"""Scenario files (shared/scenario-format.md): plain Kubernetes objects, the scheduler config, and expectations.
+
+A file that cannot be used gets one clear error naming the file, the field and what is allowed.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import parse_time
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+@dataclass
+class Runner:
+    cycles_before_check: int = 1
+    check_cycles: int = 0
+    podgroups_being_deleted: set[str] = field(default_factory=set)
+    multi_cycle: bool = False
+
+
+@dataclass
+class Scenario:
+    path: Path
+    name: str
+    config: SchedulerConfig
+    now: float
+    objects: list[dict[str, Any]]
+    expect: dict[str, Any]
+    runner: Runner
+
+
+def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> int:
+    value = block.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ScenarioError(f"{where}: field runner.{key}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
+    where = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{where}: not valid YAML: {err}") from err
+    if isinstance(raw, list):
+        raw = {"objects": raw}
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expected a mapping with objects (or a list of objects)")
+    if "objects" not in raw and "kind" in raw:
+        raw = {"objects": [raw]}
+    objects = raw.get("objects") or []
+    if not isinstance(objects, list) or not all(isinstance(o, dict) and "kind" in o for o in objects):
+        raise ScenarioError(f"{where}: field objects: expected a list of Kubernetes objects, each with a kind")
+    try:
+        config = parse_config(raw.get("config") or {})
+        now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0
+    except InvalidObject as err:
+        raise ScenarioError(f"{where}: {err}") from err
+    runner_raw = raw.get("runner")
+    if runner_raw is not None and not isinstance(runner_raw, dict):
+        raise ScenarioError(f"{where}: field runner: expected a mapping")
+    if runner_raw:
+        deleting = runner_raw.get("podGroupsBeingDeleted") or []
+        runner = Runner(
+            _expect_int(runner_raw, "cyclesBeforeCheck", 2, where),
+            _expect_int(runner_raw, "checkCycles", 5, where),
+            {str(k) for k in deleting},
+            True,
+        )
+    else:
+        runner = Runner()
+    if cycles is not None:
+        runner.cycles_before_check = cycles
+    expect = raw.get("expect") or {}
+    if not isinstance(expect, dict):
+        raise ScenarioError(f"{where}: field expect: expected a mapping")
+    return Scenario(path, str(raw.get("name") or path.stem), config, now, objects, expect, runner)
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.yaml") if p.name != "README.yaml"))
+        else:
+            files.append(path)
+    return files

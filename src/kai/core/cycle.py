@@ -1,0 +1,87 @@
+"""One scheduling cycle: open a session with the configured plugins, run the configured actions, close it.
+
+``run_cycle(cluster, config, now) -> Session``: the session's ``result`` lists binds, evictions, pipelines, started
+podgroups and every unschedulable podgroup with its reason, so "nothing happened" is never silent.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kai.core.actions import allocate
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.decisions import Unschedulable
+from kai.core.framework.session import Plugin, Session
+from kai.core.plugins.elastic import ElasticPlugin
+from kai.core.plugins.kubeflow import KubeflowPlugin
+from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
+from kai.core.plugins.nodeplacement import NodePlacementPlugin
+from kai.core.plugins.nominatednode import NominatedNodePlugin
+from kai.core.plugins.predicates import PredicatesPlugin
+from kai.core.plugins.priority import PriorityPlugin
+from kai.core.plugins.proportion.plugin import ProportionPlugin
+from kai.core.plugins.ray import RayPlugin
+from kai.core.plugins.resourcetype import ResourceTypePlugin
+from kai.core.plugins.subgrouporder import SubGroupOrderPlugin
+from kai.core.plugins.taskorder import TaskOrderPlugin
+from kai.core.state.fit_errors import render_detailed, render_short
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.snapshot import ClusterInfo
+
+PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
+    "proportion": ProportionPlugin,
+    "predicates": lambda _args: PredicatesPlugin(),
+    "priority": lambda _args: PriorityPlugin(),
+    "elastic": lambda _args: ElasticPlugin(),
+    "kubeflow": lambda _args: KubeflowPlugin(),
+    "ray": lambda _args: RayPlugin(),
+    "taskorder": lambda _args: TaskOrderPlugin(),
+    "subgrouporder": lambda _args: SubGroupOrderPlugin(),
+    "nodeplacement": NodePlacementPlugin,
+    "nodeavailability": lambda _args: NodeAvailabilityPlugin(),
+    "resourcetype": lambda _args: ResourceTypePlugin(),
+    "nominatednode": lambda _args: NominatedNodePlugin(),
+}
+ACTIONS: Mapping[str, Callable[[Session], None]] = {allocate.NAME: allocate.execute}
+
+
+def open_session(cluster: ClusterInfo, config: SchedulerConfig, now: float) -> Session:
+    ssn = Session(cluster, config, now)
+    for option in config.plugins:
+        factory = PLUGINS.get(option.name)
+        if factory is None:
+            ssn.result.skipped.append(f"plugin {option.name}")
+            continue
+        factory(option.arguments).on_session_open(ssn)
+    return ssn
+
+
+def close_session(ssn: Session) -> None:
+    """Report every podgroup that still waits, with KAI's reason and messages."""
+    result = ssn.result
+    result.bind_requests_to_delete.extend(ssn.cluster.bind_requests_to_delete)
+    waiting = list(ssn.jobs.values()) + list(ssn.cluster.unschedulable_jobs.values())
+    for job in waiting:
+        if not job.fit_errors:
+            continue
+        pending = [t for t in job.tasks.values() if t.status is PodStatus.PENDING]
+        if not pending and job.key in ssn.jobs:
+            continue
+        reason = job.fit_errors[0].reason if len(job.fit_errors) == 1 else "Unschedulable"
+        result.unschedulable[job.key] = Unschedulable(
+            job.key, reason, render_short(job.fit_errors), render_detailed(job.fit_errors)
+        )
+        for task in pending:
+            errors = job.task_fit_errors.get(task.key)
+            result.pod_errors[task.key] = errors.error() if errors is not None else render_short(job.fit_errors)
+
+
+def run_cycle(cluster: ClusterInfo, config: SchedulerConfig, now: float) -> Session:
+    ssn = open_session(cluster, config, now)
+    for name in config.actions:
+        action = ACTIONS.get(name)
+        if action is None:
+            ssn.result.skipped.append(f"action {name}")
+            continue
+        action(ssn)
+    close_session(ssn)
+    return ssn

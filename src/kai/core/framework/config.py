@@ -1,0 +1,148 @@
+"""The scheduler configuration (KAI's SchedulerConfiguration plus the session flags), with KAI's defaults.
+
+A config may omit any section; missing ``actions`` or ``tiers`` fall back to KAI's built-in default
+(kai-reference.md §3.1). Bad values raise ``InvalidObject`` naming the field and what is allowed.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.core.model import names
+from kai.core.model.errors import InvalidObject
+
+KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+DEFAULT_ACTIONS = KNOWN_ACTIONS
+DEFAULT_PLUGINS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("predicates", {}),
+    ("proportion", {}),
+    ("priority", {}),
+    ("elastic", {}),
+    ("kubeflow", {}),
+    ("ray", {}),
+    ("nodeavailability", {}),
+    ("gpusharingorder", {}),
+    ("gpupack", {}),
+    ("resourcetype", {}),
+    ("subgrouporder", {}),
+    ("taskorder", {}),
+    ("nominatednode", {}),
+    ("dynamicresources", {}),
+    ("nodeplacement", {"cpu": "binpack", "gpu": "binpack"}),
+    ("minruntime", {}),
+    ("topology", {}),
+    ("snapshot", {}),
+)
+WHERE = "scheduler config"
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    actions: tuple[str, ...] = DEFAULT_ACTIONS
+    tiers: tuple[tuple[PluginOption, ...], ...] = (tuple(PluginOption(n, a) for n, a in DEFAULT_PLUGINS),)
+    queue_depth_per_action: Mapping[str, int] = field(default_factory=dict)
+    scheduler_name: str = names.SCHEDULER_NAME
+    queue_label_key: str = names.QUEUE_LABEL
+    allow_consolidating_reclaim: bool = True
+    max_consolidation_preemptees: int = 16
+    staleness_grace_s: float = 60.0
+    use_scheduling_signatures: bool = True
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def plugins(self) -> tuple[PluginOption, ...]:
+        return tuple(option for tier in self.tiers for option in tier)
+
+
+_DURATION = re.compile(r"(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, where: str, field_name: str) -> float:
+    """A Go duration ("0s", "90s", "1m30s", "-1s") in seconds."""
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    parts = _DURATION.findall(body)
+    if body == "0":
+        return 0.0
+    if not parts or "".join(n + u for n, u in parts) != body:
+        raise InvalidObject(where, field_name, f"got {text!r}; expected a Go duration such as 60s, 1m30s or -1s")
+    return sign * sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise InvalidObject(WHERE, key, f"got {value!r}; expected true or false")
+    return value
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidObject(WHERE, key, f"got {value!r}; expected an integer")
+    return value
+
+
+def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
+    if not isinstance(raw, list):
+        raise InvalidObject(WHERE, "tiers", "expected a list of {plugins: [{name, arguments}]}")
+    tiers = []
+    for i, tier in enumerate(raw):
+        plugins = tier.get("plugins") if isinstance(tier, Mapping) else None
+        if not isinstance(plugins, list):
+            raise InvalidObject(WHERE, f"tiers[{i}].plugins", "expected a list of {name, arguments}")
+        options = []
+        for j, plugin in enumerate(plugins):
+            name = plugin.get("name") if isinstance(plugin, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise InvalidObject(WHERE, f"tiers[{i}].plugins[{j}].name", "expected a plugin name")
+            arguments = plugin.get("arguments") or {}
+            if not isinstance(arguments, Mapping):
+                raise InvalidObject(WHERE, f"tiers[{i}].plugins[{j}].arguments", "expected a mapping")
+            options.append(PluginOption(name, dict(arguments)))
+        tiers.append(tuple(options))
+    return tuple(tiers)
+
+
+def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
+    defaults = SchedulerConfig()
+    actions = defaults.actions
+    if raw.get("actions") is not None:
+        text = raw["actions"]
+        if not isinstance(text, str):
+            raise InvalidObject(WHERE, "actions", "expected a comma-separated string such as 'allocate, reclaim'")
+        actions = tuple(a.strip() for a in text.split(",") if a.strip())
+        for action in actions:
+            if action not in KNOWN_ACTIONS:
+                raise InvalidObject(WHERE, "actions", f"unknown action {action!r}; allowed: {', '.join(KNOWN_ACTIONS)}")
+    depth = raw.get("queueDepthPerAction") or {}
+    if not isinstance(depth, Mapping) or not all(isinstance(v, int) for v in depth.values()):
+        raise InvalidObject(WHERE, "queueDepthPerAction", "expected a mapping of action name to an integer")
+    if raw.get("fullHierarchyFairness", True) is not True:
+        raise InvalidObject(WHERE, "fullHierarchyFairness", "only true (KAI's default) is supported")
+    grace = raw.get("globalDefaultStalenessGracePeriod")
+    gates = raw.get("featureGates") or {}
+    if not isinstance(gates, Mapping):
+        raise InvalidObject(WHERE, "featureGates", "expected a mapping of gate name to true/false")
+    return SchedulerConfig(
+        actions=actions,
+        tiers=_tiers(raw["tiers"]) if raw.get("tiers") is not None else defaults.tiers,
+        queue_depth_per_action=dict(depth),
+        scheduler_name=str(raw.get("schedulerName") or defaults.scheduler_name),
+        queue_label_key=str(raw.get("queueLabelKey") or defaults.queue_label_key),
+        allow_consolidating_reclaim=_bool(raw, "allowConsolidatingReclaim", True),
+        max_consolidation_preemptees=_int(raw, "maxNumberConsolidationPreemptees", 16),
+        staleness_grace_s=(
+            parse_duration(str(grace), WHERE, "globalDefaultStalenessGracePeriod") if grace is not None else 60.0
+        ),
+        use_scheduling_signatures=_bool(raw, "useSchedulingSignatures", True),
+        feature_gates={str(k): bool(v) for k, v in gates.items()},
+    )

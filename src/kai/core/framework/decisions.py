@@ -1,0 +1,58 @@
+"""What a cycle decided, as data: the writer turns it into BindRequests, deletions, events and conditions."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """Bind a pod to a node (KAI's BindRequest spec)."""
+
+    pod_key: str
+    pod_uid: str
+    node: str
+    received_resource_type: str
+    gpu_count: int
+    gpu_portion: float
+    gpu_groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    pod_key: str
+    podgroup_key: str
+    node: str
+    action: str
+    message: str
+    evictor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    pod_key: str
+    node: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """A podgroup that could not be scheduled, with KAI's reason code and rendered messages."""
+
+    podgroup_key: str
+    reason: str
+    message: str
+    detailed_message: str
+
+
+@dataclass
+class CycleResult:
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    pipelined: list[Pipeline] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+    """Podgroups that started running this cycle, with the new last-start timestamp."""
+    unschedulable: dict[str, Unschedulable] = field(default_factory=dict)
+    pod_errors: dict[str, str] = field(default_factory=dict)
+    """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""
+    bind_requests_to_delete: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Configured plugins and actions kai does not implement yet; they were not run."""

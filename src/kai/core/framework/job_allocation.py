@@ -1,0 +1,204 @@
+"""Placing one job's tasks inside a statement (KAI's actions/common/allocate.go), shared by every action.
+
+A job is placed atomically up to its gang sizes: the pod sets that are below their gang size get as many tasks as
+they need (one task otherwise); any task that fits nowhere fails the attempt and records why.
+"""
+
+from collections.abc import Callable
+from functools import cmp_to_key
+
+import numpy as np
+
+from kai.core.framework.session import Session
+from kai.core.framework.statement import Statement
+from kai.core.model import names
+from kai.core.state.fit_errors import DEFAULT_POD_ERROR, POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
+from kai.core.state.node_table import Mask
+from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
+from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW, Vector
+from kai.core.state.task import TaskInfo
+
+_SHORT_REASONS = {
+    CPU_ROW: "node(s) didn't have enough resources: CPU cores",
+    MEMORY_ROW: "node(s) didn't have enough resources: memory",
+    GPU_ROW: "node(s) didn't have enough resources: GPUs",
+}
+
+
+def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) -> list[TaskInfo]:
+    """The next tasks to place: enough to reach each unsatisfied pod set's gang size, else one (elastic growth)."""
+    if real_allocation and job.tasks_to_allocate_cache is not None:
+        return job.tasks_to_allocate_cache
+    pod_sets = sorted(job.pod_sets.values(), key=cmp_to_key(_pod_set_cmp(ssn)))
+    unsatisfied = sum(1 for ps in pod_sets if ps.active_allocated < ps.min_available)
+    limit = unsatisfied or 1
+    chosen: list[TaskInfo] = []
+    taken = 0
+    for pod_set in pod_sets:
+        if taken >= limit:
+            break
+        candidates = [t for t in pod_set.tasks.values() if t.should_allocate(real_allocation)]
+        if not candidates:
+            continue
+        allocated = pod_set.active_allocated
+        count = pod_set.min_available - allocated if allocated < pod_set.min_available else 1
+        chosen.extend(ssn.ordered_tasks(candidates)[:count])
+        taken += 1
+    if real_allocation:
+        job.tasks_to_allocate_cache = chosen
+    return chosen
+
+
+def _pod_set_cmp(ssn: Session) -> Callable[[PodSet, PodSet], int]:
+    def cmp(left: PodSet, right: PodSet) -> int:
+        if ssn.pod_set_less(left, right):
+            return -1
+        return 1 if ssn.pod_set_less(right, left) else 0
+
+    return cmp
+
+
+def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool = False) -> tuple[float, float, float]:
+    """(millicores, bytes, GPUs) the next tasks ask for; a gpu-memory request counts as memory / 100 MiB GPUs."""
+    if job is None:
+        return (0.0, 0.0, 0.0)
+    cpu = memory = gpu = 0.0
+    min_memory = ssn.cluster.min_node_gpu_memory
+    for task in tasks_to_allocate(ssn, job, real_allocation):
+        if not task.should_allocate(real_allocation):
+            continue
+        request = task.request
+        cpu += request.milli_cpu
+        memory += request.memory_bytes
+        gpu += request.gpus_quota
+        if request.gpu_memory_mib and min_memory > 0:
+            gpu += request.gpu_devices * (request.gpu_memory_mib / min_memory)
+    return (cpu, memory, gpu)
+
+
+def allocate_job(ssn: Session, stmt: Statement, job: PodGroupInfo, pipeline_only: bool) -> bool:
+    tasks = tasks_to_allocate(ssn, job, not pipeline_only)
+    over = ssn.job_over_capacity(job, tasks)
+    if over is not None:
+        if not pipeline_only:
+            job.add_fit_error(over)
+        return False
+    candidates = np.ones(len(ssn.nodes), dtype=bool)
+    return _allocate_set(ssn, stmt, candidates, job, job.root, tasks, pipeline_only)
+
+
+def _allocate_set(
+    ssn: Session,
+    stmt: Statement,
+    candidates: Mask,
+    job: PodGroupInfo,
+    subgroup_set: SubGroupSet,
+    tasks: list[TaskInfo],
+    pipeline_only: bool,
+) -> bool:
+    checkpoint = stmt.checkpoint()
+    for child in sorted(subgroup_set.children, key=lambda s: s.name):
+        names_in_child = {ps.name for ps in child.all_pod_sets()}
+        child_tasks = [t for t in tasks if (t.subgroup or names.DEFAULT_SUBGROUP) in names_in_child]
+        if not _allocate_set(ssn, stmt, candidates, job, child, child_tasks, pipeline_only):
+            stmt.rollback(checkpoint)
+            return False
+    ordered = sorted(subgroup_set.pod_sets, key=cmp_to_key(_pod_set_cmp(ssn)))
+    for pod_set in ordered:
+        set_tasks = [t for t in tasks if (t.subgroup or names.DEFAULT_SUBGROUP) == pod_set.name]
+        for index, task in enumerate(set_tasks):
+            if not allocate_task(ssn, stmt, candidates, job, task, pipeline_only):
+                _record_failure(job, task, index)
+                stmt.rollback(checkpoint)
+                return False
+    return True
+
+
+def _fits(request: Vector, available: np.ndarray) -> Mask:
+    result: Mask = np.all(request[:, None] <= available + 1e-9, axis=0)
+    return result
+
+
+def allocate_task(
+    ssn: Session, stmt: Statement, candidates: Mask, job: PodGroupInfo, task: TaskInfo, pipeline_only: bool
+) -> bool:
+    fit_errors = TaskFitErrors()
+    for pre in ssn.pre_predicates:
+        error = pre(task, job)
+        if error:
+            fit_errors.headline = error
+            job.task_fit_errors[task.key] = fit_errors
+            return False
+    nodes = ssn.nodes
+    if task.request.is_shared_gpu:
+        fit_errors.headline = "GPU sharing (gpu-fraction / gpu-memory) is not supported by kai yet"
+        job.task_fit_errors[task.key] = fit_errors
+        return False
+    scores = ssn.node_scores(task, candidates)
+    feasible = candidates & _fits(task.req_vec, nodes.non_allocated())
+    excluded: list[tuple[Mask, str]] = []
+    for node_filter in ssn.node_filters:
+        filtered = node_filter(task, job)
+        if filtered is not None:
+            mask, why = filtered
+            excluded.append((candidates & ~mask, why))
+            feasible &= mask
+    columns = np.flatnonzero(feasible)
+    if columns.size:
+        order = columns[np.argsort(-scores[columns], kind="stable")]
+        idle_fit = _fits(task.req_vec, nodes.idle)
+        for column in order:
+            node = nodes.infos[column]
+            failure = next((r for r in (p(task, job, node) for p in ssn.predicates) if r), None)
+            if failure:
+                fit_errors.set_node(node.name, [failure])
+                continue
+            if idle_fit[column] and not pipeline_only:
+                stmt.allocate(task, node.name)
+            else:
+                stmt.pipeline(task, node.name)
+            return True
+    _explain(ssn, task, candidates, excluded, fit_errors)
+    job.task_fit_errors[task.key] = fit_errors
+    return False
+
+
+def _explain(
+    ssn: Session,
+    task: TaskInfo,
+    candidates: Mask,
+    excluded: list[tuple[Mask, str]],
+    fit_errors: TaskFitErrors,
+) -> None:
+    """Per-node reasons, computed only once a task fits nowhere (the failure path), from the same masks."""
+    nodes = ssn.nodes
+    lacking = task.req_vec[:, None] > nodes.non_allocated() + 1e-9
+    for column in np.flatnonzero(candidates):
+        name = nodes.infos[column].name
+        reasons = [reason for mask, reason in excluded if mask[column]]
+        for row in np.flatnonzero(lacking[:, column]):
+            reasons.append(
+                _SHORT_REASONS.get(int(row), f"node(s) didn't have enough resources: {nodes.index.names[row]}")
+            )
+        if reasons and name not in fit_errors.nodes:
+            fit_errors.set_node(name, reasons)
+
+
+def _record_failure(job: PodGroupInfo, task: TaskInfo, scheduled: int) -> None:
+    errors = job.task_fit_errors.get(task.key)
+    text = errors.error() if errors is not None else DEFAULT_POD_ERROR
+    pod_set = job.pod_set_of(task)
+    if not job.is_gang() or pod_set.active_used >= pod_set.min_available:
+        message = f"Resources were not found for pod {task.namespace}/{task.name} due to: {text}"
+    elif len(job.pod_sets) == 1 and pod_set.name == names.DEFAULT_SUBGROUP:
+        message = (
+            f"Resources were found for {scheduled} pods while {pod_set.min_available} are required for gang "
+            f"scheduling. Additional pods cannot be scheduled due to: {text}"
+        )
+    else:
+        message = (
+            f"Resources were found for {scheduled} pods from all sub-groups while sub-group {pod_set.name} "
+            f"requires {pod_set.min_available} pods for gang scheduling. Additional pods cannot be scheduled "
+            f"in this sub-group due to: {text}"
+        )
+    job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [message]))

@@ -1,0 +1,180 @@
+"""Jobs ordered across the queue hierarchy (KAI's JobsOrderByQueues).
+
+A tree mirrors the queues: leaves hold jobs in job order, inner nodes hold children ordered by the queue order of
+each child's best job. Popping walks from the root taking the best child at each level; because allocations
+change queue shares, the popped path is marked and re-sifted (Go's heap.Fix(0)) on the next walk. In victim mode
+both orders are reversed and a queue is compared with the victims already taken from it.
+"""
+
+from dataclasses import dataclass, field
+
+from kai.core.framework.go_heap import GoHeap
+from kai.core.framework.session import Session
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.queue_info import QueueInfo
+
+
+@dataclass(eq=False)
+class _QueueNode:
+    queue: QueueInfo
+    is_leaf: bool
+    jobs: GoHeap[PodGroupInfo] | None = None
+    children: GoHeap["_QueueNode"] | None = None
+    parent: "_QueueNode | None" = None
+    needs_reorder: bool = False
+
+    def empty(self) -> bool:
+        heap = self.jobs if self.is_leaf else self.children
+        return heap is None or len(heap) == 0
+
+
+@dataclass
+class JobQueueOptions:
+    filter_non_pending: bool = False
+    filter_unready: bool = False
+    filter_non_preemptible: bool = False
+    filter_non_active_allocated: bool = False
+    victim_queue: bool = False
+    max_jobs_queue_depth: int = -1
+
+
+@dataclass
+class JobsOrderByQueues:
+    ssn: Session
+    options: JobQueueOptions
+    _roots: GoHeap[_QueueNode] | None = None
+    _nodes: dict[str, _QueueNode] = field(default_factory=dict)
+    _popped: dict[str, list[PodGroupInfo]] = field(default_factory=dict)
+    _keys: dict[str, tuple[object, ...]] = field(default_factory=dict)
+
+    def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
+        opts = self.options
+        for job in jobs.values():
+            queue = self.ssn.queues.get(job.queue)
+            if queue is None or not queue.is_leaf:
+                continue
+            if queue.parent and queue.parent not in self.ssn.queues:
+                continue
+            if opts.filter_unready and not job.is_ready_for_scheduling():
+                continue
+            if opts.filter_non_pending and not job.has_pending():
+                continue
+            if opts.filter_non_preemptible and not job.preemptible:
+                continue
+            if opts.filter_non_active_allocated and not job.has_active_allocated():
+                continue
+            self.push(job)
+
+    def empty(self) -> bool:
+        return self._roots is None or len(self._roots) == 0
+
+    def push(self, job: PodGroupInfo) -> None:
+        queue = self.ssn.queues[job.queue]
+        if not queue.is_leaf:
+            return
+        self._keys[job.key] = self.ssn.job_key(job)
+        leaf = self._nodes.get(queue.uid)
+        created = leaf is None
+        if leaf is None:
+            leaf = _QueueNode(queue, True, jobs=GoHeap(self._job_less, self.options.max_jobs_queue_depth))
+            self._nodes[queue.uid] = leaf
+        assert leaf.jobs is not None
+        leaf.jobs.push(job)
+        if created:
+            self._link(leaf)
+        self._mark(leaf)
+
+    def pop(self) -> PodGroupInfo | None:
+        if self._roots is None:
+            return None
+        leaf = self._descend(self._roots)
+        if leaf is None or leaf.jobs is None:
+            return None
+        job = leaf.jobs.pop()
+        if self.options.victim_queue:
+            self._popped.setdefault(leaf.queue.uid, []).append(job)
+        self._after_pop(leaf)
+        return job
+
+    def _job_less(self, left: PodGroupInfo, right: PodGroupInfo) -> bool:
+        less = self._keys[left.key] < self._keys[right.key]
+        return not less if self.options.victim_queue else less
+
+    def _node_less(self, left: _QueueNode, right: _QueueNode) -> bool:
+        reverse = self.options.victim_queue
+        if left.empty():
+            return not reverse
+        if right.empty():
+            return reverse
+        left_job, left_victims = self._best(left)
+        right_job, right_victims = self._best(right)
+        result = self.ssn.queue_less(left.queue, right.queue, left_job, right_job, left_victims, right_victims)
+        return not result if reverse else result
+
+    def _best(self, node: _QueueNode) -> tuple[PodGroupInfo | None, list[PodGroupInfo]]:
+        while not node.is_leaf:
+            assert node.children is not None
+            node = node.children.peek()
+        if node.jobs is None or len(node.jobs) == 0:
+            return None, []
+        if self.options.victim_queue:
+            return None, [*self._popped.get(node.queue.uid, []), node.jobs.peek()]
+        return node.jobs.peek(), []
+
+    def _link(self, child: _QueueNode) -> None:
+        queue = child.queue
+        if not queue.parent:
+            if child.parent is None:
+                if self._roots is None:
+                    self._roots = GoHeap(self._node_less)
+                self._roots.push(child)
+            return
+        parent_queue = self.ssn.queues.get(queue.parent)
+        if parent_queue is None:
+            return
+        parent = self._nodes.get(parent_queue.uid)
+        created = parent is None
+        if parent is None:
+            parent = _QueueNode(parent_queue, False, children=GoHeap(self._node_less))
+            self._nodes[parent_queue.uid] = parent
+        if child.parent is None:
+            child.parent = parent
+            assert parent.children is not None
+            parent.children.push(child)
+        if created:
+            self._link(parent)
+
+    def _descend(self, heap: GoHeap[_QueueNode]) -> _QueueNode | None:
+        while True:
+            if len(heap) == 0:
+                return None
+            node = heap.peek()
+            if node.needs_reorder:
+                heap.fix(0)
+                node.needs_reorder = False
+                continue
+            if node.empty():
+                return None
+            if node.is_leaf:
+                return node
+            assert node.children is not None
+            heap = node.children
+
+    def _after_pop(self, node: _QueueNode) -> None:
+        if not node.empty():
+            self._mark(node)
+            return
+        if node.parent is not None:
+            assert node.parent.children is not None
+            node.parent.children.pop()
+        elif self._roots is not None:
+            self._roots.pop()
+        del self._nodes[node.queue.uid]
+        if node.parent is not None:
+            self._after_pop(node.parent)
+
+    @staticmethod
+    def _mark(node: _QueueNode | None) -> None:
+        while node is not None:
+            node.needs_reorder = True
+            node = node.parent

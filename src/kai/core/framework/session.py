@@ -1,0 +1,153 @@
+"""The Session: one scheduling cycle's snapshot plus the hooks plugins register (KAI's extension points).
+
+Plugins only add functions to the hook lists in ``on_session_open``; actions call the combined hooks. Node-level
+hooks are vectorised: they take and return arrays over all nodes of the node table.
+"""
+
+from collections.abc import Callable, Iterable
+from functools import cmp_to_key
+from typing import Any, Protocol
+
+import numpy as np
+
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.decisions import CycleResult
+from kai.core.state.fit_errors import JobFitError
+from kai.core.state.node_table import Mask, NodeInfo, NodeTable
+from kai.core.state.podgroup_info import PodGroupInfo, PodSet
+from kai.core.state.queue_info import QueueInfo
+from kai.core.state.resource_index import Vector
+from kai.core.state.snapshot import ClusterInfo
+from kai.core.state.task import TaskInfo
+
+Cmp = Callable[[Any, Any], int]
+
+
+class QueueOrderFn(Protocol):
+    def __call__(
+        self,
+        left: QueueInfo,
+        right: QueueInfo,
+        left_job: PodGroupInfo | None,
+        right_job: PodGroupInfo | None,
+        left_victims: list[PodGroupInfo],
+        right_victims: list[PodGroupInfo],
+    ) -> int: ...
+
+
+class NodeFilter(Protocol):
+    """Static per-task node mask (affinity, taints, node kind); returns the mask and the reason for excluded nodes."""
+
+    def __call__(self, task: TaskInfo, job: PodGroupInfo) -> tuple[Mask, str] | None: ...
+
+
+Predicate = Callable[[TaskInfo, PodGroupInfo, NodeInfo], str | None]
+"""Per-node check that depends on what is placed (host ports, pod affinity); returns the reason or None."""
+CapacityCheck = Callable[[PodGroupInfo, list[TaskInfo]], JobFitError | None]
+
+
+class Plugin(Protocol):
+    name: str
+
+    def on_session_open(self, ssn: "Session") -> None: ...
+
+
+class Session:
+    def __init__(self, cluster: ClusterInfo, config: SchedulerConfig, now: float) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.now = now
+        self.nodes: NodeTable = cluster.nodes
+        self.result = CycleResult()
+        self.job_order_keys: list[Callable[[PodGroupInfo], Any]] = []
+        self.task_order_fns: list[Cmp] = []
+        self.pod_set_order_fns: list[Cmp] = []
+        self.queue_order_fns: list[QueueOrderFn] = []
+        self.pre_predicates: list[Callable[[TaskInfo, PodGroupInfo], str | None]] = []
+        self.node_filters: list[NodeFilter] = []
+        self.predicates: list[Predicate] = []
+        self.node_pre_order_fns: list[Callable[[TaskInfo, Mask], None]] = []
+        self.node_order_fns: list[Callable[[TaskInfo, Mask], Vector]] = []
+        self.job_over_capacity_fns: list[CapacityCheck] = []
+        self.task_over_capacity_on_node_fns: list[Callable[[TaskInfo, PodGroupInfo, NodeInfo], JobFitError | None]] = []
+        self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
+        self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
+        self.queue_share_fns: list[Callable[[str], dict[str, dict[str, float]]]] = []
+        self.close_fns: list[Callable[[], None]] = []
+
+    @property
+    def jobs(self) -> dict[str, PodGroupInfo]:
+        return self.cluster.jobs
+
+    @property
+    def queues(self) -> dict[str, QueueInfo]:
+        return self.cluster.queues
+
+    def queue_depth(self, action: str) -> int:
+        return self.config.queue_depth_per_action.get(action, -1)
+
+    def job_key(self, job: PodGroupInfo) -> tuple[Any, ...]:
+        """The job order as a sort key: plugin keys first, then creation time and UID (KAI's fallback)."""
+        return (*(key(job) for key in self.job_order_keys), job.creation_ts, job.podgroup.meta.uid)
+
+    def task_cmp(self, left: TaskInfo, right: TaskInfo) -> int:
+        for fn in self.task_order_fns:
+            result = fn(left, right)
+            if result:
+                return int(result)
+        lkey = (left.pod.meta.creation_ts, left.pod.meta.uid)
+        rkey = (right.pod.meta.creation_ts, right.pod.meta.uid)
+        return -1 if lkey < rkey else (1 if lkey > rkey else 0)
+
+    def ordered_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=cmp_to_key(self.task_cmp))
+
+    def pod_set_less(self, left: PodSet, right: PodSet) -> bool:
+        for fn in self.pod_set_order_fns:
+            result = fn(left, right)
+            if result:
+                return bool(result < 0)
+        return left.name < right.name
+
+    def queue_less(
+        self,
+        left: QueueInfo,
+        right: QueueInfo,
+        left_job: PodGroupInfo | None,
+        right_job: PodGroupInfo | None,
+        left_victims: list[PodGroupInfo],
+        right_victims: list[PodGroupInfo],
+    ) -> bool:
+        for fn in self.queue_order_fns:
+            result = fn(left, right, left_job, right_job, left_victims, right_victims)
+            if result:
+                return result < 0
+        if left.creation_ts == right.creation_ts:
+            return left.uid < right.uid
+        return left.creation_ts < right.creation_ts
+
+    def job_over_capacity(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
+        for fn in self.job_over_capacity_fns:
+            return fn(job, tasks)
+        return None
+
+    def task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
+        for fn in self.task_over_capacity_on_node_fns:
+            return fn(task, job, node)
+        return None
+
+    def node_scores(self, task: TaskInfo, candidates: Mask) -> Vector:
+        for pre in self.node_pre_order_fns:
+            pre(task, candidates)
+        scores = np.zeros(len(self.nodes))
+        for fn in self.node_order_fns:
+            scores = scores + fn(task, candidates)
+        return scores
+
+    def allocated(self, task: TaskInfo) -> None:
+        for handler in self.allocate_handlers:
+            handler(task)
+
+    def deallocated(self, task: TaskInfo) -> None:
+        for handler in self.deallocate_handlers:
+            handler(task)

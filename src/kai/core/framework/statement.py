@@ -1,0 +1,146 @@
+"""Statement: a journal of virtual allocate / pipeline / evict operations, each with its own undo.
+
+Nothing is copied: every operation mutates the session in place and records how to reverse itself, so a
+checkpoint is the journal length and a rollback undoes entries newest first (STYLE.md §2.7). ``commit`` turns
+the surviving operations into decisions.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kai.core.framework.decisions import Bind, Eviction, Pipeline
+from kai.core.framework.session import Session
+from kai.core.model.resources import GpuRequestKind
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.task import TaskInfo
+
+
+@dataclass(slots=True)
+class Operation:
+    kind: str
+    task: TaskInfo
+    node: str
+    message: str
+    undo: Callable[[], None]
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    def checkpoint(self) -> int:
+        return len(self.operations)
+
+    def rollback(self, checkpoint: int) -> None:
+        while len(self.operations) > checkpoint:
+            self.operations.pop().undo()
+
+    def discard(self) -> None:
+        self.rollback(0)
+
+    def _move(self, task: TaskInfo, status: PodStatus, node_name: str) -> tuple[PodStatus, str, bool]:
+        """Re-place a task with a new status/node, keeping node accounting and queue shares in step."""
+        ssn = self.ssn
+        job = ssn.jobs[task.job_key]
+        previous = (task.status, task.node_name, task.is_virtual)
+        old_node = ssn.nodes.by_name.get(task.node_name) if task.node_name else None
+        if old_node is not None and task.key in old_node.tasks:
+            ssn.nodes.remove_task(task, old_node)
+        job.set_status(task, status)
+        task.node_name = node_name
+        new_node = ssn.nodes.by_name.get(node_name) if node_name else None
+        if new_node is not None:
+            ssn.nodes.add_task(task, new_node)
+        return previous
+
+    def _restore(self, task: TaskInfo, previous: tuple[PodStatus, str, bool]) -> None:
+        status, node_name, virtual = previous
+        self._move(task, status, node_name)
+        task.is_virtual = virtual
+
+    def allocate(self, task: TaskInfo, node_name: str) -> None:
+        previous = self._move(task, PodStatus.ALLOCATED, node_name)
+        self._set_accepted(task)
+        self.ssn.allocated(task)
+        task.is_virtual = True
+
+        def undo() -> None:
+            self.ssn.deallocated(task)
+            self._restore(task, previous)
+
+        self.operations.append(Operation("allocate", task, node_name, "", undo))
+
+    def pipeline(self, task: TaskInfo, node_name: str) -> None:
+        previous = self._move(task, PodStatus.PIPELINED, node_name)
+        self._set_accepted(task)
+        self.ssn.allocated(task)
+        task.is_virtual = True
+
+        def undo() -> None:
+            self.ssn.deallocated(task)
+            self._restore(task, previous)
+
+        message = f"Pod {task.namespace}/{task.name} was pipelined to node {node_name}"
+        self.operations.append(Operation("pipeline", task, node_name, message, undo))
+
+    def evict(self, task: TaskInfo, message: str) -> None:
+        previous = self._move(task, PodStatus.RELEASING, task.node_name)
+        self.ssn.deallocated(task)
+        task.is_virtual = True
+
+        def undo() -> None:
+            self._restore(task, previous)
+            self.ssn.allocated(task)
+
+        self.operations.append(Operation("evict", task, task.node_name, message, undo))
+
+    def convert_allocated_to_pipelined(self, job_key: str) -> None:
+        """A gang that waits on releasing resources waits as a whole: its allocations become pipelines."""
+        kept: list[Operation] = []
+        converted: list[Operation] = []
+        for op in self.operations:
+            (converted if op.kind == "allocate" and op.task.job_key == job_key else kept).append(op)
+        self.operations = kept
+        for op in converted:
+            op.undo()
+        for op in converted:
+            self.pipeline(op.task, op.node)
+
+    def commit(self, action: str) -> None:
+        result = self.ssn.result
+        for op in self.operations:
+            task = op.task
+            if op.kind == "evict":
+                result.evictions.append(
+                    Eviction(task.key, task.job_key, task.node_name, action, op.message, evictor="")
+                )
+            elif op.kind == "pipeline":
+                result.pipelined.append(Pipeline(task.key, op.node, op.message))
+            else:
+                request = task.request
+                self.ssn.jobs[task.job_key].set_status(task, PodStatus.BINDING)
+                result.binds.append(
+                    Bind(
+                        pod_key=task.key,
+                        pod_uid=task.pod.meta.uid,
+                        node=op.node,
+                        received_resource_type=_received_type(request.gpu_kind),
+                        gpu_count=request.gpu_devices,
+                        gpu_portion=request.gpu_portion,
+                        gpu_groups=task.gpu_groups,
+                    )
+                )
+        self.operations = []
+
+    def _set_accepted(self, task: TaskInfo) -> None:
+        if task.request.gpu_kind is GpuRequestKind.REGULAR:
+            task.accepted_gpus = task.request.gpus
+
+
+def _received_type(kind: GpuRequestKind) -> str:
+    if kind is GpuRequestKind.MIG:
+        return "MigInstance"
+    if kind in (GpuRequestKind.FRACTION, GpuRequestKind.MEMORY):
+        return "Fraction"
+    return "Regular"

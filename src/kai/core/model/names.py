@@ -1,0 +1,39 @@
+"""Label, annotation and resource names KAI uses, in one place so that every layer spells them the same way."""
+
+SCHEDULER_NAME = "kai-scheduler"
+QUEUE_LABEL = "kai.scheduler/queue"
+POD_GROUP_ANNOTATION = "pod-group-name"
+SUBGROUP_LABEL = "kai.scheduler/subgroup-name"
+TASK_PRIORITY_LABEL = "kai.scheduler/task-priority"
+LAST_START_ANNOTATION = "kai.scheduler/last-start-timestamp"
+STALE_ANNOTATION = "kai.scheduler/stale-podgroup-timestamp"
+GPU_FRACTION_ANNOTATION = "gpu-fraction"
+GPU_MEMORY_ANNOTATION = "gpu-memory"
+GPU_NUM_DEVICES_ANNOTATION = "gpu-fraction-num-devices"
+RECEIVED_RESOURCE_TYPE_ANNOTATION = "received-resource-type"
+GPU_GROUP_LABEL = "runai-gpu-group"
+RESERVATION_APP_LABEL_VALUE = "kai-resource-reservation"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+SELECTED_NODE_LABEL = "selected-node"
+
+GPU_MEMORY_NODE_LABEL = "nvidia.com/gpu.memory"
+GPU_COUNT_NODE_LABEL = "nvidia.com/gpu.count"
+MIG_ENABLED_NODE_LABEL = "node-role.kubernetes.io/mig-enabled"
+MIG_STRATEGY_NODE_LABEL = "nvidia.com/mig.strategy"
+
+KUBEFLOW_ROLE_LABEL = "training.kubeflow.org/job-role"
+RAY_ROLE_LABEL = "ray.io/node-type"
+
+CPU = "cpu"
+MEMORY = "memory"
+GPU = "nvidia.com/gpu"
+PODS = "pods"
+MIG_PREFIX = "nvidia.com/mig-"
+
+DEFAULT_PRIORITY = 50
+PREEMPTIBLE_BELOW_PRIORITY = 100
+DEFAULT_QUEUE_PRIORITY = 100
+UNLIMITED = -1.0
+DEFAULT_GPU_MEMORY_MIB = 100
+MEGABYTE = 1_000_000
+DEFAULT_SUBGROUP = "default"

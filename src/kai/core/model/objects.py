@@ -1,0 +1,481 @@
+"""Typed, immutable views of the Kubernetes objects the scheduler reads, parsed from plain API dicts.
+
+Each ``parse_*`` reads only the fields the scheduler needs (DESIGN.md §7) and raises ``InvalidObject`` naming the
+object, the field and what is allowed. Units are the scheduler's: millicores, bytes, GPU devices, POSIX seconds.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kai.core.model import names
+from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import (
+    Metadata,
+    Raw,
+    integer,
+    mapping,
+    number,
+    object_ref,
+    optional_time,
+    sequence,
+    string,
+)
+from kai.core.model.pod_affinity import PodAffinity
+from kai.core.model.quantity import resource_amount
+from kai.core.model.resources import GpuRequestKind, ResourceRequest, mig_gpu_portion
+from kai.core.model.selectors import NodeAffinity, Taint, Tolerations, parse_taints
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    protocol: str
+    host_ip: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    meta: Metadata
+    scheduler_name: str
+    priority_class_name: str
+    node_name: str
+    phase: str
+    gated: bool
+    podgroup_name: str
+    subgroup_name: str
+    request: ResourceRequest
+    node_affinity: NodeAffinity
+    tolerations: Tolerations
+    host_ports: tuple[HostPort, ...]
+    pod_affinity: PodAffinity
+    nominated_node: str
+    gpu_group: str
+    received_resource_type: str
+    is_reservation: bool
+    is_legacy_mig: bool
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @property
+    def deleting(self) -> bool:
+        return self.meta.deletion_ts is not None
+
+
+def _container_requests(container: Raw, obj: str, field: str) -> dict[str, float]:
+    resources = mapping(container, "resources", obj, f"{field}.resources")
+    requests = dict(mapping(resources, "requests", obj, f"{field}.resources.requests"))
+    limits = mapping(resources, "limits", obj, f"{field}.resources.limits")
+    for name, value in limits.items():
+        requests.setdefault(name, value)  # Kubernetes defaults a missing request to its limit
+    return {
+        str(name): resource_amount(str(name), value, obj, f"{field}.resources.requests.{name}")
+        for name, value in requests.items()
+    }
+
+
+def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
+    """Sum of containers, raised to the largest init container, plus pod overhead (KAI/k8s effective request)."""
+    total: dict[str, float] = {}
+    for i, container in enumerate(sequence(spec, "containers", obj, "spec.containers")):
+        for name, amount in _container_requests(container, obj, f"spec.containers[{i}]").items():
+            total[name] = total.get(name, 0.0) + amount
+    for i, container in enumerate(sequence(spec, "initContainers", obj, "spec.initContainers")):
+        for name, amount in _container_requests(container, obj, f"spec.initContainers[{i}]").items():
+            total[name] = max(total.get(name, 0.0), amount)
+    for name, value in mapping(spec, "overhead", obj, "spec.overhead").items():
+        total[name] = total.get(name, 0.0) + resource_amount(name, value, obj, f"spec.overhead.{name}")
+    total[names.PODS] = 1.0
+    return total
+
+
+def _gpu_request(amounts: dict[str, float], annotations: Mapping[str, str], obj: str) -> ResourceRequest:
+    mig = {name: amount for name, amount in amounts.items() if mig_gpu_portion(name)}
+    whole = amounts.pop(names.GPU, 0.0)
+    devices = 1
+    raw_devices = annotations.get(names.GPU_NUM_DEVICES_ANNOTATION, "")
+    fraction_text = annotations.get(names.GPU_FRACTION_ANNOTATION, "")
+    memory_text = annotations.get(names.GPU_MEMORY_ANNOTATION, "")
+    fraction = 0.0
+    memory_mib = 0
+    if fraction_text:
+        try:
+            fraction = float(fraction_text)
+        except ValueError as err:
+            raise InvalidObject(
+                obj, f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}", "must be a number in (0, 1]"
+            ) from err
+        if not 0 < fraction <= 1:
+            raise InvalidObject(
+                obj,
+                f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}",
+                f"got {fraction}; must be in (0, 1]",
+            )
+    if memory_text:
+        if not memory_text.isdigit() or int(memory_text) <= 0:
+            raise InvalidObject(
+                obj, f"metadata.annotations.{names.GPU_MEMORY_ANNOTATION}", "must be a positive integer (MiB)"
+            )
+        memory_mib = int(memory_text)
+    if raw_devices:
+        if not raw_devices.isdigit() or int(raw_devices) <= 0:
+            raise InvalidObject(
+                obj, f"metadata.annotations.{names.GPU_NUM_DEVICES_ANNOTATION}", "must be a positive integer"
+            )
+        devices = int(raw_devices)
+    if fraction:
+        return ResourceRequest(amounts, GpuRequestKind.FRACTION, devices, fraction, memory_mib, mig)
+    if memory_mib:
+        return ResourceRequest(amounts, GpuRequestKind.MEMORY, devices, 0.0, memory_mib, mig)
+    if mig:
+        return ResourceRequest(amounts, GpuRequestKind.MIG, 0, 0.0, 0, mig)
+    if whole > 0:
+        if whole.is_integer():
+            return ResourceRequest(amounts, GpuRequestKind.REGULAR, int(whole), 1.0, 0, mig)
+        return ResourceRequest(amounts, GpuRequestKind.FRACTION, 1, whole, 0, mig)
+    return ResourceRequest(amounts, GpuRequestKind.NONE, 0, 0.0, 0, mig)
+
+
+def _host_ports(spec: Raw, obj: str) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    for i, container in enumerate(sequence(spec, "containers", obj, "spec.containers")):
+        for j, port in enumerate(sequence(container, "ports", obj, f"spec.containers[{i}].ports")):
+            field = f"spec.containers[{i}].ports[{j}]"
+            host_port = integer(port, "hostPort", obj, f"{field}.hostPort", 0) or 0
+            if host_port:
+                protocol = string(port, "protocol", obj, f"{field}.protocol", "TCP")
+                ports.append(HostPort(protocol, string(port, "hostIP", obj, f"{field}.hostIP"), host_port))
+    return tuple(ports)
+
+
+def parse_pod(raw: Raw) -> Pod:
+    meta = Metadata(raw, "Pod", namespaced=True)
+    obj = object_ref("Pod", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    status = mapping(raw, "status", obj, "status")
+    annotations = meta.annotations
+    amounts = _pod_amounts(spec, obj)
+    request = _gpu_request(amounts, annotations, obj)
+    legacy_mig = any(mig_gpu_portion(name) for name in annotations)
+    return Pod(
+        meta=meta,
+        scheduler_name=string(spec, "schedulerName", obj, "spec.schedulerName", "default-scheduler"),
+        priority_class_name=string(spec, "priorityClassName", obj, "spec.priorityClassName"),
+        node_name=string(spec, "nodeName", obj, "spec.nodeName"),
+        phase=string(status, "phase", obj, "status.phase", "Pending"),
+        gated=bool(sequence(spec, "schedulingGates", obj, "spec.schedulingGates")),
+        podgroup_name=annotations.get(names.POD_GROUP_ANNOTATION, ""),
+        subgroup_name=meta.labels.get(names.SUBGROUP_LABEL, ""),
+        request=request,
+        node_affinity=NodeAffinity.from_pod_spec(spec, obj),
+        tolerations=Tolerations.from_pod_spec(spec, obj),
+        host_ports=_host_ports(spec, obj),
+        pod_affinity=PodAffinity.from_pod(meta.namespace, spec, obj),
+        nominated_node=string(status, "nominatedNodeName", obj, "status.nominatedNodeName"),
+        gpu_group=meta.labels.get(names.GPU_GROUP_LABEL, ""),
+        received_resource_type=annotations.get(names.RECEIVED_RESOURCE_TYPE_ANNOTATION, ""),
+        is_reservation=meta.labels.get("app") == names.RESERVATION_APP_LABEL_VALUE,
+        is_legacy_mig=legacy_mig,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    meta: Metadata
+    allocatable: dict[str, float]
+    taints: tuple[Taint, ...]
+    ready: bool
+    gpu_memory_mib: int
+    gpu_memory_synced: bool
+    gpu_count_label: int | None
+    mig_enabled: bool
+    mig_strategy: str
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+
+_NOT_READY_WHEN_TRUE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+
+
+def _node_ready(spec: Raw, status: Raw, obj: str) -> bool:
+    if spec.get("unschedulable") is True:
+        return False
+    for condition in sequence(status, "conditions", obj, "status.conditions"):
+        kind, value = condition.get("type"), condition.get("status")
+        if kind == "Ready" and value != "True":
+            return False
+        if kind in _NOT_READY_WHEN_TRUE and value == "True":
+            return False
+    return True
+
+
+def _gpu_memory(labels: Mapping[str, str]) -> tuple[int, bool]:
+    """GPU memory per device in MiB from the GPU-operator label, floored to a multiple of 100 (KAI's rule)."""
+    text = labels.get(names.GPU_MEMORY_NODE_LABEL, "")
+    if not text.lstrip("-").isdigit():
+        return names.DEFAULT_GPU_MEMORY_MIB, False
+    value = int(text)
+    if value >= 1024 * 1024:  # a GPU-feature-discovery bug reports bytes
+        value //= 1024 * 1024
+    return value - value % 100, True
+
+
+def parse_node(raw: Raw) -> Node:
+    meta = Metadata(raw, "Node", namespaced=False)
+    obj = object_ref("Node", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    status = mapping(raw, "status", obj, "status")
+    allocatable = {
+        str(name): resource_amount(str(name), value, obj, f"status.allocatable.{name}")
+        for name, value in mapping(status, "allocatable", obj, "status.allocatable").items()
+    }
+    labels = meta.labels
+    mig_label = labels.get(names.MIG_ENABLED_NODE_LABEL)
+    if mig_label is not None:
+        mig_enabled = mig_label.lower() in ("true", "1", "t")
+    else:
+        mig_enabled = any(name.startswith(names.MIG_PREFIX) for name in allocatable)
+    strategy = labels.get(names.MIG_STRATEGY_NODE_LABEL, "") if mig_enabled else ""
+    count_text = labels.get(names.GPU_COUNT_NODE_LABEL, "")
+    memory, synced = _gpu_memory(labels)
+    return Node(
+        meta=meta,
+        allocatable=allocatable,
+        taints=parse_taints(spec.get("taints") or [], obj),
+        ready=_node_ready(spec, status, obj),
+        gpu_memory_mib=memory,
+        gpu_memory_synced=synced,
+        gpu_count_label=int(count_text) if count_text.isdigit() else None,
+        mig_enabled=mig_enabled,
+        mig_strategy=strategy if strategy in ("single", "mixed") else "",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueResource:
+    """One resource of a queue, in scheduler units (GPU devices, millicores, bytes); -1 means unlimited."""
+
+    quota: float
+    limit: float
+    over_quota_weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    meta: Metadata
+    display_name: str
+    parent: str
+    priority: int
+    gpu: QueueResource
+    cpu: QueueResource
+    memory: QueueResource
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def _queue_resource(resources: Raw, key: str, obj: str, scale: float) -> QueueResource:
+    block = mapping(resources, key, obj, f"spec.resources.{key}")
+    field = f"spec.resources.{key}"
+    quota = number(block, "quota", obj, f"{field}.quota", 0.0)
+    limit = number(block, "limit", obj, f"{field}.limit", 0.0)
+    weight = number(block, "overQuotaWeight", obj, f"{field}.overQuotaWeight", 0.0)
+    return QueueResource(max(names.UNLIMITED, quota * scale), max(names.UNLIMITED, limit * scale), weight)
+
+
+def parse_queue(raw: Raw) -> Queue:
+    """A Queue (scheduling.run.ai/v2). Unset quota/limit/weight are 0 as in KAI: limit 0 allows nothing."""
+    meta = Metadata(raw, "Queue", namespaced=False)
+    obj = object_ref("Queue", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    resources = mapping(spec, "resources", obj, "spec.resources")
+    priority = integer(spec, "priority", obj, "spec.priority", names.DEFAULT_QUEUE_PRIORITY)
+    parent = string(spec, "parentQueue", obj, "spec.parentQueue")
+    if parent == meta.name:
+        raise InvalidObject(obj, "spec.parentQueue", "a queue cannot be its own parent")
+    return Queue(
+        meta=meta,
+        display_name=string(spec, "displayName", obj, "spec.displayName"),
+        parent=parent,
+        priority=names.DEFAULT_QUEUE_PRIORITY if priority is None else priority,
+        gpu=_queue_resource(resources, "gpu", obj, 1.0),
+        cpu=_queue_resource(resources, "cpu", obj, 1.0),
+        memory=_queue_resource(resources, "memory", obj, float(names.MEGABYTE)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConstraint:
+    topology: str
+    required_level: str
+    preferred_level: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubGroupSpec:
+    name: str
+    min_member: int | None
+    parent: str
+    topology: TopologyConstraint | None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    meta: Metadata
+    queue: str
+    priority_class_name: str
+    min_member: int
+    preemptibility: str
+    subgroups: tuple[SubGroupSpec, ...]
+    topology: TopologyConstraint | None
+    last_start_ts: float | None
+    stale_ts: float | None
+    mark_unschedulable: bool
+    scheduling_backoff: int
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+
+def _topology_constraint(raw: Raw, key: str, obj: str, field: str) -> TopologyConstraint | None:
+    if raw.get(key) is None:
+        return None
+    block = mapping(raw, key, obj, field)
+    return TopologyConstraint(
+        topology=string(block, "topology", obj, f"{field}.topology"),
+        required_level=string(block, "requiredTopologyLevel", obj, f"{field}.requiredTopologyLevel"),
+        preferred_level=string(block, "preferredTopologyLevel", obj, f"{field}.preferredTopologyLevel"),
+    )
+
+
+_PREEMPTIBILITY = ("", "preemptible", "non-preemptible")
+
+
+def parse_podgroup(raw: Raw) -> PodGroup:
+    meta = Metadata(raw, "PodGroup", namespaced=True)
+    obj = object_ref("PodGroup", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    preemptibility = string(spec, "preemptibility", obj, "spec.preemptibility")
+    if preemptibility not in _PREEMPTIBILITY:
+        raise InvalidObject(
+            obj, "spec.preemptibility", f"got {preemptibility!r}; allowed: preemptible, non-preemptible"
+        )
+    subgroups: list[SubGroupSpec] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(sequence(spec, "subGroups", obj, "spec.subGroups")):
+        field = f"spec.subGroups[{i}]"
+        name = string(entry, "name", obj, f"{field}.name")
+        if not name:
+            raise InvalidObject(obj, f"{field}.name", "is required and must not be empty")
+        if name in seen:
+            raise InvalidObject(obj, f"{field}.name", f"duplicate sub-group name {name!r}")
+        seen.add(name)
+        subgroups.append(
+            SubGroupSpec(
+                name=name,
+                min_member=integer(entry, "minMember", obj, f"{field}.minMember"),
+                parent=string(entry, "parent", obj, f"{field}.parent"),
+                topology=_topology_constraint(entry, "topologyConstraint", obj, f"{field}.topologyConstraint"),
+            )
+        )
+    for i, sub in enumerate(subgroups):
+        if sub.parent and sub.parent.lower() not in {s.name.lower() for s in subgroups}:
+            raise InvalidObject(obj, f"spec.subGroups[{i}].parent", f"parent {sub.parent!r} is not a sub-group")
+    annotations = meta.annotations
+    backoff = integer(spec, "schedulingBackoff", obj, "spec.schedulingBackoff", -1)
+    return PodGroup(
+        meta=meta,
+        queue=string(spec, "queue", obj, "spec.queue"),
+        priority_class_name=string(spec, "priorityClassName", obj, "spec.priorityClassName"),
+        min_member=integer(spec, "minMember", obj, "spec.minMember", 1) or 0,
+        preemptibility=preemptibility,
+        subgroups=tuple(subgroups),
+        topology=_topology_constraint(spec, "topologyConstraint", obj, "spec.topologyConstraint"),
+        last_start_ts=optional_time(annotations, names.LAST_START_ANNOTATION, obj, "metadata.annotations"),
+        stale_ts=optional_time(annotations, names.STALE_ANNOTATION, obj, "metadata.annotations"),
+        mark_unschedulable=spec.get("markUnschedulable") is not False,
+        scheduling_backoff=-1 if backoff is None else backoff,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool
+
+
+def parse_priority_class(raw: Raw) -> PriorityClass:
+    meta = Metadata(raw, "PriorityClass", namespaced=False)
+    obj = object_ref("PriorityClass", raw)
+    value = integer(raw, "value", obj, "value")
+    if value is None:
+        raise InvalidObject(obj, "value", "is required (an integer priority)")
+    return PriorityClass(meta.name, value, raw.get("globalDefault") is True)
+
+
+@dataclass(frozen=True, slots=True)
+class BindRequest:
+    meta: Metadata
+    pod_name: str
+    selected_node: str
+    received_resource_type: str
+    gpu_groups: tuple[str, ...]
+    phase: str
+    backoff_limit: int
+    failed_attempts: int
+
+    @property
+    def pod_key(self) -> str:
+        return f"{self.meta.namespace}/{self.pod_name}"
+
+    @property
+    def failed(self) -> bool:
+        """KAI treats a Failed request whose retries are used up as gone: the pod is pending again."""
+        return self.phase == "Failed" and self.failed_attempts >= self.backoff_limit
+
+
+def parse_bind_request(raw: Raw) -> BindRequest:
+    meta = Metadata(raw, "BindRequest", namespaced=True)
+    obj = object_ref("BindRequest", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    status = mapping(raw, "status", obj, "status")
+    groups = sequence(spec, "selectedGPUGroups", obj, "spec.selectedGPUGroups")
+    return BindRequest(
+        meta=meta,
+        pod_name=string(spec, "podName", obj, "spec.podName"),
+        selected_node=string(spec, "selectedNode", obj, "spec.selectedNode"),
+        received_resource_type=string(spec, "receivedResourceType", obj, "spec.receivedResourceType"),
+        gpu_groups=tuple(str(g) for g in groups),
+        phase=string(status, "phase", obj, "status.phase", "Pending"),
+        backoff_limit=integer(spec, "backoffLimit", obj, "spec.backoffLimit", 0) or 0,
+        failed_attempts=integer(status, "failedAttempts", obj, "status.failedAttempts", 0) or 0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    name: str
+    levels: tuple[str, ...]
+
+
+def parse_topology(raw: Raw) -> Topology:
+    meta = Metadata(raw, "Topology", namespaced=False)
+    obj = object_ref("Topology", raw)
+    spec = mapping(raw, "spec", obj, "spec")
+    levels = []
+    for i, level in enumerate(sequence(spec, "levels", obj, "spec.levels")):
+        label = string(level, "nodeLabel", obj, f"spec.levels[{i}].nodeLabel")
+        if not label:
+            raise InvalidObject(obj, f"spec.levels[{i}].nodeLabel", "is required")
+        levels.append(label)
+    return Topology(meta.name, tuple(levels))

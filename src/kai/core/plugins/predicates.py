@@ -1,0 +1,136 @@
+"""predicates: which nodes a pod may run on (KAI plugins/predicates over the upstream filters).
+
+Static rules — node readiness, node affinity and selector, taints, the node's GPU kind (MIG strategy, legacy MIG,
+GPU-memory label) — become one node mask per distinct pod constraint, cached for the session. Rules that depend
+on what is placed — queue capacity on the node, host ports, inter-pod affinity — are checked per node, only on
+nodes that already fit.
+"""
+
+from collections.abc import Hashable
+
+import numpy as np
+
+from kai.core.framework.session import Session
+from kai.core.model.pod_affinity import PlacedPod, PodAffinityFilter
+from kai.core.model.resources import GpuRequestKind
+from kai.core.model.selectors import NODE_AFFINITY_REASON
+from kai.core.state.node_table import Mask, NodeInfo
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.task import TaskInfo
+
+NOT_READY = "node(s) were unschedulable or not ready"
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+def _kind_reason(task: TaskInfo, node: NodeInfo) -> str | None:
+    """KAI's PredicateByNodeResourcesType (static part) plus the GPU-memory label requirement."""
+    request = task.request
+    info = node.node
+    if task.pod.is_legacy_mig:
+        return f"Legacy MIG jobs cannot be scheduled on node {node.name}"
+    if request.is_cpu_only:
+        return None
+    is_mig = request.gpu_kind is GpuRequestKind.MIG
+    if not info.mig_enabled and is_mig:
+        return "MIG job cannot be scheduled on non-MIG node"
+    if info.mig_enabled:
+        if info.mig_strategy == "single" and request.gpu_kind is not GpuRequestKind.REGULAR:
+            return "only whole gpu jobs can run on a node with MigStrategy='single'"
+        if info.mig_strategy == "mixed" and not is_mig:
+            return "non MIG jobs cant run on a node with MigStrategy='mixed'"
+    if request.gpu_kind is GpuRequestKind.MEMORY and not info.gpu_memory_synced:
+        return "node(s) didn't have the GPU memory label required for gpu-memory requests"
+    return None
+
+
+class PredicatesPlugin:
+    name = "predicates"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._masks: dict[Hashable, tuple[Mask, str]] = {}
+        self._version = 0
+        self._affinity: dict[str, tuple[int, PodAffinityFilter]] = {}
+        self._anti_affinity_placed = any(
+            not task.pod.pod_affinity.is_empty for info in ssn.nodes.infos for task in info.tasks.values()
+        )
+        ssn.node_filters.append(self.node_mask)
+        ssn.predicates.append(self.capacity)
+        ssn.predicates.append(self.host_ports)
+        ssn.predicates.append(self.pod_affinity)
+        ssn.allocate_handlers.append(self._changed)
+        ssn.deallocate_handlers.append(self._changed)
+
+    def _changed(self, task: TaskInfo) -> None:
+        self._version += 1
+        if not task.pod.pod_affinity.is_empty:
+            self._anti_affinity_placed = True
+
+    def node_mask(self, task: TaskInfo, job: PodGroupInfo) -> tuple[Mask, str] | None:
+        pod = task.pod
+        key = (pod.node_affinity.key, pod.tolerations.key, pod.request.gpu_kind, pod.is_legacy_mig)
+        cached = self._masks.get(key)
+        if cached is None:
+            cached = self._compute_mask(task)
+            self._masks[key] = cached
+        return cached
+
+    def _compute_mask(self, task: TaskInfo) -> tuple[Mask, str]:
+        pod = task.pod
+        infos = self.ssn.nodes.infos
+        mask = np.ones(len(infos), dtype=bool)
+        first_reason = ""
+        for info in infos:
+            node = info.node
+            reason: str | None = None
+            if not node.ready:
+                reason = NOT_READY
+            elif not pod.node_affinity.matches(node.name, node.labels):
+                reason = NODE_AFFINITY_REASON
+            else:
+                reason = pod.tolerations.check(node.taints) or _kind_reason(task, info)
+            if reason:
+                mask[info.column] = False
+                first_reason = first_reason or reason
+        return mask, first_reason
+
+    def capacity(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
+        over = self.ssn.task_over_capacity_on_node(task, job, node)
+        return over.messages[0] if over is not None else None
+
+    def host_ports(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
+        wanted = task.pod.host_ports
+        if not wanted:
+            return None
+        for other in node.tasks.values():
+            for used in other.pod.host_ports:
+                for port in wanted:
+                    same_ip = used.host_ip in ("", "0.0.0.0") or port.host_ip in ("", "0.0.0.0")
+                    if (
+                        port.port == used.port
+                        and port.protocol == used.protocol
+                        and (same_ip or used.host_ip == port.host_ip)
+                    ):
+                        return PORTS_REASON
+        return None
+
+    def pod_affinity(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
+        pod = task.pod
+        if pod.pod_affinity.is_empty and not self._anti_affinity_placed:
+            return None
+        cached = self._affinity.get(task.key)
+        if cached is None or cached[0] != self._version:
+            nodes = self.ssn.nodes.infos
+            placed = [
+                PlacedPod(other.namespace, other.pod.meta.labels, info.name, other.pod.pod_affinity)
+                for info in nodes
+                for other in info.tasks.values()
+                if other.key != task.key
+            ]
+            labels = {info.name: info.node.labels for info in nodes}
+            cached = (
+                self._version,
+                PodAffinityFilter.prepare(pod.meta.namespace, pod.meta.labels, pod.pod_affinity, labels, placed),
+            )
+            self._affinity[task.key] = cached
+        return cached[1].check(node.node.labels)

@@ -1,0 +1,1 @@
+"""Proportion plugin: hierarchical fair share, queue order, quota checks and reclaim rules."""

@@ -1,0 +1,229 @@
+"""The proportion plugin: hierarchical fair share, queue order, and queue capacity (KAI plugins/proportion).
+
+At session open it sums the cluster's capacity, builds each queue's attributes from its quota, adds up what
+every queue's jobs hold and ask for, and divides the cluster level by level. During the session, allocate and
+deallocate events keep each queue's allocated amounts (and its ancestors') in step.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from kai.core.framework.job_allocation import init_request
+from kai.core.framework.session import Session
+from kai.core.model.resources import mig_gpu_portion
+from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes
+from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
+from kai.core.plugins.proportion.queue_order import queue_order
+from kai.core.plugins.proportion.resource_division import (
+    QueueShares,
+    ResourceShare,
+    ResourceTotals,
+    divide_tree,
+)
+from kai.core.state.fit_errors import JobFitError
+from kai.core.state.node_table import NodeInfo
+from kai.core.state.pod_status import ALLOCATED, PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.queue_info import QueueInfo
+from kai.core.state.resource_index import CPU_ROW, MEMORY_ROW
+from kai.core.state.task import TaskInfo
+
+
+def _float_arg(arguments: Mapping[str, Any], key: str, default: float) -> float:
+    value = arguments.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def task_quantities(task: TaskInfo) -> Quantities:
+    """What a placed task is charged: its cpu, memory and accepted GPUs (fractions, MIG slices included)."""
+    request = task.request
+    gpus = task.accepted_gpus if task.accepted_gpus else request.gpus_quota
+    return (request.milli_cpu, request.memory_bytes, gpus)
+
+
+class ProportionPlugin:
+    name = "proportion"
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.k_value = max(0.0, _float_arg(arguments, "kValue", 1.0))
+        self.saturation_multiplier = max(1.0, _float_arg(arguments, "relcaimerSaturationMultiplier", 1.0))
+        self.queues: dict[str, QueueAttributes] = {}
+        self.total: Quantities = (0.0, 0.0, 0.0)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.total = self._total(ssn)
+        self.queues = {uid: _attributes(queue) for uid, queue in ssn.queues.items()}
+        self._charge_jobs(ssn)
+        tops = [q.shares for q in self.queues.values() if not q.parent]
+        children = {uid: [self.queues[c].shares for c in q.children] for uid, q in self.queues.items()}
+        divide_tree(
+            ResourceTotals(gpu=self.total[2], cpu=self.total[0], memory=self.total[1]),
+            tops,
+            children,
+            self.k_value,
+        )
+        ssn.queue_order_fns.append(self.queue_order)
+        ssn.job_over_capacity_fns.append(self.job_over_capacity)
+        ssn.allocate_handlers.append(self.on_allocate)
+        ssn.deallocate_handlers.append(self.on_deallocate)
+        ssn.queue_share_fns.append(self.queue_shares)
+        ssn.task_over_capacity_on_node_fns.append(self._task_over_capacity_on_node)
+
+    def _total(self, ssn: Session) -> Quantities:
+        nodes = ssn.nodes
+        cpu = memory = gpu = 0.0
+        for info in nodes.infos:
+            if not info.node.ready:
+                continue
+            column = info.column
+            cpu += nodes.allocatable[CPU_ROW, column]
+            memory += nodes.allocatable[MEMORY_ROW, column]
+            gpu += _node_gpus(info, nodes.allocatable[:, column], nodes.index.names)
+            for task in info.tasks.values():
+                if task.pod.scheduler_name != ssn.config.scheduler_name and not task.pod.is_reservation:
+                    used = task_quantities(task)
+                    cpu, memory, gpu = cpu - used[0], memory - used[1], gpu - used[2]
+        return (cpu, memory, gpu)
+
+    def _charge_jobs(self, ssn: Session) -> None:
+        min_memory = ssn.cluster.min_node_gpu_memory
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.status in ALLOCATED:
+                    used = task_quantities(task)
+                    self._walk(job.queue, used, allocated=True, non_preemptible=not job.preemptible)
+                elif task.status is PodStatus.PENDING:
+                    request = task.request
+                    gpus = request.gpus_quota
+                    if request.gpu_memory_mib:
+                        gpus += request.gpu_devices * request.gpu_memory_mib / min_memory
+                    self._walk(job.queue, (request.milli_cpu, request.memory_bytes, gpus), allocated=False)
+
+    def _walk(self, leaf: str, amounts: Quantities, allocated: bool, non_preemptible: bool = False) -> None:
+        queue = self.queues.get(leaf)
+        while queue is not None:
+            for i, amount in enumerate(amounts):
+                share = queue.share(i)
+                share.request += amount
+                if allocated:
+                    queue.allocated[i] += amount
+                    if non_preemptible:
+                        queue.allocated_non_preemptible[i] += amount
+            queue = self.queues.get(queue.parent) if queue.parent else None
+
+    def _charge(self, task: TaskInfo, sign: float) -> None:
+        job = self.ssn.jobs[task.job_key]
+        amounts = task_quantities(task)
+        queue = self.queues.get(job.queue)
+        while queue is not None:
+            for i, amount in enumerate(amounts):
+                queue.allocated[i] += sign * amount
+                if not job.preemptible:
+                    queue.allocated_non_preemptible[i] += sign * amount
+            queue = self.queues.get(queue.parent) if queue.parent else None
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self._charge(task, 1.0)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self._charge(task, -1.0)
+
+    def queue_order(
+        self,
+        left: QueueInfo,
+        right: QueueInfo,
+        left_job: PodGroupInfo | None,
+        right_job: PodGroupInfo | None,
+        left_victims: list[PodGroupInfo],
+        right_victims: list[PodGroupInfo],
+    ) -> int:
+        lattr, rattr = self.queues.get(left.uid), self.queues.get(right.uid)
+        if lattr is None:
+            return 1
+        if rattr is None:
+            return -1
+        return queue_order(
+            lattr,
+            rattr,
+            init_request(self.ssn, left_job),
+            init_request(self.ssn, right_job),
+            [_job_allocated(job) for job in left_victims],
+            [_job_allocated(job) for job in right_victims],
+            self.total,
+        )
+
+    def job_over_capacity(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
+        requested = _required_quota(tasks)
+        return over_limit(self.queues, job.queue, requested, job.preemptible) or non_preemptible_over_quota(
+            self.queues, job.queue, requested, job.preemptible
+        )
+
+    def _task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
+        request = task.request
+        gpus = request.gpus_quota
+        if request.gpu_memory_mib:
+            gpus = request.gpu_memory_mib / node.gpu_memory_mib
+        requested = (request.milli_cpu, request.memory_bytes, gpus)
+        return over_limit(self.queues, job.queue, requested, job.preemptible) or non_preemptible_over_quota(
+            self.queues, job.queue, requested, job.preemptible
+        )
+
+    def queue_shares(self, uid: str) -> dict[str, dict[str, float]]:
+        queue = self.queues[uid]
+        return {
+            "deserved": dict(zip(("cpu", "memory", "gpu"), queue.deserved(), strict=True)),
+            "fairShare": dict(zip(("cpu", "memory", "gpu"), queue.fair_share(), strict=True)),
+            "allocated": dict(zip(("cpu", "memory", "gpu"), queue.allocated, strict=True)),
+        }
+
+
+def _node_gpus(info: NodeInfo, column: Any, names: list[str]) -> float:
+    total = 0.0
+    for row, name in enumerate(names):
+        if name == "nvidia.com/gpu":
+            total += float(column[row])
+        else:
+            total += mig_gpu_portion(name) * float(column[row])
+    return total
+
+
+def _required_quota(tasks: list[TaskInfo]) -> Quantities:
+    cpu = memory = gpu = 0.0
+    for task in tasks:
+        cpu += task.request.milli_cpu
+        memory += task.request.memory_bytes
+        gpu += task.request.gpus_quota
+    return (cpu, memory, gpu)
+
+
+def _job_allocated(job: PodGroupInfo) -> Quantities:
+    cpu = memory = gpu = 0.0
+    for task in job.tasks.values():
+        if task.status in ALLOCATED:
+            used = task_quantities(task)
+            cpu, memory, gpu = cpu + used[0], memory + used[1], gpu + used[2]
+    return (cpu, memory, gpu)
+
+
+def _attributes(queue: QueueInfo) -> QueueAttributes:
+    spec = queue.queue
+
+    def share(resource: Any) -> ResourceShare:
+        return ResourceShare(resource.quota, resource.limit, resource.over_quota_weight, 0.0)
+
+    shares = QueueShares(
+        uid=queue.uid,
+        name=queue.name,
+        creation_ts=queue.creation_ts,
+        priority=queue.priority,
+        gpu=share(spec.gpu),
+        cpu=share(spec.cpu),
+        memory=share(spec.memory),
+    )
+    return QueueAttributes(
+        queue.uid, queue.name, queue.parent, queue.children, queue.creation_ts, queue.priority, shares
+    )

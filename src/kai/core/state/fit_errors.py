@@ -1,0 +1,68 @@
+"""Why a pod or a podgroup could not be placed, kept as data and rendered with KAI's exact wording.
+
+Reasons are typed first and turned into text last (STYLE.md §2.4): the PodGroup condition, the pod event, the
+simulator report and ``--json`` all render through these functions.
+"""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+DEFAULT_PODGROUP_REASON = "Unable to schedule podgroup"
+DEFAULT_POD_ERROR = "Unable to schedule pod"
+RESOURCES_NOT_FOUND = "no nodes with enough resources were found"
+POD_SCHEDULING_ERRORS = "PodSchedulingErrors"
+OVER_LIMIT = "OverLimit"
+NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
+QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
+
+
+@dataclass(slots=True)
+class JobFitError:
+    """One reason a podgroup is unschedulable (KAI's ``JobFitError``); ``details`` carries queue numbers."""
+
+    reason: str
+    messages: list[str]
+    detailed: list[str] = field(default_factory=list)
+    subgroup: str = ""
+    node_group: str = ""
+    details: dict[str, object] = field(default_factory=dict)
+
+    def detailed_message(self) -> str:
+        text = ", ".join(self.detailed or self.messages)
+        if self.subgroup and self.subgroup != "default":
+            text = f"subgroup {self.subgroup}: {text}"
+        if self.node_group:
+            text = f"<{self.node_group}>: {text}"
+        return text
+
+
+def render_detailed(errors: list[JobFitError]) -> str:
+    """The podgroup's detailed explanation (``fitErrorMessage`` in scenarios, the PodGroup condition message)."""
+    reason = errors[0].reason if len(errors) == 1 else DEFAULT_PODGROUP_REASON
+    lines = sorted(f"\n{error.detailed_message()}." for error in errors)
+    return f"\n{reason}." + "".join(lines)
+
+
+def render_short(errors: list[JobFitError]) -> str:
+    """The one-line explanation used in events."""
+    reason = errors[0].reason if len(errors) == 1 else DEFAULT_PODGROUP_REASON
+    counts = Counter(message for error in errors for message in error.messages)
+    parts = sorted(f"{n} {m}" if n > 1 else m for m, n in counts.items())
+    return f"{reason}: {'. '.join(parts)}." if parts else reason
+
+
+@dataclass(slots=True)
+class TaskFitErrors:
+    """Why one pod fits on no node: a headline plus each node's short and detailed reasons."""
+
+    headline: str = ""
+    nodes: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+
+    def set_node(self, node: str, reasons: list[str], detailed: list[str] | None = None) -> None:
+        self.nodes[node] = (reasons, detailed or reasons)
+
+    def error(self) -> str:
+        counts = Counter(reason for reasons, _ in self.nodes.values() for reason in reasons)
+        text = self.headline or RESOURCES_NOT_FOUND
+        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        return f"{text}: {'. '.join(histogram)}." if histogram else text

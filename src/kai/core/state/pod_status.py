@@ -1,0 +1,44 @@
+"""KAI's pod status model: what the scheduler thinks of each pod, and the status groups actions count by."""
+
+from enum import Enum
+
+
+class PodStatus(Enum):
+    PENDING = "Pending"
+    GATED = "Gated"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+ACTIVE_USED = frozenset(
+    {
+        PodStatus.ALLOCATED,
+        PodStatus.PIPELINED,
+        PodStatus.BINDING,
+        PodStatus.BOUND,
+        PodStatus.RUNNING,
+        PodStatus.RELEASING,
+    }
+)
+"""Statuses that occupy a node."""
+ACTIVE_ALLOCATED = ACTIVE_USED - {PodStatus.RELEASING}
+ALIVE = frozenset(
+    {
+        PodStatus.ALLOCATED,
+        PodStatus.PIPELINED,
+        PodStatus.BINDING,
+        PodStatus.BOUND,
+        PodStatus.RUNNING,
+        PodStatus.PENDING,
+        PodStatus.GATED,
+    }
+)
+ALLOCATED = frozenset({PodStatus.ALLOCATED, PodStatus.BOUND, PodStatus.BINDING, PodStatus.RUNNING})
+"""Statuses whose resources are charged to the queue."""

@@ -1,0 +1,176 @@
+"""PodGroupInfo (a job), its pod sets and sub-group sets, with KAI's gang bookkeeping.
+
+A podgroup without ``subGroups`` has one pod set, ``default``, with the gang size ``minMember``. With sub-groups,
+each leaf is a pod set with its own gang size and every inner sub-group is a set of sets (KAI's SubGroupSet).
+"""
+
+from collections.abc import Iterator
+
+from kai.core.model import names
+from kai.core.model.objects import PodGroup, TopologyConstraint
+from kai.core.state.fit_errors import JobFitError, TaskFitErrors
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, ALIVE, ALLOCATED, PodStatus
+from kai.core.state.task import TaskInfo
+
+
+class PodSet:
+    """A set of pods with one gang size (``min_available``)."""
+
+    __slots__ = ("min_available", "name", "tasks", "topology")
+
+    def __init__(self, name: str, min_available: int, topology: TopologyConstraint | None) -> None:
+        self.name = name
+        self.min_available = max(min_available, 1)
+        self.topology = topology
+        self.tasks: dict[str, TaskInfo] = {}
+
+    def count(self, statuses: frozenset[PodStatus]) -> int:
+        return sum(1 for task in self.tasks.values() if task.status in statuses)
+
+    @property
+    def active_allocated(self) -> int:
+        return self.count(ACTIVE_ALLOCATED)
+
+    @property
+    def active_used(self) -> int:
+        return self.count(ACTIVE_USED)
+
+    def is_ready_for_scheduling(self) -> bool:
+        alive = sum(1 for task in self.tasks.values() if task.status in ALIVE and task.status is not PodStatus.GATED)
+        return alive >= self.min_available
+
+
+class SubGroupSet:
+    """A sub-group with children: other sets and pod sets, possibly under its own topology constraint."""
+
+    __slots__ = ("children", "name", "pod_sets", "topology")
+
+    def __init__(self, name: str, topology: TopologyConstraint | None) -> None:
+        self.name = name
+        self.topology = topology
+        self.children: list[SubGroupSet] = []
+        self.pod_sets: list[PodSet] = []
+
+    def all_pod_sets(self) -> Iterator[PodSet]:
+        yield from self.pod_sets
+        for child in self.children:
+            yield from child.all_pod_sets()
+
+
+class PodGroupInfo:
+    __slots__ = (
+        "creation_ts",
+        "fit_errors",
+        "key",
+        "last_start_ts",
+        "name",
+        "namespace",
+        "pod_sets",
+        "podgroup",
+        "preemptible",
+        "priority",
+        "queue",
+        "root",
+        "stale_ts",
+        "task_fit_errors",
+        "tasks",
+        "tasks_to_allocate_cache",
+    )
+
+    def __init__(self, podgroup: PodGroup, priority: int) -> None:
+        self.podgroup = podgroup
+        self.key = podgroup.key
+        self.name = podgroup.meta.name
+        self.namespace = podgroup.meta.namespace
+        self.queue = podgroup.queue
+        self.priority = priority
+        self.creation_ts = podgroup.meta.creation_ts
+        if podgroup.preemptibility:
+            self.preemptible = podgroup.preemptibility == "preemptible"
+        else:
+            self.preemptible = priority < names.PREEMPTIBLE_BELOW_PRIORITY
+        self.last_start_ts = podgroup.last_start_ts
+        self.stale_ts = podgroup.stale_ts
+        self.tasks: dict[str, TaskInfo] = {}
+        self.fit_errors: list[JobFitError] = []
+        self.task_fit_errors: dict[str, TaskFitErrors] = {}
+        self.tasks_to_allocate_cache: list[TaskInfo] | None = None
+        self.root, self.pod_sets = _build_sets(podgroup)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Attach a pod; pods naming an unknown sub-group are ignored, as in KAI."""
+        pod_set = self.pod_sets.get(task.subgroup or names.DEFAULT_SUBGROUP)
+        if pod_set is None:
+            return
+        pod_set.tasks[task.key] = task
+        self.tasks[task.key] = task
+
+    def pod_set_of(self, task: TaskInfo) -> PodSet:
+        return self.pod_sets[task.subgroup or names.DEFAULT_SUBGROUP]
+
+    def set_status(self, task: TaskInfo, status: PodStatus) -> None:
+        task.status = status
+        self.tasks_to_allocate_cache = None
+
+    def count(self, statuses: frozenset[PodStatus]) -> int:
+        return sum(1 for task in self.tasks.values() if task.status in statuses)
+
+    @property
+    def num_allocated(self) -> int:
+        return self.count(ALLOCATED)
+
+    def is_ready_for_scheduling(self) -> bool:
+        return all(pod_set.is_ready_for_scheduling() for pod_set in self.pod_sets.values())
+
+    def has_pending(self) -> bool:
+        return any(task.status is PodStatus.PENDING for task in self.tasks.values())
+
+    def has_active_allocated(self) -> bool:
+        return any(task.status in ACTIVE_ALLOCATED for task in self.tasks.values())
+
+    def is_gang_satisfied(self) -> bool:
+        return all(ps.active_used >= ps.min_available for ps in self.pod_sets.values())
+
+    def should_pipeline(self) -> bool:
+        """A pod set that waits on releasing resources and is below its gang size makes the whole job wait."""
+        for pod_set in self.pod_sets.values():
+            statuses = [task.status for task in pod_set.tasks.values()]
+            if PodStatus.PIPELINED in statuses:
+                allocated = sum(1 for s in statuses if s in ACTIVE_ALLOCATED and s is not PodStatus.PIPELINED)
+                if allocated < pod_set.min_available:
+                    return True
+        return False
+
+    def is_gang(self) -> bool:
+        return any(ps.min_available > 1 for ps in self.pod_sets.values())
+
+    def add_fit_error(self, error: JobFitError) -> None:
+        self.fit_errors.append(error)
+
+    def __repr__(self) -> str:
+        return f"PodGroupInfo({self.key}, queue={self.queue}, priority={self.priority})"
+
+
+def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
+    root = SubGroupSet(names.DEFAULT_SUBGROUP, podgroup.topology)
+    if not podgroup.subgroups:
+        pod_set = PodSet(names.DEFAULT_SUBGROUP, podgroup.min_member, None)
+        root.pod_sets.append(pod_set)
+        return root, {pod_set.name: pod_set}
+    parents = {sub.parent.lower() for sub in podgroup.subgroups if sub.parent}
+    sets: dict[str, SubGroupSet] = {}
+    pod_sets: dict[str, PodSet] = {}
+    for sub in podgroup.subgroups:
+        if sub.name.lower() in parents:
+            sets[sub.name.lower()] = SubGroupSet(sub.name, sub.topology)
+        else:
+            pod_sets[sub.name] = PodSet(sub.name, sub.min_member or 1, sub.topology)
+    for sub in podgroup.subgroups:
+        parent = sets.get(sub.parent.lower()) if sub.parent else root
+        if parent is None:
+            continue
+        if sub.name.lower() in sets:
+            parent.children.append(sets[sub.name.lower()])
+        else:
+            parent.pod_sets.append(pod_sets[sub.name])
+    return root, pod_sets

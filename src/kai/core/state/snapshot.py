@@ -1,0 +1,142 @@
+"""The snapshot a cycle works on: parsed objects joined into jobs, queues and the node table.
+
+Nothing is deep-copied: tasks are small per-cycle objects pointing at the immutable parsed pods, and the node
+table is built from resource vectors (DESIGN.md §7).
+"""
+
+from dataclasses import dataclass, field
+
+from kai.core.model import names
+from kai.core.model.objects import BindRequest, Pod, Topology
+from kai.core.model.resources import GpuRequestKind
+from kai.core.state.cluster_state import ClusterState
+from kai.core.state.fit_errors import QUEUE_DOES_NOT_EXIST, JobFitError
+from kai.core.state.node_table import NodeTable
+from kai.core.state.pod_status import ACTIVE_USED, PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.queue_info import QueueInfo
+from kai.core.state.resource_index import GPU_ROW, ResourceIndex
+from kai.core.state.task import TaskInfo
+
+MIN_NODE_GPU_MEMORY_MIB = 100
+"""KAI's MinNodeGPUMemory is always 100 in practice (kai-reference.md §3.2); kept as the quirk it is."""
+
+
+@dataclass
+class ClusterInfo:
+    nodes: NodeTable
+    jobs: dict[str, PodGroupInfo]
+    queues: dict[str, QueueInfo]
+    topologies: dict[str, Topology]
+    unschedulable_jobs: dict[str, PodGroupInfo] = field(default_factory=dict)
+    """Jobs the scheduler cannot consider (missing queue): reported, never scheduled."""
+    bind_requests_to_delete: list[str] = field(default_factory=list)
+    other_tasks: list[TaskInfo] = field(default_factory=list)
+    """Pods of no podgroup (other schedulers, reservation pods): they only occupy their nodes."""
+    min_node_gpu_memory: int = MIN_NODE_GPU_MEMORY_MIB
+
+
+def _status(pod: Pod, bind_request: BindRequest | None) -> PodStatus:
+    phase = pod.phase
+    if phase == "Running":
+        return PodStatus.RELEASING if pod.deleting else PodStatus.RUNNING
+    if phase == "Pending":
+        if pod.deleting:
+            return PodStatus.RELEASING
+        if pod.node_name:
+            return PodStatus.BOUND
+        if bind_request is not None and not bind_request.failed:
+            return PodStatus.BINDING
+        if pod.gated:
+            return PodStatus.GATED
+        return PodStatus.PENDING
+    if phase == "Succeeded":
+        return PodStatus.SUCCEEDED
+    if phase == "Failed":
+        return PodStatus.FAILED
+    return PodStatus.UNKNOWN
+
+
+def _priority(state: ClusterState, class_name: str) -> int:
+    pc = state.priority_classes.get(class_name)
+    if pc is not None:
+        return pc.value
+    for candidate in state.priority_classes.values():
+        if candidate.global_default:
+            return candidate.value
+    return names.DEFAULT_PRIORITY
+
+
+def _queues(state: ClusterState) -> dict[str, QueueInfo]:
+    """Queues whose ancestors all exist (KAI drops a queue whose parent is missing, with its subtree)."""
+    infos = {name: QueueInfo(queue) for name, queue in state.queues.items()}
+    alive: dict[str, QueueInfo] = {}
+
+    def reachable(info: QueueInfo, seen: set[str]) -> bool:
+        if not info.parent:
+            return True
+        parent = infos.get(info.parent)
+        if parent is None or info.uid in seen:
+            return False
+        return reachable(parent, seen | {info.uid})
+
+    for name, info in infos.items():
+        if reachable(info, set()):
+            alive[name] = info
+    for info in alive.values():
+        if info.parent:
+            alive[info.parent].children.append(info.uid)
+    return alive
+
+
+def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
+    extra: set[str] = set()
+    for node in state.nodes.values():
+        extra.update(node.allocatable)
+    for pod in state.pods.values():
+        extra.update(pod.request.amounts)
+    index = ResourceIndex(extra)
+    table = NodeTable(list(state.nodes.values()), index)
+    queues = _queues(state)
+    jobs: dict[str, PodGroupInfo] = {}
+    missing_queue: dict[str, PodGroupInfo] = {}
+    for key, podgroup in state.podgroups.items():
+        job = PodGroupInfo(podgroup, _priority(state, podgroup.priority_class_name))
+        if podgroup.queue in queues:
+            jobs[key] = job
+        else:
+            job.add_fit_error(
+                JobFitError(QUEUE_DOES_NOT_EXIST, [f"Queue '{podgroup.queue}' does not exist"], subgroup="")
+            )
+            missing_queue[key] = job
+    bind_requests = {br.pod_key: br for br in state.bind_requests.values()}
+    info = ClusterInfo(table, jobs, queues, state.topologies, missing_queue)
+    for br_key, br in state.bind_requests.items():
+        if br.selected_node not in table.by_name or br.failed:
+            info.bind_requests_to_delete.append(br_key)
+    for pod in state.pods.values():
+        bind_request = bind_requests.get(pod.key)
+        status = _status(pod, bind_request)
+        node_name = pod.node_name
+        if status is PodStatus.BINDING and bind_request is not None:
+            node_name = bind_request.selected_node
+        vec = index.vector(pod.request.amounts)
+        if pod.request.gpu_kind is GpuRequestKind.REGULAR:
+            vec[GPU_ROW] = pod.request.gpus
+        job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
+        task = TaskInfo(pod, status, node_name if status in ACTIVE_USED else "", job_key, vec)
+        if status is PodStatus.BINDING and bind_request is not None and bind_request.gpu_groups:
+            task.gpu_groups = bind_request.gpu_groups
+        owner = jobs.get(job_key) or missing_queue.get(job_key)
+        if owner is not None and pod.scheduler_name == scheduler_name:
+            owner.add_task(task)
+        else:
+            task.job_key = ""
+            info.other_tasks.append(task)
+        if task.node_name:
+            node_info = table.by_name.get(task.node_name)
+            if node_info is not None:
+                if pod.request.gpu_kind is GpuRequestKind.REGULAR:
+                    task.accepted_gpus = pod.request.gpus
+                table.add_task(task, node_info)
+    return info

@@ -1,0 +1,56 @@
+"""TaskInfo: one pod as a scheduling cycle sees it; mutable per cycle, pointing at the immutable parsed Pod."""
+
+from kai.core.model.objects import Pod
+from kai.core.model.resources import ResourceRequest
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.resource_index import Vector
+
+
+class TaskInfo:
+    """The cycle's view of a pod: status and node change as the session allocates, pipelines and evicts."""
+
+    __slots__ = (
+        "accepted_gpus",
+        "gpu_groups",
+        "is_virtual",
+        "job_key",
+        "key",
+        "node_name",
+        "pod",
+        "req_vec",
+        "status",
+        "subgroup",
+    )
+
+    def __init__(self, pod: Pod, status: PodStatus, node_name: str, job_key: str, req_vec: Vector) -> None:
+        self.pod = pod
+        self.key = pod.key
+        self.status = status
+        self.node_name = node_name
+        self.job_key = job_key
+        self.subgroup = pod.subgroup_name
+        self.req_vec = req_vec
+        self.gpu_groups: tuple[str, ...] = (pod.gpu_group,) if pod.gpu_group else ()
+        self.accepted_gpus = 0.0
+        self.is_virtual = False
+
+    @property
+    def name(self) -> str:
+        return self.pod.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.meta.namespace
+
+    @property
+    def request(self) -> ResourceRequest:
+        return self.pod.request
+
+    def should_allocate(self, real_allocation: bool) -> bool:
+        """Pending tasks are allocated; in simulations, virtually evicted ones may be placed again."""
+        return self.status is PodStatus.PENDING or (
+            not real_allocation and self.status is PodStatus.RELEASING and self.is_virtual
+        )
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status.value}, node={self.node_name or '-'})"

@@ -1,0 +1,19 @@
+"""Shared test fixtures and the conformance summary line."""
+
+from typing import Any
+
+import pytest
+
+CONFORMANCE: dict[str, int] = {"passed": 0, "known": 0}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    reports = terminalreporter.stats.get("passed", [])
+    scenarios = [r for r in reports if "::test_scenario[" in r.nodeid]
+    known = sum(1 for r in scenarios if any(name == "known_failure" for name, _ in r.user_properties))
+    passed = len(scenarios) - known
+    if passed or known:
+        terminalreporter.write_line(
+            f"conformance (shared/scenarios/kai): {passed} scenarios pass, {known} listed as known failures"
+        )
