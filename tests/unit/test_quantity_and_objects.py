@@ -1,0 +1,77 @@
+"""Parsing at the edge: quantities, KAI's units and rules, and errors that name object, field and what is allowed."""
+
+from decimal import Decimal
+
+import pytest
+
+from kai.core.model.errors import InvalidObject
+from kai.core.model.objects import parse_node, parse_pod, parse_podgroup, parse_queue
+from kai.core.model.quantity import parse_quantity, resource_amount
+from kai.core.model.resources import GpuRequestKind
+from kai.core.state.cluster_state import ClusterState
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("500m", Decimal("0.5")), ("64Gi", Decimal(64 * 2**30)), ("1e3", Decimal(1000)), ("1G", Decimal(10**9)), (2, 2)],
+)
+def test_quantities_parse_exactly(text: object, expected: Decimal) -> None:
+    assert parse_quantity(text, "Pod default/p", "spec") == expected
+
+
+def test_cpu_is_in_millicores() -> None:
+    assert resource_amount("cpu", "250m", "Pod default/p", "x") == 250.0
+    assert resource_amount("memory", "1Gi", "Pod default/p", "x") == float(2**30)
+
+
+def test_bad_quantity_names_object_and_field() -> None:
+    with pytest.raises(InvalidObject, match=r"Pod default/p: field spec.containers\[0\].resources.requests.cpu: got"):
+        parse_pod(
+            {
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]},
+            }
+        )
+
+
+def test_pod_gpu_request_kinds() -> None:
+    def pod(annotations: dict[str, str], requests: dict[str, str]) -> GpuRequestKind:
+        raw = {
+            "metadata": {"name": "p", "namespace": "n", "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]},
+        }
+        return parse_pod(raw).request.gpu_kind
+
+    assert pod({}, {"nvidia.com/gpu": "2"}) is GpuRequestKind.REGULAR
+    assert pod({"gpu-fraction": "0.5"}, {}) is GpuRequestKind.FRACTION
+    assert pod({"gpu-memory": "2000"}, {}) is GpuRequestKind.MEMORY
+    assert pod({}, {"nvidia.com/mig-1g.10gb": "1"}) is GpuRequestKind.MIG
+    assert pod({}, {"cpu": "1"}) is GpuRequestKind.NONE
+
+
+def test_queue_units_and_unset_limit_is_zero() -> None:
+    queue = parse_queue({"metadata": {"name": "q"}, "spec": {"resources": {"memory": {"quota": 2, "limit": -1}}}})
+    assert queue.memory.quota == 2_000_000  # MB
+    assert queue.memory.limit == -1
+    assert queue.gpu.limit == 0  # unset limit allows nothing, as in KAI
+    assert queue.priority == 100
+
+
+def test_node_gpu_memory_is_floored_to_hundreds() -> None:
+    node = parse_node({"metadata": {"name": "n", "labels": {"nvidia.com/gpu.memory": "81559"}}, "status": {}})
+    assert node.gpu_memory_mib == 81500
+    assert parse_node({"metadata": {"name": "m"}}).gpu_memory_mib == 100
+
+
+def test_podgroup_rejects_unknown_preemptibility() -> None:
+    with pytest.raises(InvalidObject, match=r"spec\.preemptibility: got 'sometimes'; allowed: preemptible"):
+        parse_podgroup({"metadata": {"name": "g", "namespace": "n"}, "spec": {"preemptibility": "sometimes"}})
+
+
+def test_bad_object_is_skipped_and_reported_others_kept() -> None:
+    state = ClusterState()
+    assert state.apply("Queue", {"metadata": {"name": "good"}, "spec": {}}) is None
+    error = state.apply("Queue", {"metadata": {"name": "bad"}, "spec": {"priority": "high"}})
+    assert error is not None and "Queue bad: field spec.priority" in str(error)
+    assert list(state.queues) == ["good"]
+    assert ("Queue", "bad") in state.invalid

@@ -1,0 +1,71 @@
+"""Statement undo restores the node table exactly; `kai simulate` prints KAI-style check lines and exits non-zero."""
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from kai.cli.main import main
+from kai.components.sim.runner import run_scenario
+from kai.components.sim.scenario import load_scenario
+from kai.core.cycle import open_session
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.statement import Statement
+from kai.core.state.cluster_state import ClusterState
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.snapshot import take_snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = REPO.parent / "shared" / "scenarios" / "kai"
+
+
+def _state() -> ClusterState:
+    state = ClusterState()
+    state.apply("Queue", {"metadata": {"name": "q"}, "spec": {"resources": {"gpu": {"quota": -1, "limit": -1}}}})
+    state.apply("Node", {"metadata": {"name": "n0"}, "status": {"allocatable": {"nvidia.com/gpu": "4", "pods": "9"}}})
+    state.apply("PodGroup", {"metadata": {"name": "g", "namespace": "d"}, "spec": {"queue": "q", "minMember": 1}})
+    state.apply(
+        "Pod",
+        {
+            "metadata": {"name": "p", "namespace": "d", "annotations": {"pod-group-name": "g"}},
+            "spec": {
+                "schedulerName": "kai-scheduler",
+                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "3"}}}],
+            },
+        },
+    )
+    return state
+
+
+def test_rollback_restores_accounting() -> None:
+    ssn = open_session(take_snapshot(_state(), "kai-scheduler"), SchedulerConfig(), 0.0)
+    before = ssn.nodes.idle.copy()
+    task = ssn.jobs["d/g"].tasks["d/p"]
+    stmt = Statement(ssn)
+    stmt.allocate(task, "n0")
+    assert ssn.nodes.idle[2, 0] == 1.0 and task.status is PodStatus.ALLOCATED
+    stmt.discard()
+    assert np.array_equal(ssn.nodes.idle, before)
+    assert task.status is PodStatus.PENDING and task.node_name == ""
+
+
+def test_check_output_and_exit_code(tmp_path: Path) -> None:
+    good = SCENARIOS / "allocate" / "allocateGang_test" / "000-allocate-train-gang-job.yaml"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("objects: 7\n")
+    result = CliRunner().invoke(main, ["simulate", str(good), str(broken), "--check"])
+    lines = result.output.splitlines()
+    assert lines[0] == f"PASS {good}"
+    assert lines[1] == f"FAIL {broken}"
+    assert "field objects" in lines[2] and lines[2].startswith("    ")
+    assert lines[-1] == "1 passed, 1 failed"
+    assert result.exit_code == 1
+
+
+def test_make_run_example_places_the_gang_whole() -> None:
+    run = run_scenario(load_scenario(REPO / "examples" / "department.yaml"))
+    pods = run.cycles[-1].outcome.pods
+    workers = [p for k, p in pods.items() if "distributed-training-worker" in k]
+    assert len(workers) == 4 and all(p["status"] == "Binding" for p in workers)
+    assert pods["ml/training-job"]["status"] == "Binding"
+    assert pods["ml/inference-light"]["status"] == "Pending"
