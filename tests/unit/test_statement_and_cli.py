@@ -68,4 +68,5 @@ def test_make_run_example_places_the_gang_whole() -> None:
     workers = [p for k, p in pods.items() if "distributed-training-worker" in k]
     assert len(workers) == 4 and all(p["status"] == "Binding" for p in workers)
     assert pods["ml/training-job"]["status"] == "Binding"
-    assert pods["ml/inference-light"]["status"] == "Pending"
+    assert pods["ml/inference-light"]["status"] == "Binding"
+    assert pods["ml/inference-light"]["acceptedGPUs"] == 0.5

@@ -12,6 +12,9 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
 from kai.core.plugins.elastic import ElasticPlugin
+from kai.core.plugins.gpupack import GpuPackPlugin
+from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
+from kai.core.plugins.gpuspread import GpuSpreadPlugin
 from kai.core.plugins.kubeflow import KubeflowPlugin
 from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
@@ -40,6 +43,9 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "nodeavailability": lambda _args: NodeAvailabilityPlugin(),
     "resourcetype": lambda _args: ResourceTypePlugin(),
     "nominatednode": lambda _args: NominatedNodePlugin(),
+    "gpupack": lambda _args: GpuPackPlugin(),
+    "gpuspread": lambda _args: GpuSpreadPlugin(),
+    "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {allocate.NAME: allocate.execute}
 

@@ -24,9 +24,7 @@ def _pod_view(task: TaskInfo) -> dict[str, Any]:
     request = task.request
     placed = task.status in ACTIVE_USED and bool(task.node_name)
     requested = request.gpus if request.gpu_kind in (GpuRequestKind.REGULAR, GpuRequestKind.FRACTION) else 0.0
-    accepted = 0.0
-    if placed and request.gpu_kind in (GpuRequestKind.REGULAR, GpuRequestKind.FRACTION):
-        accepted = request.gpus
+    accepted = task.accepted_gpus if placed else 0.0
     return {
         "podgroup": task.job_key,
         "status": task.status.value,

@@ -13,9 +13,10 @@ from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.model import names
 from kai.core.state.fit_errors import DEFAULT_POD_ERROR, POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
-from kai.core.state.node_table import Mask
+from kai.core.state.gpu_sharing import task_gpu_memory
+from kai.core.state.node_table import Mask, NodeInfo
 from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
-from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW, Vector
+from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
 
 _SHORT_REASONS = {
@@ -26,8 +27,12 @@ _SHORT_REASONS = {
 
 
 def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) -> list[TaskInfo]:
-    """The next tasks to place: enough to reach each unsatisfied pod set's gang size, else one (elastic growth)."""
-    if real_allocation and job.tasks_to_allocate_cache is not None:
+    """The next tasks to place: enough to reach each unsatisfied pod set's gang size, else one (elastic growth).
+
+    Cached until a task of the job changes status; like KAI, the cache does not distinguish real allocations
+    from simulations.
+    """
+    if job.tasks_to_allocate_cache is not None:
         return job.tasks_to_allocate_cache
     pod_sets = sorted(job.pod_sets.values(), key=cmp_to_key(_pod_set_cmp(ssn)))
     unsatisfied = sum(1 for ps in pod_sets if ps.active_allocated < ps.min_available)
@@ -44,8 +49,7 @@ def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) ->
         count = pod_set.min_available - allocated if allocated < pod_set.min_available else 1
         chosen.extend(ssn.ordered_tasks(candidates)[:count])
         taken += 1
-    if real_allocation:
-        job.tasks_to_allocate_cache = chosen
+    job.tasks_to_allocate_cache = chosen
     return chosen
 
 
@@ -62,6 +66,8 @@ def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool =
     """(millicores, bytes, GPUs) the next tasks ask for; a gpu-memory request counts as memory / 100 MiB GPUs."""
     if job is None:
         return (0.0, 0.0, 0.0)
+    if job.init_request_cache is not None:
+        return job.init_request_cache
     cpu = memory = gpu = 0.0
     min_memory = ssn.cluster.min_node_gpu_memory
     for task in tasks_to_allocate(ssn, job, real_allocation):
@@ -73,7 +79,8 @@ def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool =
         gpu += request.gpus_quota
         if request.gpu_memory_mib and min_memory > 0:
             gpu += request.gpu_devices * (request.gpu_memory_mib / min_memory)
-    return (cpu, memory, gpu)
+    job.init_request_cache = (cpu, memory, gpu)
+    return job.init_request_cache
 
 
 def allocate_job(ssn: Session, stmt: Statement, job: PodGroupInfo, pipeline_only: bool) -> bool:
@@ -114,11 +121,6 @@ def _allocate_set(
     return True
 
 
-def _fits(request: Vector, available: np.ndarray) -> Mask:
-    result: Mask = np.all(request[:, None] <= available + 1e-9, axis=0)
-    return result
-
-
 def allocate_task(
     ssn: Session, stmt: Statement, candidates: Mask, job: PodGroupInfo, task: TaskInfo, pipeline_only: bool
 ) -> bool:
@@ -130,12 +132,8 @@ def allocate_task(
             job.task_fit_errors[task.key] = fit_errors
             return False
     nodes = ssn.nodes
-    if task.request.is_shared_gpu:
-        fit_errors.headline = "GPU sharing (gpu-fraction / gpu-memory) is not supported by kai yet"
-        job.task_fit_errors[task.key] = fit_errors
-        return False
     scores = ssn.node_scores(task, candidates)
-    feasible = candidates & _fits(task.req_vec, nodes.non_allocated())
+    feasible = candidates & nodes.fits(task, nodes.non_allocated())
     excluded: list[tuple[Mask, str]] = []
     for node_filter in ssn.node_filters:
         filtered = node_filter(task, job)
@@ -146,12 +144,16 @@ def allocate_task(
     columns = np.flatnonzero(feasible)
     if columns.size:
         order = columns[np.argsort(-scores[columns], kind="stable")]
-        idle_fit = _fits(task.req_vec, nodes.idle)
+        idle_fit = nodes.fits_idle(task)
         for column in order:
             node = nodes.infos[column]
             failure = next((r for r in (p(task, job, node) for p in ssn.predicates) if r), None)
             if failure:
-                fit_errors.set_node(node.name, [failure])
+                fit_errors.add(failure)
+                continue
+            if task.request.is_shared_gpu:
+                if _allocate_shared(ssn, stmt, task, node, bool(idle_fit[column]), pipeline_only):
+                    return True
                 continue
             if idle_fit[column] and not pipeline_only:
                 stmt.allocate(task, node.name)
@@ -163,25 +165,53 @@ def allocate_task(
     return False
 
 
+WHOLE_GPU = "-2"
+"""KAI's marker for "a whole free GPU" among the GPU candidates of a shared request."""
+
+
+def _allocate_shared(
+    ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo, idle_fit: bool, pipeline_only: bool
+) -> bool:
+    """Choose GPU groups for a fractional / GPU-memory request (KAI's AllocateFractionalGPUTaskToNode)."""
+    nodes, shared, gpu_memory = ssn.nodes, node.shared, node.gpu_memory_mib
+    memory = task_gpu_memory(task.request, gpu_memory)
+    candidates = shared.fitting_groups(memory, gpu_memory)
+    wholes = int(nodes.idle[GPU_ROW, node.column]) + int(nodes.releasing[GPU_ROW, node.column])
+    candidates.extend([WHOLE_GPU] * max(wholes, 0))
+    scored = sorted(candidates, key=lambda g: -sum(fn(task, node, g) for fn in ssn.gpu_order_fns))
+    groups: list[str] = []
+    releasing = False
+    for group in scored:
+        if group == WHOLE_GPU:
+            releasing = releasing or pipeline_only or not idle_fit
+            groups.append(f"{task.name}-gpu{len(groups)}")
+        else:
+            releasing = releasing or not shared.enough_idle_on_group(memory, group, gpu_memory) or not idle_fit
+            groups.append(group)
+        if len(groups) == task.request.gpu_devices:
+            if pipeline_only or releasing:
+                stmt.pipeline(task, node.name, tuple(groups))
+            else:
+                stmt.allocate(task, node.name, tuple(groups))
+            return True
+    return False
+
+
 def _explain(
-    ssn: Session,
-    task: TaskInfo,
-    candidates: Mask,
-    excluded: list[tuple[Mask, str]],
-    fit_errors: TaskFitErrors,
+    ssn: Session, task: TaskInfo, candidates: Mask, excluded: list[tuple[Mask, str]], fit_errors: TaskFitErrors
 ) -> None:
-    """Per-node reasons, computed only once a task fits nowhere (the failure path), from the same masks."""
+    """Count nodes per reason, only once a task fits nowhere: a node short of resources reports each missing
+    resource (KAI checks resources first); any other node reports the first filter that excluded it."""
     nodes = ssn.nodes
-    lacking = task.req_vec[:, None] > nodes.non_allocated() + 1e-9
-    for column in np.flatnonzero(candidates):
-        name = nodes.infos[column].name
-        reasons = [reason for mask, reason in excluded if mask[column]]
-        for row in np.flatnonzero(lacking[:, column]):
-            reasons.append(
-                _SHORT_REASONS.get(int(row), f"node(s) didn't have enough resources: {nodes.index.names[row]}")
-            )
-        if reasons and name not in fit_errors.nodes:
-            fit_errors.set_node(name, reasons)
+    lacking = (task.req_vec[:, None] > nodes.non_allocated() + 1e-9) & candidates
+    short = lacking.any(axis=0)
+    for row in np.flatnonzero(lacking.any(axis=1)):
+        reason = _SHORT_REASONS.get(int(row), f"node(s) didn't have enough resources: {nodes.index.names[row]}")
+        fit_errors.add(reason, int(lacking[row].sum()))
+    remaining = candidates & ~short
+    for mask, reason in excluded:
+        fit_errors.add(reason, int((remaining & mask).sum()))
+        remaining = remaining & ~mask
 
 
 def _record_failure(job: PodGroupInfo, task: TaskInfo, scheduled: int) -> None:

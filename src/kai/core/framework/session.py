@@ -68,6 +68,7 @@ class Session:
         self.predicates: list[Predicate] = []
         self.node_pre_order_fns: list[Callable[[TaskInfo, Mask], None]] = []
         self.node_order_fns: list[Callable[[TaskInfo, Mask], Vector]] = []
+        self.gpu_order_fns: list[Callable[[TaskInfo, NodeInfo, str], float]] = []
         self.job_over_capacity_fns: list[CapacityCheck] = []
         self.task_over_capacity_on_node_fns: list[Callable[[TaskInfo, PodGroupInfo, NodeInfo], JobFitError | None]] = []
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []

@@ -39,29 +39,32 @@ class Statement:
     def discard(self) -> None:
         self.rollback(0)
 
-    def _move(self, task: TaskInfo, status: PodStatus, node_name: str) -> tuple[PodStatus, str, bool]:
-        """Re-place a task with a new status/node, keeping node accounting and queue shares in step."""
+    def _move(
+        self, task: TaskInfo, status: PodStatus, node_name: str, gpu_groups: tuple[str, ...] | None = None
+    ) -> tuple[PodStatus, str, bool, tuple[str, ...]]:
+        """Re-place a task with a new status/node (and GPU groups), keeping node accounting in step."""
         ssn = self.ssn
         job = ssn.jobs[task.job_key]
-        previous = (task.status, task.node_name, task.is_virtual)
+        previous = (task.status, task.node_name, task.is_virtual, task.gpu_groups)
         old_node = ssn.nodes.by_name.get(task.node_name) if task.node_name else None
         if old_node is not None and task.key in old_node.tasks:
             ssn.nodes.remove_task(task, old_node)
         job.set_status(task, status)
         task.node_name = node_name
+        if gpu_groups is not None:
+            task.gpu_groups = gpu_groups
         new_node = ssn.nodes.by_name.get(node_name) if node_name else None
         if new_node is not None:
             ssn.nodes.add_task(task, new_node)
         return previous
 
-    def _restore(self, task: TaskInfo, previous: tuple[PodStatus, str, bool]) -> None:
-        status, node_name, virtual = previous
-        self._move(task, status, node_name)
+    def _restore(self, task: TaskInfo, previous: tuple[PodStatus, str, bool, tuple[str, ...]]) -> None:
+        status, node_name, virtual, gpu_groups = previous
+        self._move(task, status, node_name, gpu_groups)
         task.is_virtual = virtual
 
-    def allocate(self, task: TaskInfo, node_name: str) -> None:
-        previous = self._move(task, PodStatus.ALLOCATED, node_name)
-        self._set_accepted(task)
+    def allocate(self, task: TaskInfo, node_name: str, gpu_groups: tuple[str, ...] | None = None) -> None:
+        previous = self._move(task, PodStatus.ALLOCATED, node_name, gpu_groups)
         self.ssn.allocated(task)
         task.is_virtual = True
 
@@ -71,9 +74,8 @@ class Statement:
 
         self.operations.append(Operation("allocate", task, node_name, "", undo))
 
-    def pipeline(self, task: TaskInfo, node_name: str) -> None:
-        previous = self._move(task, PodStatus.PIPELINED, node_name)
-        self._set_accepted(task)
+    def pipeline(self, task: TaskInfo, node_name: str, gpu_groups: tuple[str, ...] | None = None) -> None:
+        previous = self._move(task, PodStatus.PIPELINED, node_name, gpu_groups)
         self.ssn.allocated(task)
         task.is_virtual = True
 
@@ -102,10 +104,11 @@ class Statement:
         for op in self.operations:
             (converted if op.kind == "allocate" and op.task.job_key == job_key else kept).append(op)
         self.operations = kept
-        for op in converted:
+        groups = [op.task.gpu_groups for op in converted]
+        for op in reversed(converted):
             op.undo()
-        for op in converted:
-            self.pipeline(op.task, op.node)
+        for op, gpu_groups in zip(converted, groups, strict=True):
+            self.pipeline(op.task, op.node, gpu_groups)
 
     def commit(self, action: str) -> None:
         result = self.ssn.result
@@ -132,10 +135,6 @@ class Statement:
                     )
                 )
         self.operations = []
-
-    def _set_accepted(self, task: TaskInfo) -> None:
-        if task.request.gpu_kind is GpuRequestKind.REGULAR:
-            task.accepted_gpus = task.request.gpus
 
 
 def _received_type(kind: GpuRequestKind) -> str:

@@ -17,9 +17,5 @@ class NodeAvailabilityPlugin:
         ssn.node_order_fns.append(self.score)
 
     def score(self, task: TaskInfo, candidates: Mask) -> Vector:
-        nodes = self.ssn.nodes
-        if task.request.is_best_effort:
-            return np.full(len(nodes), AVAILABILITY)
-        fits = np.all(task.req_vec[:, None] <= nodes.idle + 1e-9, axis=0)
-        result: Vector = np.where(fits, AVAILABILITY, 0.0)
+        result: Vector = np.where(self.ssn.nodes.fits_idle(task), AVAILABILITY, 0.0)
         return result

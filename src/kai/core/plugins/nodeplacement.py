@@ -33,13 +33,7 @@ class NodePlacementPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         nodes = ssn.nodes
-        gpu_count = np.array(
-            [
-                info.node.gpu_count_label if info.node.gpu_count_label is not None else nodes.allocatable[GPU_ROW, i]
-                for i, info in enumerate(nodes.infos)
-            ],
-            dtype=float,
-        )
+        gpu_count = np.array([info.gpu_count for info in nodes.infos], dtype=float)
         self.spread_total = {GPU_ROW: gpu_count, CPU_ROW: nodes.allocatable[CPU_ROW]}
         ssn.node_order_fns.append(self.score)
 

@@ -53,16 +53,19 @@ def render_short(errors: list[JobFitError]) -> str:
 
 @dataclass(slots=True)
 class TaskFitErrors:
-    """Why one pod fits on no node: a headline plus each node's short and detailed reasons."""
+    """Why one pod fits on no node: a headline plus how many nodes failed for each reason.
+
+    Counts rather than per-node lists, so that explaining a pod on a 5,000-node cluster stays a few array sums.
+    """
 
     headline: str = ""
-    nodes: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
 
-    def set_node(self, node: str, reasons: list[str], detailed: list[str] | None = None) -> None:
-        self.nodes[node] = (reasons, detailed or reasons)
+    def add(self, reason: str, nodes: int = 1) -> None:
+        if nodes:
+            self.counts[reason] += nodes
 
     def error(self) -> str:
-        counts = Counter(reason for reasons, _ in self.nodes.values() for reason in reasons)
         text = self.headline or RESOURCES_NOT_FOUND
-        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        histogram = sorted(f"{n} {reason}" for reason, n in self.counts.items())
         return f"{text}: {'. '.join(histogram)}." if histogram else text

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core.model.objects import Node
+from kai.core.state.gpu_sharing import SharedGpus, request_portion, task_gpu_memory, valid_portion
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW, ResourceIndex, Vector
 from kai.core.state.task import TaskInfo
@@ -21,14 +22,16 @@ Mask = npt.NDArray[np.bool_]
 class NodeInfo:
     """The Python side of one node: its object, its column and the tasks placed on it."""
 
-    __slots__ = ("column", "legacy_mig_tasks", "name", "node", "tasks")
+    __slots__ = ("column", "gpu_count", "legacy_mig_tasks", "name", "node", "shared", "tasks")
 
-    def __init__(self, node: Node, column: int) -> None:
+    def __init__(self, node: Node, column: int, gpu_count: int) -> None:
         self.node = node
         self.name = node.name
         self.column = column
+        self.gpu_count = gpu_count
         self.tasks: dict[str, TaskInfo] = {}
         self.legacy_mig_tasks: set[str] = set()
+        self.shared = SharedGpus()
 
     @property
     def gpu_memory_mib(self) -> int:
@@ -39,12 +42,19 @@ class NodeTable:
     def __init__(self, nodes: list[Node], index: ResourceIndex) -> None:
         ordered = sorted(nodes, key=lambda n: n.name)
         self.index = index
-        self.infos: list[NodeInfo] = [NodeInfo(node, i) for i, node in enumerate(ordered)]
-        self.by_name: dict[str, NodeInfo] = {info.name: info for info in self.infos}
         count = len(ordered)
         self.allocatable: Matrix = np.zeros((len(index), count))
-        for info in self.infos:
-            self.allocatable[:, info.column] = index.vector(info.node.allocatable)
+        for column, node in enumerate(ordered):
+            self.allocatable[:, column] = index.vector(node.allocatable)
+        self.infos: list[NodeInfo] = [
+            NodeInfo(
+                node, i, node.gpu_count_label if node.gpu_count_label is not None else int(self.allocatable[GPU_ROW, i])
+            )
+            for i, node in enumerate(ordered)
+        ]
+        self.by_name: dict[str, NodeInfo] = {info.name: info for info in self.infos}
+        self.gpu_memory = np.array([node.gpu_memory_mib for node in ordered], dtype=float)
+        self.shared_columns: set[int] = set()
         self.idle: Matrix = self.allocatable.copy()
         self.used: Matrix = np.zeros_like(self.allocatable)
         self.releasing: Matrix = np.zeros_like(self.allocatable)
@@ -63,12 +73,81 @@ class NodeTable:
         node.tasks[task.key] = task
         if task.pod.is_legacy_mig:
             node.legacy_mig_tasks.add(task.key)
+        task.accepted_gpus = _accepted_gpus(task, node)
         self._account(task, node.column, 1.0)
+        if task.request.is_shared_gpu:
+            self.shared_columns.add(node.column)
+            for group in task.gpu_groups:
+                self._add_shared(task, node, group)
 
     def remove_task(self, task: TaskInfo, node: NodeInfo) -> None:
         del node.tasks[task.key]
         node.legacy_mig_tasks.discard(task.key)
         self._account(task, node.column, -1.0)
+        if task.request.is_shared_gpu:
+            for group in task.gpu_groups:
+                self._remove_shared(task, node, group)
+
+    def _used_gpus(self, node: NodeInfo) -> int:
+        return int(self.used[GPU_ROW, node.column]) + node.shared.groups_in_use()
+
+    def _take_idle_gpu(self, node: NodeInfo) -> None:
+        if node.gpu_count < int(self.idle[GPU_ROW, node.column]) + self._used_gpus(node):
+            self.idle[GPU_ROW, node.column] -= 1
+
+    def _give_idle_gpu(self, node: NodeInfo) -> None:
+        if node.gpu_count >= int(self.idle[GPU_ROW, node.column]) + self._used_gpus(node):
+            self.idle[GPU_ROW, node.column] += 1
+
+    def _add_shared(self, task: TaskInfo, node: NodeInfo, group: str) -> None:
+        shared, column = node.shared, node.column
+        memory = task_gpu_memory(task.request, node.gpu_memory_mib)
+        shared.used[group] = shared.used.get(group, 0) + memory
+        if task.status is PodStatus.RELEASING:
+            shared.releasing[group] = shared.releasing.get(group, 0) + memory
+            shared.allocated[group] = shared.allocated.get(group, 0) + memory
+            if shared.used[group] == shared.releasing[group]:
+                if group not in shared.marked_releasing:
+                    self.releasing[GPU_ROW, column] += 1
+                    shared.marked_releasing.add(group)
+                self._take_idle_gpu(node)
+        elif task.status is PodStatus.PIPELINED:
+            shared.releasing[group] = shared.releasing.get(group, 0) - memory
+            if shared.used[group] - memory == shared.releasing[group] + memory:
+                self.releasing[GPU_ROW, column] -= 1
+        else:
+            shared.allocated[group] = shared.allocated.get(group, 0) + memory
+            if shared.used[group] <= memory:
+                self._take_idle_gpu(node)
+            if group in shared.marked_releasing:
+                self.releasing[GPU_ROW, column] -= 1
+                shared.marked_releasing.discard(group)
+
+    def _remove_shared(self, task: TaskInfo, node: NodeInfo, group: str) -> None:
+        shared, column = node.shared, node.column
+        memory = task_gpu_memory(task.request, node.gpu_memory_mib)
+        shared.used[group] = shared.used.get(group, 0) - memory
+        if task.status is PodStatus.RELEASING:
+            shared.releasing[group] = shared.releasing.get(group, 0) - memory
+            shared.allocated[group] = shared.allocated.get(group, 0) - memory
+            if shared.used[group] <= 0:
+                self._give_idle_gpu(node)
+                if group in shared.marked_releasing:
+                    self.releasing[GPU_ROW, column] -= 1
+                    shared.marked_releasing.discard(group)
+        elif task.status is PodStatus.PIPELINED:
+            shared.releasing[group] = shared.releasing.get(group, 0) + memory
+            used_before = shared.used[group] + memory
+            releasing_before = shared.releasing[group] - memory
+            if used_before == releasing_before or (shared.used[group] == 0 and shared.releasing[group] == 0):
+                self.releasing[GPU_ROW, column] += 1
+        else:
+            shared.allocated[group] = shared.allocated.get(group, 0) - memory
+            if shared.used[group] <= 0:
+                self._give_idle_gpu(node)
+            if shared.releasing_from_shared_tasks(group) and group not in shared.marked_releasing:
+                self.releasing[GPU_ROW, column] += 1
+                shared.marked_releasing.add(group)
 
     def _account(self, task: TaskInfo, column: int, sign: float) -> None:
         vec = _tracked(task)
@@ -84,6 +163,39 @@ class NodeTable:
     def non_allocated(self) -> Matrix:
         """Idle plus releasing resources of every node: what a pipelined task may wait for."""
         return self.idle + self.releasing
+
+    def fits(self, task: TaskInfo, available: Matrix) -> Mask:
+        """Nodes whose ``available`` resources hold the task (KAI's isTaskAllocatableOnNonAllocatedResources)."""
+        fits: Mask = np.all(task.req_vec[:, None] <= available + 1e-9, axis=0)
+        request = task.request
+        if not request.is_shared_gpu:
+            return fits
+        whole = np.floor(available[GPU_ROW] + 1e-9) + self.shared_fit_counts(task)
+        valid = np.array([valid_portion(request, info.gpu_memory_mib) for info in self.infos], dtype=bool)
+        result: Mask = fits & valid & (whole >= request.gpu_devices)
+        return result
+
+    def fits_idle(self, task: TaskInfo) -> Mask:
+        if task.request.is_best_effort:
+            return np.ones(len(self.infos), dtype=bool)
+        return self.fits(task, self.idle)
+
+    def shared_fit_counts(self, task: TaskInfo) -> npt.NDArray[np.float64]:
+        """Per node, how many GPU groups already in use could also hold this shared request."""
+        counts = np.zeros(len(self.infos))
+        for column in self.shared_columns:
+            info = self.infos[column]
+            memory = task_gpu_memory(task.request, info.gpu_memory_mib)
+            counts[column] = len(info.shared.fitting_groups(memory, info.gpu_memory_mib))
+        return counts
+
+
+def _accepted_gpus(task: TaskInfo, node: NodeInfo) -> float:
+    """GPUs a placed task holds: whole GPUs, or its devices times its fraction of this node's GPUs."""
+    request = task.request
+    if request.is_shared_gpu:
+        return request.gpu_devices * request_portion(request, node.gpu_memory_mib)
+    return request.gpus
 
 
 def _tracked(task: TaskInfo) -> Vector:

@@ -61,6 +61,7 @@ class PodGroupInfo:
     __slots__ = (
         "creation_ts",
         "fit_errors",
+        "init_request_cache",
         "key",
         "last_start_ts",
         "name",
@@ -95,6 +96,7 @@ class PodGroupInfo:
         self.fit_errors: list[JobFitError] = []
         self.task_fit_errors: dict[str, TaskFitErrors] = {}
         self.tasks_to_allocate_cache: list[TaskInfo] | None = None
+        self.init_request_cache: tuple[float, float, float] | None = None
         self.root, self.pod_sets = _build_sets(podgroup)
 
     def add_task(self, task: TaskInfo) -> None:
@@ -111,6 +113,7 @@ class PodGroupInfo:
     def set_status(self, task: TaskInfo, status: PodStatus) -> None:
         task.status = status
         self.tasks_to_allocate_cache = None
+        self.init_request_cache = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
         return sum(1 for task in self.tasks.values() if task.status in statuses)

@@ -136,7 +136,5 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         if task.node_name:
             node_info = table.by_name.get(task.node_name)
             if node_info is not None:
-                if pod.request.gpu_kind is GpuRequestKind.REGULAR:
-                    task.accepted_gpus = pod.request.gpus
                 table.add_task(task, node_info)
     return info

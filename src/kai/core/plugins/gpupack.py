@@ -1,0 +1,20 @@
+"""gpupack: a shared request goes to the most-used GPU that still fits it, keeping whole GPUs free."""
+
+from kai.core.framework.session import Session
+from kai.core.state.node_table import NodeInfo
+from kai.core.state.task import TaskInfo
+
+WHOLE_GPU = "-2"
+
+
+def gpu_score(task: TaskInfo, node: NodeInfo, group: str) -> float:
+    if group == WHOLE_GPU:
+        return 0.0
+    return node.shared.used_portion(group, node.gpu_memory_mib)
+
+
+class GpuPackPlugin:
+    name = "gpupack"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.gpu_order_fns.append(gpu_score)
