@@ -7,7 +7,7 @@ podgroups and every unschedulable podgroup with its reason, so "nothing happened
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kai.core.actions import allocate
+from kai.core.actions import allocate, stalegangeviction
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
@@ -47,7 +47,10 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "gpuspread": lambda _args: GpuSpreadPlugin(),
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
 }
-ACTIONS: Mapping[str, Callable[[Session], None]] = {allocate.NAME: allocate.execute}
+ACTIONS: Mapping[str, Callable[[Session], None]] = {
+    allocate.NAME: allocate.execute,
+    stalegangeviction.NAME: stalegangeviction.execute,
+}
 
 
 def open_session(cluster: ClusterInfo, config: SchedulerConfig, now: float) -> Session:

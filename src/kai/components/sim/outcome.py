@@ -28,7 +28,7 @@ def _pod_view(task: TaskInfo) -> dict[str, Any]:
     return {
         "podgroup": task.job_key,
         "status": task.status.value,
-        "node": task.node_name if placed else "",
+        "node": task.node_name,
         "gpuGroups": list(task.gpu_groups),
         "requestedGPUs": requested,
         "acceptedGPUs": accepted,

@@ -45,6 +45,15 @@ def write_decisions(cluster: ClusterClient, result: CycleResult, now: float) -> 
         if podgroup is not None:
             podgroup["metadata"].setdefault("annotations", {})[names.LAST_START_ANNOTATION] = format_time(started)
             cluster.update("PodGroup", podgroup)
+    for key, since in result.stale_since.items():
+        podgroup = cluster.get("PodGroup", key)
+        if podgroup is not None:
+            annotations = podgroup["metadata"].setdefault("annotations", {})
+            if since is None:
+                annotations.pop(names.STALE_ANNOTATION, None)
+            else:
+                annotations[names.STALE_ANNOTATION] = format_time(since)
+            cluster.update("PodGroup", podgroup)
     for key in result.bind_requests_to_delete:
         cluster.delete("BindRequest", key)
 

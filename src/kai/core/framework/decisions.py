@@ -50,6 +50,8 @@ class CycleResult:
     pipelined: list[Pipeline] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)
     """Podgroups that started running this cycle, with the new last-start timestamp."""
+    stale_since: dict[str, float | None] = field(default_factory=dict)
+    """Podgroups whose staleness timestamp changed (None: no longer stale)."""
     unschedulable: dict[str, Unschedulable] = field(default_factory=dict)
     pod_errors: dict[str, str] = field(default_factory=dict)
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""

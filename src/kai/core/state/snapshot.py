@@ -124,7 +124,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         if pod.request.gpu_kind is GpuRequestKind.REGULAR:
             vec[GPU_ROW] = pod.request.gpus
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
-        task = TaskInfo(pod, status, node_name if status in ACTIVE_USED else "", job_key, vec)
+        task = TaskInfo(pod, status, node_name, job_key, vec)
         if status is PodStatus.BINDING and bind_request is not None and bind_request.gpu_groups:
             task.gpu_groups = bind_request.gpu_groups
         owner = jobs.get(job_key) or missing_queue.get(job_key)
@@ -133,7 +133,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         else:
             task.job_key = ""
             info.other_tasks.append(task)
-        if task.node_name:
+        if task.node_name and status in ACTIVE_USED:
             node_info = table.by_name.get(task.node_name)
             if node_info is not None:
                 table.add_task(task, node_info)

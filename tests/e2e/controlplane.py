@@ -1,0 +1,462 @@
+"""A real Kubernetes control plane for tests, envtest style: etcd + kube-apiserver on loopback ports.
+
+No kubelet and no controller-manager: nothing runs pods, namespaces never finish terminating and there is no garbage
+collection, so tests create what they need under unique names. Binaries come from hack/controlplane.sh
+($KUBEBUILDER_ASSETS, else built once from the Go module proxy and cached under ~/.cache/kai/controlplane/).
+
+Authentication is a static bearer token (user kai-admin in system:masters), authorization RBAC, TLS with a CA made
+at start, the ServiceAccount admission plugin disabled (no controller creates default service accounts) and a
+service-account signing key made at start — the flags controller-runtime's envtest uses, token auth instead of
+client certificates.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import datetime as dt
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+REPO = Path(__file__).resolve().parents[2]
+CONTROLPLANE_SCRIPT = REPO / "hack" / "controlplane.sh"
+CRD_DIR = REPO / "deploy" / "crds"
+
+ADMIN_USER = "kai-admin"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 20.0
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be provided or started; the message says why."""
+
+
+# ------------------------------------------------------------------------------------------- binaries
+
+
+def find_binaries(script: Path = CONTROLPLANE_SCRIPT) -> Path:
+    """The directory holding kube-apiserver, etcd (and kubectl): runs hack/controlplane.sh, which builds them once."""
+    try:
+        proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise ControlPlaneError(f"cannot run {script}: {e}") from e
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-40:])
+        raise ControlPlaneError(f"{script} failed with exit status {proc.returncode}:\n{tail}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise ControlPlaneError(f"{script} printed no directory")
+    bin_dir = Path(lines[-1])
+    for name in ("kube-apiserver", "etcd"):
+        if not os.access(bin_dir / name, os.X_OK):
+            raise ControlPlaneError(f"{script} named {bin_dir}, which has no executable {name}")
+    return bin_dir
+
+
+# ------------------------------------------------------------------------------------------- keys
+
+
+def _write_pem(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    path.chmod(0o600)
+    return path
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def make_pki(directory: Path) -> dict[str, Path]:
+    """A CA, a serving certificate for 127.0.0.1/localhost signed by it, and a service-account signing key pair."""
+    now = dt.datetime.now(dt.UTC)
+    not_before, not_after = now - dt.timedelta(hours=1), now + dt.timedelta(days=7)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kai-e2e-ca")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    sa_key = ec.generate_private_key(ec.SECP256R1())
+    sa_pub = sa_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return {
+        "ca": _write_pem(directory / "ca.crt", ca_cert.public_bytes(serialization.Encoding.PEM)),
+        "server_cert": _write_pem(directory / "apiserver.crt", server_cert.public_bytes(serialization.Encoding.PEM)),
+        "server_key": _write_pem(directory / "apiserver.key", _key_pem(server_key)),
+        "sa_key": _write_pem(directory / "sa-signer.key", _key_pem(sa_key)),
+        "sa_pub": _write_pem(directory / "sa-signer.pub", sa_pub),
+    }
+
+
+# ------------------------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class _Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def check_alive(self) -> None:
+        code = self.popen.poll()
+        if code is not None:
+            raise ControlPlaneError(f"{self.name} exited with status {code}; last lines of {self.log}:\n{self.tail()}")
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        if self.popen.poll() is not None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout)
+
+
+def _spawn(name: str, argv: list[str], log: Path) -> _Proc:
+    with log.open("wb") as out:
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a Ctrl-C reaches pytest, which stops us in order
+            preexec_fn=_die_with_parent,  # and a killed pytest does not leave us behind
+        )
+    return _Proc(name, popen, log)
+
+
+def poll_until(what: str, check: Callable[[], bool], timeout: float, alive: Iterable[_Proc] = ()) -> None:
+    """Calls check() until it returns True; fails with `what` after `timeout` seconds or if a process died."""
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        for proc in alive:
+            proc.check_alive()
+        if check():
+            return
+        if time.monotonic() > deadline:
+            details = "".join(f"\n--- {p.name} ({p.log}):\n{p.tail()}" for p in alive)
+            raise ControlPlaneError(f"timed out after {timeout:.0f}s waiting for {what}{details}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+# ------------------------------------------------------------------------------------------- control plane
+
+
+@dataclass
+class ControlPlane:
+    """A running etcd + kube-apiserver. `kubeconfig_path`, `server_url` and `token` are what clients need."""
+
+    bin_dir: Path
+    workdir: Path
+    server_url: str
+    token: str
+    ca_file: Path
+    kubeconfig_path: Path
+    etcd_url: str
+    _procs: list[_Proc] = field(default_factory=list, repr=False)
+
+    @property
+    def kubectl_path(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def request(self, path: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+        """A raw authenticated request (status, decoded JSON or text) — for probing the server itself."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.server_url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self.ssl_context(), timeout=10) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        try:
+            return status, json.loads(raw)
+        except ValueError:
+            return status, raw.decode(errors="replace")
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        if not os.access(self.kubectl_path, os.X_OK):
+            raise ControlPlaneError(f"no kubectl in {self.bin_dir}")
+        argv = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig_path}", *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr}")
+        return proc
+
+    def stop(self) -> None:
+        """Stops kube-apiserver, then etcd (reverse start order). Safe to call twice."""
+        for proc in reversed(self._procs):
+            proc.stop()
+
+    def __enter__(self) -> ControlPlane:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _ready(url: str, context: ssl.SSLContext | None, token: str | None, expect: Callable[[bytes], bool]) -> bool:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, context=context, timeout=5) as resp:
+            return resp.status == 200 and expect(resp.read())
+    except (urllib.error.URLError, OSError, ssl.SSLError):
+        return False
+
+
+def write_kubeconfig(path: Path, server_url: str, ca_file: Path, token: str) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kai-e2e",
+                "cluster": {
+                    "server": server_url,
+                    "certificate-authority-data": base64.b64encode(ca_file.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
+        "contexts": [
+            {"name": "kai-e2e", "context": {"cluster": "kai-e2e", "user": ADMIN_USER, "namespace": "default"}}
+        ],
+        "current-context": "kai-e2e",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def start(bin_dir: Path, workdir: Path, timeout: float = START_TIMEOUT_S) -> ControlPlane:
+    """Starts etcd and kube-apiserver under `workdir` and waits for /readyz. Retries once if a port was taken."""
+    for attempt in range(3):
+        try:
+            return _start_once(bin_dir, workdir / f"attempt-{attempt}", timeout)
+        except ControlPlaneError as e:
+            if "address already in use" not in str(e) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
+    workdir.mkdir(parents=True)
+    pki = make_pki(workdir)
+    token = secrets.token_hex(24)
+    token_file = workdir / "tokens.csv"
+    _write_pem(token_file, f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n'.encode())
+
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    etcd_url = f"http://127.0.0.1:{etcd_port}"
+    peer_url = f"http://127.0.0.1:{peer_port}"
+    server_url = f"https://127.0.0.1:{api_port}"
+    procs: list[_Proc] = []
+    try:
+        etcd = _spawn(
+            "etcd",
+            [
+                str(bin_dir / "etcd"),
+                "--name=default",
+                f"--data-dir={workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+            workdir / "etcd.log",
+        )
+        procs.append(etcd)
+        poll_until(
+            f"etcd health at {etcd_url}",
+            lambda: _ready(f"{etcd_url}/health", None, None, lambda b: b'"health":"true"' in b),
+            timeout,
+            procs,
+        )
+        apiserver = _spawn(
+            "kube-apiserver",
+            [
+                str(bin_dir / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={workdir / 'certs'}",
+                f"--tls-cert-file={pki['server_cert']}",
+                f"--tls-private-key-file={pki['server_key']}",
+                f"--token-auth-file={token_file}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--disable-admission-plugins=ServiceAccount",
+                f"--service-account-issuer={server_url}/",
+                f"--service-account-key-file={pki['sa_pub']}",
+                f"--service-account-signing-key-file={pki['sa_key']}",
+            ],
+            workdir / "kube-apiserver.log",
+        )
+        procs.append(apiserver)
+        context = ssl.create_default_context(cafile=str(pki["ca"]))
+        poll_until(
+            f"kube-apiserver /readyz at {server_url}",
+            lambda: _ready(f"{server_url}/readyz", context, token, lambda b: b.strip() == b"ok"),
+            timeout,
+            procs,
+        )
+    except BaseException:
+        for proc in reversed(procs):
+            proc.stop()
+        raise
+
+    kubeconfig = workdir / "kubeconfig"
+    write_kubeconfig(kubeconfig, server_url, pki["ca"], token)
+    return ControlPlane(
+        bin_dir=bin_dir,
+        workdir=workdir,
+        server_url=server_url,
+        token=token,
+        ca_file=pki["ca"],
+        kubeconfig_path=kubeconfig,
+        etcd_url=etcd_url,
+        _procs=procs,
+    )
+
+
+# ------------------------------------------------------------------------------------------- CRDs
+
+
+def crd_documents(crd_dir: Path = CRD_DIR) -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(crd_dir.glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    if not docs:
+        raise ControlPlaneError(f"no CRDs in {crd_dir}")
+    return docs
+
+
+def install_crds(cp: ControlPlane, crd_dir: Path = CRD_DIR, timeout: float = 60.0) -> list[str]:
+    """Creates every CRD in `crd_dir` and waits until each is Established and its resources are served."""
+    names = []
+    for doc in crd_documents(crd_dir):
+        status, body = cp.request("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "POST", doc)
+        if status != 201:
+            raise ControlPlaneError(f"creating CRD {doc['metadata']['name']} failed ({status}): {body}")
+        names.append(doc["metadata"]["name"])
+
+    def established(name: str) -> bool:
+        status, body = cp.request(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        conditions = body.get("status", {}).get("conditions", []) if status == 200 else []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    for name in names:
+        poll_until(f"CRD {name} Established", lambda name=name: established(name), timeout, cp._procs)
+    for doc in crd_documents(crd_dir):
+        group, version = doc["spec"]["group"], doc["spec"]["versions"][0]["name"]
+        plural = doc["spec"]["names"]["plural"]
+        poll_until(
+            f"/apis/{group}/{version} to serve {plural}",
+            lambda g=group, v=version, p=plural: _serves(cp, g, v, p),
+            timeout,
+            cp._procs,
+        )
+    return names
+
+
+def _serves(cp: ControlPlane, group: str, version: str, plural: str) -> bool:
+    status, body = cp.request(f"/apis/{group}/{version}")
+    return status == 200 and any(r.get("name") == plural for r in body.get("resources", []))

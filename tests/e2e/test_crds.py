@@ -1,0 +1,276 @@
+"""kai's CRDs (deploy/crds) on a real API server, and their compatibility with NVIDIA KAI Scheduler's own CRDs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import api_error_message
+from controlplane import CRD_DIR, REPO, ControlPlane, crd_documents
+from lightkube import ApiError, Client, codecs
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.types import PatchType
+
+SHARED = REPO.parent / "shared"
+KAI_CRDS = SHARED / "reference" / "kai-crds"
+SEED_QUEUES = SHARED / "examples" / "seed" / "queues.yaml"
+
+Queue = create_global_resource("scheduling.run.ai", "v2", "Queue", "queues")
+PodGroup = create_namespaced_resource("scheduling.run.ai", "v2alpha2", "PodGroup", "podgroups")
+BindRequest = create_namespaced_resource("scheduling.run.ai", "v1alpha2", "BindRequest", "bindrequests")
+Topology = create_global_resource("kai.scheduler", "v1alpha1", "Topology", "topologies")
+
+OUR_CRDS = {
+    "queues.scheduling.run.ai",
+    "podgroups.scheduling.run.ai",
+    "bindrequests.scheduling.run.ai",
+    "topologies.kai.scheduler",
+}
+SEED_PARENTS = {"departement-ml": None, "equipe-training": "departement-ml", "equipe-inference": "departement-ml"}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def rejected(kube: Client, obj: Any, namespace: str | None = None) -> str:
+    """Creates `obj`, expects the API server to refuse it as invalid (422), returns the server's message."""
+    with pytest.raises(ApiError) as caught:
+        if namespace is None:
+            kube.create(obj)
+        else:
+            kube.create(obj, namespace=namespace)
+    assert caught.value.status.code == 422, api_error_message(caught.value)
+    return api_error_message(caught.value)
+
+
+def podgroup(name: str, **spec: Any) -> Any:
+    return PodGroup(metadata=ObjectMeta(name=name), spec={"queue": "equipe-training", "minMember": 1, **spec})
+
+
+# ------------------------------------------------------------------------------------------ on the API server
+
+
+def test_our_crds_are_installed_and_established(kube: Client) -> None:
+    crds = {crd.metadata.name: crd for crd in kube.list(CustomResourceDefinition) if crd.metadata.name in OUR_CRDS}
+    assert set(crds) == OUR_CRDS
+    for name, crd in crds.items():
+        conditions = {c.type: c.status for c in crd.status.conditions}
+        assert conditions.get("Established") == "True", (name, conditions)
+        assert conditions.get("NamesAccepted") == "True", (name, conditions)
+    assert crds["podgroups.scheduling.run.ai"].spec.names.shortNames == ["pg"]
+
+
+def test_seed_queues_apply_unchanged_and_list_with_their_parents(kube: Client) -> None:
+    objects = codecs.load_all_yaml(SEED_QUEUES.read_text())
+    assert [o.metadata.name for o in objects] == list(SEED_PARENTS)
+    for obj in objects:
+        kube.apply(obj, field_manager="kai-e2e-seed")
+    kube.apply(objects[0], field_manager="kai-e2e-seed")  # applying again is a no-op, not an error
+
+    queues = {q.metadata.name: q for q in kube.list(Queue)}
+    assert set(SEED_PARENTS) <= set(queues)
+    for name, parent in SEED_PARENTS.items():
+        assert queues[name]["spec"].get("parentQueue") == parent
+    assert queues["equipe-training"]["spec"]["resources"]["gpu"] == {"quota": 10, "limit": 20, "overQuotaWeight": 2}
+    assert queues["departement-ml"]["spec"]["resources"]["cpu"]["quota"] == -1
+
+
+def test_kubectl_shows_queues_with_kai_columns(control_plane: ControlPlane, kube: Client) -> None:
+    control_plane.kubectl("apply", "-f", str(SEED_QUEUES))
+    parent, child = unique("dept"), unique("team")
+    kube.create(Queue(metadata=ObjectMeta(name=parent), spec={"priority": 150, "resources": {}}))
+    kube.create(
+        Queue(
+            metadata=ObjectMeta(name=child),
+            spec={"parentQueue": parent, "displayName": "Team A", "resources": {"gpu": {"quota": 2}}},
+        )
+    )
+    kube.patch(Queue.Status, parent, {"status": {"childQueues": [child]}}, patch_type=PatchType.MERGE)
+
+    out = control_plane.kubectl("get", "queues").stdout
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME", "AGE"]
+    cells = {row.split()[0]: row for row in rows}
+    assert set(SEED_PARENTS) | {parent, child} <= set(cells)
+    assert cells["equipe-training"].split()[1:3] == ["<none>", "departement-ml"]
+    assert cells[parent].split()[1:4] == ["150", "<none>", f'["{child}"]']
+    assert cells[child].split()[1:3] == ["<none>", parent] and "Team A" in cells[child]
+
+    short = control_plane.kubectl("get", "pg", "-A").stdout + control_plane.kubectl("get", "pg", "-A").stderr
+    assert "error" not in short.lower()
+
+
+def test_valid_podgroup_is_accepted(kube: Client, namespace: str) -> None:
+    spec = {
+        "preemptibility": "non-preemptible",
+        "minMember": 2,
+        "markUnschedulable": False,
+        "schedulingBackoff": -1,
+        "topologyConstraint": {"topology": "cluster", "requiredTopologyLevel": "rack"},
+        "subGroups": [{"name": "workers", "minMember": 2}, {"name": "leader", "minMember": 1, "parent": "workers"}],
+    }
+    created = kube.create(podgroup("ok", **spec), namespace=namespace)
+    assert created["spec"]["preemptibility"] == "non-preemptible"
+    assert created["spec"]["subGroups"][1]["parent"] == "workers"
+    got = kube.get(PodGroup, "ok", namespace=namespace)
+    assert got["spec"]["minMember"] == 2 and got["spec"]["queue"] == "equipe-training"
+
+
+def test_podgroup_with_invalid_preemptibility_is_rejected(kube: Client, namespace: str) -> None:
+    message = rejected(kube, podgroup("bad-preempt", preemptibility="sometimes"), namespace)
+    assert "spec.preemptibility" in message
+    assert "sometimes" in message and '"preemptible"' in message and '"non-preemptible"' in message
+
+
+def test_podgroup_with_min_member_zero_is_rejected(kube: Client, namespace: str) -> None:
+    message = rejected(kube, podgroup("bad-min", minMember=0), namespace)
+    assert "spec.minMember" in message and "greater than or equal to 1" in message
+
+    message = rejected(kube, podgroup("bad-sub", subGroups=[{"name": "a", "minMember": 0}]), namespace)
+    assert "spec.subGroups[0].minMember" in message
+
+    message = rejected(kube, podgroup("bad-type", minMember="four"), namespace)
+    assert "spec.minMember" in message
+
+
+def test_queue_without_resources_is_rejected(kube: Client) -> None:
+    message = rejected(kube, Queue(metadata=ObjectMeta(name=unique("q")), spec={"parentQueue": "x"}))
+    assert "spec.resources" in message and "Required value" in message
+
+    message = rejected(kube, Queue(metadata=ObjectMeta(name=unique("q")), spec={"resources": {"gpu": {"quota": -2}}}))
+    assert "spec.resources.gpu.quota" in message
+
+    bad_runtime = {"resources": {}, "preemptMinRuntime": "ten minutes"}
+    message = rejected(kube, Queue(metadata=ObjectMeta(name=unique("q")), spec=bad_runtime))
+    assert "spec.preemptMinRuntime" in message
+
+
+def test_bindrequest_status_subresource(kube: Client, namespace: str) -> None:
+    spec = {
+        "podName": "p",
+        "selectedNode": "n1",
+        "receivedResourceType": "Regular",
+        "receivedGPU": {"count": 1, "portion": "1.00"},
+    }
+    kube.create(BindRequest(metadata=ObjectMeta(name="p"), spec=spec), namespace=namespace)
+    kube.patch(
+        BindRequest.Status, "p", {"status": {"phase": "Succeeded"}}, namespace=namespace, patch_type=PatchType.MERGE
+    )
+    got = kube.get(BindRequest, "p", namespace=namespace)
+    assert got["status"]["phase"] == "Succeeded" and got["spec"]["selectedNode"] == "n1"
+
+    bad = {**spec, "receivedResourceType": "Half"}
+    message = rejected(kube, BindRequest(metadata=ObjectMeta(name="q"), spec=bad), namespace)
+    assert "spec.receivedResourceType" in message
+
+
+def test_topology_levels_are_validated(kube: Client) -> None:
+    def topology(levels: list[str]) -> Any:
+        return Topology(metadata=ObjectMeta(name=unique("topo")), spec={"levels": [{"nodeLabel": x} for x in levels]})
+
+    ok = kube.create(topology(["example.com/block", "example.com/rack", "kubernetes.io/hostname"]))
+    assert [lv["nodeLabel"] for lv in ok["spec"]["levels"]][-1] == "kubernetes.io/hostname"
+
+    assert "spec.levels" in rejected(kube, topology([]))
+    assert "spec.levels" in rejected(kube, topology([f"example.com/l{i}" for i in range(17)]))
+    assert "must be unique" in rejected(kube, topology(["example.com/rack", "example.com/rack"]))
+    assert "lowest level" in rejected(kube, topology(["kubernetes.io/hostname", "example.com/rack"]))
+    assert "nodeLabel" in rejected(kube, topology(["not a label!"]))
+
+    with pytest.raises(ApiError) as caught:
+        kube.patch(
+            Topology,
+            ok.metadata.name,
+            {"spec": {"levels": [{"nodeLabel": "example.com/zone"}]}},
+            patch_type=PatchType.MERGE,
+        )
+    assert caught.value.status.code == 422 and "immutable" in api_error_message(caught.value)
+
+
+# ------------------------------------------------------------------------------------------ against KAI's CRDs
+
+
+def _crds_by_name(directory: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted(directory.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "CustomResourceDefinition":
+                out[doc["metadata"]["name"]] = doc
+    return out
+
+
+def _identity(crd: dict[str, Any]) -> dict[str, Any]:
+    spec = crd["spec"]
+    return {
+        "group": spec["group"],
+        "names": {k: spec["names"].get(k) for k in ("kind", "listKind", "plural", "singular", "shortNames")},
+        "scope": spec["scope"],
+        "versions": [
+            {
+                "name": v["name"],
+                "served": v["served"],
+                "storage": v["storage"],
+                "subresources": v.get("subresources"),
+                "columns": [(c["name"], c["jsonPath"], c["type"]) for c in v.get("additionalPrinterColumns", [])],
+            }
+            for v in spec["versions"]
+        ],
+    }
+
+
+def _fields(schema: dict[str, Any], path: str = "") -> dict[str, str | None]:
+    """Every property path of a structural schema with its type ('[]' marks array items, '{}' map values)."""
+    out: dict[str, str | None] = {path: schema.get("type")}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        out[path] = "preserve-unknown-fields"
+        return out
+    for name, sub in (schema.get("properties") or {}).items():
+        out |= _fields(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        out |= _fields(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        out |= _fields(schema["additionalProperties"], f"{path}{{}}")
+    return out
+
+
+def test_kai_reference_crds_are_present() -> None:
+    assert KAI_CRDS.is_dir(), f"KAI's CRDs are expected at {KAI_CRDS} (../shared/reference/kai-crds from the repo)"
+    assert OUR_CRDS <= set(_crds_by_name(KAI_CRDS))
+
+
+@pytest.mark.parametrize("name", sorted(OUR_CRDS))
+def test_crd_identity_matches_kai(name: str) -> None:
+    """Group, versions, kind and list kind, plural, singular, short names, scope, status subresource, columns."""
+    ours, kai = _crds_by_name(CRD_DIR)[name], _crds_by_name(KAI_CRDS)[name]
+    assert _identity(ours) == _identity(kai)
+
+
+@pytest.mark.parametrize("name", sorted(OUR_CRDS))
+def test_crd_schema_keeps_every_kai_field_with_its_type(name: str) -> None:
+    """Anything KAI's schema accepts structurally, ours keeps: same field paths, same types (no silent pruning)."""
+    ours_doc, kai_doc = _crds_by_name(CRD_DIR)[name], _crds_by_name(KAI_CRDS)[name]
+    ours = _fields(ours_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    kai = _fields(kai_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    kept_whole = [p for p, t in ours.items() if t == "preserve-unknown-fields"]
+    missing = {
+        path: kind
+        for path, kind in kai.items()
+        if not any(path.startswith(prefix) for prefix in kept_whole) and ours.get(path, "absent") != kind
+    }
+    assert not missing, f"fields of KAI's {name} that ours lacks or types differently: {missing}"
+
+
+def test_crd_files_are_up_to_date_with_their_generator() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "hack" / "gen_crds.py"), "--check"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert {d["metadata"]["name"] for d in crd_documents()} == OUR_CRDS
