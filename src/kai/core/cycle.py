@@ -7,7 +7,7 @@ podgroups and every unschedulable podgroup with its reason, so "nothing happened
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kai.core.actions import allocate, stalegangeviction
+from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
@@ -49,6 +49,9 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {
     allocate.NAME: allocate.execute,
+    consolidation.NAME: consolidation.execute,
+    reclaim.NAME: reclaim.execute,
+    preempt.NAME: preempt.execute,
     stalegangeviction.NAME: stalegangeviction.execute,
 }
 

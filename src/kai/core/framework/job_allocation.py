@@ -83,14 +83,17 @@ def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool =
     return job.init_request_cache
 
 
-def allocate_job(ssn: Session, stmt: Statement, job: PodGroupInfo, pipeline_only: bool) -> bool:
+def allocate_job(
+    ssn: Session, stmt: Statement, job: PodGroupInfo, pipeline_only: bool, nodes: Mask | None = None
+) -> bool:
+    """Place the job's next tasks on ``nodes`` (all nodes by default); only records why when not simulating."""
     tasks = tasks_to_allocate(ssn, job, not pipeline_only)
     over = ssn.job_over_capacity(job, tasks)
     if over is not None:
         if not pipeline_only:
             job.add_fit_error(over)
         return False
-    candidates = np.ones(len(ssn.nodes), dtype=bool)
+    candidates = np.ones(len(ssn.nodes), dtype=bool) if nodes is None else nodes
     return _allocate_set(ssn, stmt, candidates, job, job.root, tasks, pipeline_only)
 
 

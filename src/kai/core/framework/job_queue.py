@@ -45,7 +45,7 @@ class JobsOrderByQueues:
     _roots: GoHeap[_QueueNode] | None = None
     _nodes: dict[str, _QueueNode] = field(default_factory=dict)
     _popped: dict[str, list[PodGroupInfo]] = field(default_factory=dict)
-    _keys: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    _keys: dict[int, tuple[object, ...]] = field(default_factory=dict)
 
     def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
         opts = self.options
@@ -72,7 +72,7 @@ class JobsOrderByQueues:
         queue = self.ssn.queues[job.queue]
         if not queue.is_leaf:
             return
-        self._keys[job.key] = self.ssn.job_key(job)
+        self._keys[id(job)] = self.ssn.job_key(job)
         leaf = self._nodes.get(queue.uid)
         created = leaf is None
         if leaf is None:
@@ -97,7 +97,7 @@ class JobsOrderByQueues:
         return job
 
     def _job_less(self, left: PodGroupInfo, right: PodGroupInfo) -> bool:
-        less = self._keys[left.key] < self._keys[right.key]
+        less = self._keys[id(left)] < self._keys[id(right)]
         return not less if self.options.victim_queue else less
 
     def _node_less(self, left: _QueueNode, right: _QueueNode) -> bool:

@@ -70,10 +70,15 @@ class Session:
         self.node_order_fns: list[Callable[[TaskInfo, Mask], Vector]] = []
         self.gpu_order_fns: list[Callable[[TaskInfo, NodeInfo, str], float]] = []
         self.job_over_capacity_fns: list[CapacityCheck] = []
+        self.non_preemptible_over_quota_fns: list[CapacityCheck] = []
         self.task_over_capacity_on_node_fns: list[Callable[[TaskInfo, PodGroupInfo, NodeInfo], JobFitError | None]] = []
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.queue_share_fns: list[Callable[[str], dict[str, dict[str, float]]]] = []
+        self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []
+        self.reclaim_validators: list[Callable[[Any], bool]] = []
+        self.preempt_validators: list[Callable[[Any], bool]] = []
+        self.job_solution_start_fns: list[Callable[[], None]] = []
         self.close_fns: list[Callable[[], None]] = []
 
     @property
@@ -131,6 +136,20 @@ class Session:
         for fn in self.job_over_capacity_fns:
             return fn(job, tasks)
         return None
+
+    def non_preemptible_over_quota(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
+        for fn in self.non_preemptible_over_quota_fns:
+            return fn(job, tasks)
+        return None
+
+    def can_reclaim(self, job: PodGroupInfo) -> bool:
+        for fn in self.can_reclaim_fns:
+            return fn(job)
+        return False
+
+    def job_solution_start(self) -> None:
+        for fn in self.job_solution_start_fns:
+            fn()
 
     def task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
         for fn in self.task_over_capacity_on_node_fns:

@@ -22,6 +22,7 @@ class Operation:
     node: str
     message: str
     undo: Callable[[], None]
+    evictor: str = ""
 
 
 class Statement:
@@ -86,7 +87,7 @@ class Statement:
         message = f"Pod {task.namespace}/{task.name} was pipelined to node {node_name}"
         self.operations.append(Operation("pipeline", task, node_name, message, undo))
 
-    def evict(self, task: TaskInfo, message: str) -> None:
+    def evict(self, task: TaskInfo, message: str, evictor: str = "") -> None:
         previous = self._move(task, PodStatus.RELEASING, task.node_name)
         self.ssn.deallocated(task)
         task.is_virtual = True
@@ -95,7 +96,7 @@ class Statement:
             self._restore(task, previous)
             self.ssn.allocated(task)
 
-        self.operations.append(Operation("evict", task, task.node_name, message, undo))
+        self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor))
 
     def convert_allocated_to_pipelined(self, job_key: str) -> None:
         """A gang that waits on releasing resources waits as a whole: its allocations become pipelines."""
@@ -116,7 +117,7 @@ class Statement:
             task = op.task
             if op.kind == "evict":
                 result.evictions.append(
-                    Eviction(task.key, task.job_key, task.node_name, action, op.message, evictor="")
+                    Eviction(task.key, task.job_key, task.node_name, action, op.message, op.evictor)
                 )
             elif op.kind == "pipeline":
                 result.pipelined.append(Pipeline(task.key, op.node, op.message))

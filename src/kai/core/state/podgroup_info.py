@@ -99,6 +99,18 @@ class PodGroupInfo:
         self.init_request_cache: tuple[float, float, float] | None = None
         self.root, self.pod_sets = _build_sets(podgroup)
 
+    def clone_with_tasks(self, tasks: list[TaskInfo]) -> "PodGroupInfo":
+        """A representative of this job holding only ``tasks`` (the same task objects), with fresh gang sets.
+
+        Victim and preemptor simulations work on such partial views; status changes still go through the real
+        job in the session.
+        """
+        clone = PodGroupInfo(self.podgroup, self.priority)
+        clone.last_start_ts, clone.stale_ts = self.last_start_ts, self.stale_ts
+        for task in tasks:
+            clone.add_task(task)
+        return clone
+
     def add_task(self, task: TaskInfo) -> None:
         """Attach a pod; pods naming an unknown sub-group are ignored, as in KAI."""
         pod_set = self.pod_sets.get(task.subgroup or names.DEFAULT_SUBGROUP)

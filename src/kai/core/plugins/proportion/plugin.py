@@ -14,6 +14,7 @@ from kai.core.model.resources import mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.queue_order import queue_order
+from kai.core.plugins.proportion.reclaimable import can_reclaim, reclaimable
 from kai.core.plugins.proportion.resource_division import (
     QueueShares,
     ResourceShare,
@@ -22,7 +23,7 @@ from kai.core.plugins.proportion.resource_division import (
 )
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import NodeInfo
-from kai.core.state.pod_status import ALLOCATED, PodStatus
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import CPU_ROW, MEMORY_ROW
@@ -68,9 +69,14 @@ class ProportionPlugin:
         )
         ssn.queue_order_fns.append(self.queue_order)
         ssn.job_over_capacity_fns.append(self.job_over_capacity)
+        ssn.non_preemptible_over_quota_fns.append(self.non_preemptible_over_quota)
         ssn.allocate_handlers.append(self.on_allocate)
         ssn.deallocate_handlers.append(self.on_deallocate)
         ssn.queue_share_fns.append(self.queue_shares)
+        ssn.can_reclaim_fns.append(self.can_reclaim)
+        ssn.reclaim_validators.append(self.reclaim_validator)
+        ssn.job_solution_start_fns.append(self.job_solution_start)
+        self.simulation_queues = self.queues
         ssn.task_over_capacity_on_node_fns.append(self._task_over_capacity_on_node)
 
     def _total(self, ssn: Session) -> Quantities:
@@ -162,6 +168,9 @@ class ProportionPlugin:
             self.queues, job.queue, requested, job.preemptible
         )
 
+    def non_preemptible_over_quota(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
+        return non_preemptible_over_quota(self.queues, job.queue, _required_quota(tasks), job.preemptible)
+
     def _task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
         request = task.request
         gpus = request.gpus_quota
@@ -170,6 +179,32 @@ class ProportionPlugin:
         requested = (request.milli_cpu, request.memory_bytes, gpus)
         return over_limit(self.queues, job.queue, requested, job.preemptible) or non_preemptible_over_quota(
             self.queues, job.queue, requested, job.preemptible
+        )
+
+    def can_reclaim(self, job: PodGroupInfo) -> bool:
+        queue = self.queues.get(job.queue)
+        return queue is not None and can_reclaim(queue, init_request(self.ssn, job), job.preemptible)
+
+    def job_solution_start(self) -> None:
+        """Freeze queue allocations for the reclaim check of the solution about to be simulated."""
+        self.simulation_queues = {uid: queue.clone() for uid, queue in self.queues.items()}
+
+    def reclaim_validator(self, scenario: Any) -> bool:
+        preemptor: PodGroupInfo = scenario.preemptor
+        by_queue: dict[str, list[Quantities]] = {}
+        consolidating = self.ssn.config.allow_consolidating_reclaim
+        for job_key, tasks in scenario.victims.items():
+            job = self.ssn.jobs[job_key]
+            chunks = _victim_chunks(job, tasks, consolidating)
+            if chunks:
+                by_queue.setdefault(job.queue, []).extend(chunks)
+        return reclaimable(
+            self.simulation_queues,
+            preemptor.queue,
+            init_request(self.ssn, preemptor),
+            preemptor.preemptible,
+            by_queue,
+            self.saturation_multiplier,
         )
 
     def queue_shares(self, uid: str) -> dict[str, dict[str, float]]:
@@ -189,6 +224,34 @@ def _node_gpus(info: NodeInfo, column: Any, names: list[str]) -> float:
         else:
             total += mig_gpu_portion(name) * float(column[row])
     return total
+
+
+def _victim_chunks(job: PodGroupInfo, tasks: list[TaskInfo], consolidating: bool) -> list[Quantities]:
+    """Victim resources as KAI weighs them: tasks beyond a pod set's gang size one by one, the core as one chunk;
+    tasks that were moved rather than evicted do not count when consolidating reclaim is allowed."""
+    by_set: dict[str, list[TaskInfo]] = {}
+    for task in tasks:
+        by_set.setdefault(task.subgroup or "default", []).append(task)
+    elastic: list[TaskInfo] = []
+    core: list[TaskInfo] = []
+    for name, set_tasks in by_set.items():
+        minimum = job.pod_sets[name].min_available if name in job.pod_sets else 1
+        core.extend(set_tasks[:minimum])
+        elastic.extend(set_tasks[minimum:])
+
+    def total(group: list[TaskInfo]) -> Quantities | None:
+        counted = [t for t in group if not (consolidating and t.status in ACTIVE_ALLOCATED)]
+        if not counted:
+            return None
+        cpu = sum(task_quantities(t)[0] for t in counted)
+        memory = sum(task_quantities(t)[1] for t in counted)
+        return (cpu, memory, sum(task_quantities(t)[2] for t in counted))
+
+    chunks = [chunk for chunk in (total([t]) for t in elastic) if chunk is not None]
+    core_chunk = total(core)
+    if core_chunk is not None:
+        chunks.append(core_chunk)
+    return chunks
 
 
 def _required_quota(tasks: list[TaskInfo]) -> Quantities:

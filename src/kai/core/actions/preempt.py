@@ -1,0 +1,55 @@
+"""preempt: inside one queue, a higher-priority pending job evicts lower-priority preemptible jobs.
+
+A non-preemptible preemptor must fit its queue's deserved quota; victims come only from its own queue and have a
+strictly lower priority.
+"""
+
+from collections.abc import Callable
+
+from kai.core.framework.eviction import run_solver_action, victims_queue
+from kai.core.framework.job_allocation import tasks_to_allocate
+from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.session import Session
+from kai.core.framework.victim_solver import Validator
+from kai.core.framework.victims import Scenario
+from kai.core.state.pod_status import ACTIVE_ALLOCATED
+from kai.core.state.podgroup_info import PodGroupInfo
+
+NAME = "preempt"
+
+
+def execute(ssn: Session) -> None:
+    def attempt(job: PodGroupInfo) -> bool:
+        return ssn.non_preemptible_over_quota(job, tasks_to_allocate(ssn, job, False)) is None
+
+    def victims(preemptor: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
+        def accept(job: PodGroupInfo) -> bool:
+            return (
+                job.preemptible
+                and job.priority < preemptor.priority
+                and job.queue == preemptor.queue
+                and job.key != preemptor.key
+                and job.count(ACTIVE_ALLOCATED) > 0
+            )
+
+        return lambda: victims_queue(ssn, accept)
+
+    def validator(_job: PodGroupInfo) -> Validator | None:
+        checks = list(ssn.preempt_validators)
+
+        def valid(scenario: Scenario) -> bool:
+            return all(check(scenario) for check in checks)
+
+        return valid
+
+    run_solver_action(
+        ssn,
+        NAME,
+        JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
+        attempt,
+        victims,
+        validator,
+        lambda task, job: (
+            f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
+        ),
+    )

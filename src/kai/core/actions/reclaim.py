@@ -1,0 +1,74 @@
+"""reclaim: a queue below its fair share takes resources back from jobs of queues above theirs.
+
+Only jobs whose queue may reclaim (within fair share with the job) try; victims are preemptible running jobs of
+other queues, worst first; the proportion plugin judges each scenario fair or not.
+"""
+
+from collections.abc import Callable
+
+from kai.core.framework.eviction import run_solver_action
+from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.session import Session
+from kai.core.framework.victim_solver import Validator
+from kai.core.framework.victims import Scenario
+from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.task import TaskInfo
+
+NAME = "reclaim"
+
+
+def _resources(shares: dict[str, float]) -> str:
+    return (
+        f"GPU: {humanize(shares['gpu'])}, CPU: {humanize(shares['cpu'], MILLI_CPU_PER_CORE)} (cores), "
+        f"memory: {humanize(shares['memory'], BYTES_PER_GB)} (GB)"
+    )
+
+
+def _queue_details(ssn: Session, uid: str) -> str:
+    queue = ssn.queues[uid]
+    shares = ssn.queue_share_fns[0](uid)
+    return (
+        f"{queue.name} uses <{_resources(shares['allocated'])}> with a quota of <{_resources(shares['deserved'])}>, "
+        f"fair-share of <{_resources(shares['fairShare'])}> and queue priority of <{queue.priority}>."
+    )
+
+
+def message(ssn: Session, task: TaskInfo, reclaimer: PodGroupInfo) -> str:
+    text = f"Pod {task.namespace}/{task.name} was preempted by workload {reclaimer.namespace}/{reclaimer.name}."
+    if not ssn.queue_share_fns:
+        return text
+    mine, theirs = ssn.queues[reclaimer.queue], ssn.queues[ssn.jobs[task.job_key].queue]
+    if mine.parent != theirs.parent and mine.parent in ssn.queues and theirs.parent in ssn.queues:
+        mine, theirs = ssn.queues[mine.parent], ssn.queues[theirs.parent]
+    return f"{text}\n{_queue_details(ssn, theirs.uid)}\n{_queue_details(ssn, mine.uid)}"
+
+
+def execute(ssn: Session) -> None:
+    def victims(reclaimer: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
+        def build() -> JobsOrderByQueues:
+            queue = JobsOrderByQueues(
+                ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
+            )
+            queue.initialize({k: j for k, j in ssn.jobs.items() if j.queue != reclaimer.queue})
+            return queue
+
+        return build
+
+    def validator(_job: PodGroupInfo) -> Validator | None:
+        checks = list(ssn.reclaim_validators)
+
+        def valid(scenario: Scenario) -> bool:
+            return all(check(scenario) for check in checks)
+
+        return valid
+
+    run_solver_action(
+        ssn,
+        NAME,
+        JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
+        ssn.can_reclaim,
+        victims,
+        validator,
+        lambda task, job: message(ssn, task, job),
+    )

@@ -1,0 +1,52 @@
+"""Running the victim solver for one action over its pending jobs; the parts reclaim, preempt and consolidation
+share (KAI's actions/*/ Execute loops differ only in filters, victims and validators)."""
+
+from collections.abc import Callable
+
+from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.session import Session
+from kai.core.framework.victim_solver import EvictionMessage, JobSolver, Validator, feasible_nodes
+from kai.core.state.pod_status import ALIVE
+from kai.core.state.podgroup_info import PodGroupInfo
+
+JobFilter = Callable[[PodGroupInfo], bool]
+
+
+def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
+    """Jobs that may lose pods, worst first: those with a live pod that pass ``accept`` (KAI's GetVictimsQueue)."""
+    queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
+    candidates = {
+        job.key: job
+        for job in ssn.jobs.values()
+        if any(t.status in ALIVE and (not t.node_name or t.node_name in ssn.nodes.by_name) for t in job.tasks.values())
+        and accept(job)
+    }
+    queue.initialize(candidates)
+    return queue
+
+
+def run_solver_action(
+    ssn: Session,
+    action: str,
+    options: JobQueueOptions,
+    attempt: Callable[[PodGroupInfo], bool],
+    victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
+    validator: Callable[[PodGroupInfo], Validator | None],
+    message: EvictionMessage,
+) -> None:
+    """For each pending job in fair-share order that ``attempt`` admits, find victims and commit the solution."""
+    jobs = JobsOrderByQueues(ssn, options)
+    jobs.initialize(ssn.jobs)
+    while not jobs.empty():
+        job = jobs.pop()
+        if job is None:
+            break
+        if not attempt(job):
+            continue
+        ssn.job_solution_start()
+        solver = JobSolver(ssn, feasible_nodes(ssn, job), validator(job), victims(job), action, message)
+        solution = solver.solve(job)
+        if solution.solved and solution.statement is not None:
+            solution.statement.commit(action)
+        elif solution.statement is not None:
+            solution.statement.discard()

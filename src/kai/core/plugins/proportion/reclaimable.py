@@ -1,0 +1,116 @@
+"""May a queue reclaim, and is a reclaim scenario fair (KAI's proportion/reclaimable and its strategies)?
+
+Victims are taken from the sibling ancestors where the reclaimer's and the victim's queue paths part. Each chunk of
+victim resources must be allowed by one strategy — the victim side stays above its allocatable share (maintain fair
+share), or the reclaimer stays within deserved while the victim is above it (guarantee deserved quota). Afterwards
+the reclaimer's side must not become more saturated than the siblings it took from.
+"""
+
+import math
+from collections.abc import Mapping
+
+from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, less_equal
+from kai.core.plugins.proportion.resource_division import UNLIMITED
+
+Chunk = Quantities
+
+
+def _add(a: Quantities | list[float], b: Quantities | list[float]) -> list[float]:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _path(queues: Mapping[str, QueueAttributes], uid: str) -> list[QueueAttributes]:
+    path: list[QueueAttributes] = []
+    queue = queues.get(uid)
+    while queue is not None:
+        path.insert(0, queue)
+        queue = queues.get(queue.parent) if queue.parent else None
+    return path
+
+
+def _leveled(
+    queues: Mapping[str, QueueAttributes], reclaimer: str, reclaimee: str
+) -> tuple[QueueAttributes, QueueAttributes]:
+    left, right = _path(queues, reclaimer), _path(queues, reclaimee)
+    pair = (left[0], right[0])
+    for a, b in zip(left, right, strict=False):
+        pair = (a, b)
+        if a.uid != b.uid:
+            break
+    return pair
+
+
+def can_reclaim(queue: QueueAttributes, request: Quantities, preemptible: bool) -> bool:
+    """The reclaimer's queue stays within fair share (and, if non-preemptible, within deserved)."""
+    if not less_equal(_add(queue.allocated, request), queue.fair_share()):
+        return False
+    return preemptible or less_equal(_add(queue.allocated_non_preemptible, request), queue.deserved())
+
+
+def _fits_strategy(
+    request: Quantities, reclaimer: QueueAttributes, reclaimee: QueueAttributes, remaining: list[float]
+) -> bool:
+    if not less_equal(remaining, reclaimee.allocatable_share()):
+        return True
+    if not less_equal(_add(reclaimer.allocated, request), reclaimer.deserved()):
+        return False
+    return not less_equal(remaining, reclaimee.deserved())
+
+
+def _involved(chunks: list[Chunk]) -> set[int]:
+    return {i for chunk in chunks for i in range(3) if chunk[i] > 0}
+
+
+def _saturation(allocated: float, fair: float) -> float:
+    if fair == 0:
+        return math.inf if allocated > 0 else 0.0
+    if fair == UNLIMITED:
+        return 0.0
+    return allocated / fair
+
+
+def reclaimable(
+    queues: Mapping[str, QueueAttributes],
+    reclaimer_queue: str,
+    request: Quantities,
+    preemptible: bool,
+    victims_by_queue: Mapping[str, list[Chunk]],
+    multiplier: float,
+) -> bool:
+    remaining: dict[str, list[float]] = {}
+    involved: dict[str, set[int]] = {}
+    for victim_queue, chunks in victims_by_queue.items():
+        reclaimer_side, reclaimee_side = _leveled(queues, reclaimer_queue, victim_queue)
+        involved[victim_queue] = _involved(chunks)
+        side_remaining = remaining.setdefault(reclaimee_side.uid, list(queues[reclaimee_side.uid].allocated))
+        for chunk in chunks:
+            if not _fits_strategy(request, reclaimer_side, reclaimee_side, side_remaining):
+                return False
+            queue: QueueAttributes | None = queues[victim_queue]
+            while queue is not None:
+                left = remaining.setdefault(queue.uid, list(queue.allocated))
+                for i in range(3):
+                    left[i] -= chunk[i]
+                involved.setdefault(queue.uid, set()).update(involved[victim_queue])
+                queue = queues.get(queue.parent) if queue.parent else None
+    requester_involved = {i for i in range(3) if request[i] > 0}
+    queue = queues.get(reclaimer_queue)
+    while queue is not None:
+        mine = _add(remaining.get(queue.uid, queue.allocated), request)
+        for sibling_uid, sibling_left in remaining.items():
+            sibling = queues[sibling_uid]
+            if sibling.parent != queue.parent or sibling.uid == queue.uid:
+                continue
+            resources = involved.get(sibling_uid, set()) | requester_involved
+            for i in resources:
+                mine_fair, sibling_fair = queue.fair_share()[i], sibling.fair_share()[i]
+                if mine_fair == UNLIMITED and sibling_fair == UNLIMITED:
+                    continue
+                mine_ratio = _saturation(mine[i], mine_fair)
+                sibling_ratio = _saturation(sibling_left[i], sibling_fair)
+                if mine_ratio > 1 and sibling_fair > 0 and mine_ratio * multiplier >= sibling_ratio:
+                    return False
+        if not preemptible and not less_equal(_add(queue.allocated_non_preemptible, request), queue.deserved()):
+            return False
+        queue = queues.get(queue.parent) if queue.parent else None
+    return True
