@@ -161,7 +161,7 @@ def allocate_task(
             if idle_fit[column] and not pipeline_only:
                 stmt.allocate(task, node.name)
             else:
-                stmt.pipeline(task, node.name)
+                stmt.pipeline(task, node.name, update_if_on_node=not pipeline_only)
             return True
     _explain(ssn, task, candidates, excluded, fit_errors)
     job.task_fit_errors[task.key] = fit_errors
@@ -193,7 +193,7 @@ def _allocate_shared(
             groups.append(group)
         if len(groups) == task.request.gpu_devices:
             if pipeline_only or releasing:
-                stmt.pipeline(task, node.name, tuple(groups))
+                stmt.pipeline(task, node.name, tuple(groups), update_if_on_node=False)
             else:
                 stmt.allocate(task, node.name, tuple(groups))
             return True

@@ -23,6 +23,7 @@ class Operation:
     message: str
     undo: Callable[[], None]
     evictor: str = ""
+    valid: bool = True
 
 
 class Statement:
@@ -35,7 +36,9 @@ class Statement:
 
     def rollback(self, checkpoint: int) -> None:
         while len(self.operations) > checkpoint:
-            self.operations.pop().undo()
+            op = self.operations.pop()
+            if op.valid:
+                op.undo()
 
     def discard(self) -> None:
         self.rollback(0)
@@ -75,7 +78,21 @@ class Statement:
 
         self.operations.append(Operation("allocate", task, node_name, "", undo))
 
-    def pipeline(self, task: TaskInfo, node_name: str, gpu_groups: tuple[str, ...] | None = None) -> None:
+    def pipeline(
+        self,
+        task: TaskInfo,
+        node_name: str,
+        gpu_groups: tuple[str, ...] | None = None,
+        update_if_on_node: bool = True,
+    ) -> None:
+        """Place a task on releasing resources. A victim re-placed on the node it was virtually evicted from is
+        un-evicted instead (it simply stays), unless asked to update or it moves to another shared GPU."""
+        node = self.ssn.nodes.by_name.get(node_name)
+        if node is not None and node.tasks.get(task.key) is task and not update_if_on_node:
+            moves_gpu = bool(gpu_groups) and task.request.is_shared_gpu and gpu_groups != task.gpu_groups
+            if not moves_gpu:
+                self.unevict(task)
+                return
         previous = self._move(task, PodStatus.PIPELINED, node_name, gpu_groups)
         self.ssn.allocated(task)
         task.is_virtual = True
@@ -98,6 +115,23 @@ class Statement:
 
         self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor))
 
+    def unevict(self, task: TaskInfo) -> None:
+        """Undo the task's earliest valid eviction; rolling back past this point evicts it again."""
+        for op in self.operations:
+            if op.valid and op.kind == "evict" and op.task is task:
+                op.undo()
+                op.valid = False
+                evicted = op
+
+                def redo() -> None:
+                    self._move(task, PodStatus.RELEASING, task.node_name)
+                    self.ssn.deallocated(task)
+                    task.is_virtual = True
+                    evicted.valid = True
+
+                self.operations.append(Operation("undo", task, task.node_name, "", redo))
+                return
+
     def convert_allocated_to_pipelined(self, job_key: str) -> None:
         """A gang that waits on releasing resources waits as a whole: its allocations become pipelines."""
         kept: list[Operation] = []
@@ -115,6 +149,8 @@ class Statement:
         result = self.ssn.result
         for op in self.operations:
             task = op.task
+            if not op.valid or op.kind == "undo":
+                continue
             if op.kind == "evict":
                 result.evictions.append(
                     Eviction(task.key, task.job_key, task.node_name, action, op.message, op.evictor)
