@@ -121,9 +121,8 @@ class Statement:
             if op.valid and op.kind == "evict" and op.task is task:
                 op.undo()
                 op.valid = False
-                evicted = op
 
-                def redo() -> None:
+                def redo(evicted: Operation = op) -> None:
                     self._move(task, PodStatus.RELEASING, task.node_name)
                     self.ssn.deallocated(task)
                     task.is_virtual = True
