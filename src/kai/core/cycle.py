@@ -26,6 +26,7 @@ from kai.core.plugins.ray import RayPlugin
 from kai.core.plugins.resourcetype import ResourceTypePlugin
 from kai.core.plugins.subgrouporder import SubGroupOrderPlugin
 from kai.core.plugins.taskorder import TaskOrderPlugin
+from kai.core.plugins.topology import TopologyPlugin
 from kai.core.state.fit_errors import render_detailed, render_short
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.snapshot import ClusterInfo
@@ -46,6 +47,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "gpupack": lambda _args: GpuPackPlugin(),
     "gpuspread": lambda _args: GpuSpreadPlugin(),
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
+    "topology": lambda _args: TopologyPlugin(),
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {
     allocate.NAME: allocate.execute,

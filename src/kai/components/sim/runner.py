@@ -82,7 +82,9 @@ def run_scenario(scenario: Scenario) -> ScenarioRun:
         run.mismatches += check({"maxCounts": expect.get("maxCounts")}, record.outcome, scenario.now, f"cycle {number}")
         sim.advance(record)
     after = sim.observe_cluster()
-    after.counts = {}
+    last = run.cycles[-1].outcome.podgroups
+    for key, podgroup in after.podgroups.items():
+        podgroup["fitErrorMessage"] = last.get(key, {}).get("fitErrorMessage", "")
     run.mismatches += check(expect, after, scenario.now, f"after cycle {runner.cycles_before_check}")
     for offset in range(1, runner.check_cycles + 1):
         number = runner.cycles_before_check + offset

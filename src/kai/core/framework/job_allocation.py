@@ -87,6 +87,8 @@ def allocate_job(
     ssn: Session, stmt: Statement, job: PodGroupInfo, pipeline_only: bool, nodes: Mask | None = None
 ) -> bool:
     """Place the job's next tasks on ``nodes`` (all nodes by default); only records why when not simulating."""
+    for pre in ssn.pre_job_allocation_fns:
+        pre(job)
     tasks = tasks_to_allocate(ssn, job, not pipeline_only)
     over = ssn.job_over_capacity(job, tasks)
     if over is not None:
@@ -95,6 +97,11 @@ def allocate_job(
         return False
     candidates = np.ones(len(ssn.nodes), dtype=bool) if nodes is None else nodes
     return _allocate_set(ssn, stmt, candidates, job, job.root, tasks, pipeline_only)
+
+
+def _tasks_of(tasks: list[TaskInfo], pod_sets: list[PodSet]) -> list[TaskInfo]:
+    wanted = {ps.name for ps in pod_sets}
+    return [t for t in tasks if (t.subgroup or names.DEFAULT_SUBGROUP) in wanted]
 
 
 def _allocate_set(
@@ -106,21 +113,59 @@ def _allocate_set(
     tasks: list[TaskInfo],
     pipeline_only: bool,
 ) -> bool:
-    checkpoint = stmt.checkpoint()
+    """A set of sub-groups: try each candidate node set (topology domains) until all its members fit in one."""
+    pod_sets = list(subgroup_set.all_pod_sets())
+    for node_set in ssn.subset_nodes(job, subgroup_set, pod_sets, tasks, candidates):
+        checkpoint = stmt.checkpoint()
+        if _allocate_set_on(ssn, stmt, node_set, job, subgroup_set, tasks, pipeline_only):
+            return True
+        stmt.rollback(checkpoint)
+    return False
+
+
+def _allocate_set_on(
+    ssn: Session,
+    stmt: Statement,
+    nodes: Mask,
+    job: PodGroupInfo,
+    subgroup_set: SubGroupSet,
+    tasks: list[TaskInfo],
+    pipeline_only: bool,
+) -> bool:
     for child in sorted(subgroup_set.children, key=lambda s: s.name):
-        names_in_child = {ps.name for ps in child.all_pod_sets()}
-        child_tasks = [t for t in tasks if (t.subgroup or names.DEFAULT_SUBGROUP) in names_in_child]
-        if not _allocate_set(ssn, stmt, candidates, job, child, child_tasks, pipeline_only):
-            stmt.rollback(checkpoint)
+        child_tasks = _tasks_of(tasks, list(child.all_pod_sets()))
+        if not _allocate_set(ssn, stmt, nodes, job, child, child_tasks, pipeline_only):
             return False
-    ordered = sorted(subgroup_set.pod_sets, key=cmp_to_key(_pod_set_cmp(ssn)))
-    for pod_set in ordered:
-        set_tasks = [t for t in tasks if (t.subgroup or names.DEFAULT_SUBGROUP) == pod_set.name]
-        for index, task in enumerate(set_tasks):
-            if not allocate_task(ssn, stmt, candidates, job, task, pipeline_only):
-                _record_failure(job, task, index)
-                stmt.rollback(checkpoint)
-                return False
+    for pod_set in sorted(subgroup_set.pod_sets, key=cmp_to_key(_pod_set_cmp(ssn))):
+        if not _allocate_pod_set(ssn, stmt, nodes, job, pod_set, _tasks_of(tasks, [pod_set]), pipeline_only):
+            return False
+    return True
+
+
+def _allocate_pod_set(
+    ssn: Session,
+    stmt: Statement,
+    nodes: Mask,
+    job: PodGroupInfo,
+    pod_set: PodSet,
+    tasks: list[TaskInfo],
+    pipeline_only: bool,
+) -> bool:
+    for node_set in ssn.subset_nodes(job, pod_set, [pod_set], tasks, nodes):
+        checkpoint = stmt.checkpoint()
+        if _allocate_tasks(ssn, stmt, node_set, job, tasks, pipeline_only):
+            return True
+        stmt.rollback(checkpoint)
+    return False
+
+
+def _allocate_tasks(
+    ssn: Session, stmt: Statement, nodes: Mask, job: PodGroupInfo, tasks: list[TaskInfo], pipeline_only: bool
+) -> bool:
+    for index, task in enumerate(tasks):
+        if not allocate_task(ssn, stmt, nodes, job, task, pipeline_only):
+            _record_failure(job, task, index)
+            return False
     return True
 
 

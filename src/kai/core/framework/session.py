@@ -14,7 +14,7 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import CycleResult
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
-from kai.core.state.podgroup_info import PodGroupInfo, PodSet
+from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import Vector
 from kai.core.state.snapshot import ClusterInfo
@@ -44,6 +44,8 @@ class NodeFilter(Protocol):
 Predicate = Callable[[TaskInfo, PodGroupInfo, NodeInfo], str | None]
 """Per-node check that depends on what is placed (host ports, pod affinity); returns the reason or None."""
 CapacityCheck = Callable[[PodGroupInfo, list[TaskInfo]], JobFitError | None]
+SubsetNodes = Callable[[PodGroupInfo, "SubGroupSet | PodSet", list[PodSet], list[TaskInfo], Mask], list[Mask]]
+"""Split a node set into candidate node sets for a (sub-)group (topology domains); [] when none fits."""
 
 
 class Plugin(Protocol):
@@ -79,6 +81,8 @@ class Session:
         self.reclaim_validators: list[Callable[[Any], bool]] = []
         self.preempt_validators: list[Callable[[Any], bool]] = []
         self.job_solution_start_fns: list[Callable[[], None]] = []
+        self.subset_nodes_fns: list[SubsetNodes] = []
+        self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
         self.close_fns: list[Callable[[], None]] = []
 
     @property
@@ -141,6 +145,15 @@ class Session:
         for fn in self.non_preemptible_over_quota_fns:
             return fn(job, tasks)
         return None
+
+    def subset_nodes(
+        self, job: PodGroupInfo, group: SubGroupSet | PodSet, pod_sets: list[PodSet], tasks: list[TaskInfo], nodes: Mask
+    ) -> list[Mask]:
+        """Each plugin refines every current node set (KAI's cartesian refinement)."""
+        sets = [nodes]
+        for fn in self.subset_nodes_fns:
+            sets = [subset for current in sets for subset in fn(job, group, pod_sets, tasks, current)]
+        return sets
 
     def can_reclaim(self, job: PodGroupInfo) -> bool:
         for fn in self.can_reclaim_fns:

@@ -16,13 +16,14 @@ from kai.core.state.task import TaskInfo
 class PodSet:
     """A set of pods with one gang size (``min_available``)."""
 
-    __slots__ = ("min_available", "name", "tasks", "topology")
+    __slots__ = ("min_available", "name", "parent", "tasks", "topology")
 
     def __init__(self, name: str, min_available: int, topology: TopologyConstraint | None) -> None:
         self.name = name
         self.min_available = max(min_available, 1)
         self.topology = topology
         self.tasks: dict[str, TaskInfo] = {}
+        self.parent: SubGroupSet | None = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
         return sum(1 for task in self.tasks.values() if task.status in statuses)
@@ -43,13 +44,14 @@ class PodSet:
 class SubGroupSet:
     """A sub-group with children: other sets and pod sets, possibly under its own topology constraint."""
 
-    __slots__ = ("children", "name", "pod_sets", "topology")
+    __slots__ = ("children", "name", "parent", "pod_sets", "topology")
 
     def __init__(self, name: str, topology: TopologyConstraint | None) -> None:
         self.name = name
         self.topology = topology
         self.children: list[SubGroupSet] = []
         self.pod_sets: list[PodSet] = []
+        self.parent: SubGroupSet | None = None
 
     def all_pod_sets(self) -> Iterator[PodSet]:
         yield from self.pod_sets
@@ -170,6 +172,7 @@ def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
     root = SubGroupSet(names.DEFAULT_SUBGROUP, podgroup.topology)
     if not podgroup.subgroups:
         pod_set = PodSet(names.DEFAULT_SUBGROUP, podgroup.min_member, None)
+        pod_set.parent = root
         root.pod_sets.append(pod_set)
         return root, {pod_set.name: pod_set}
     parents = {sub.parent.lower() for sub in podgroup.subgroups if sub.parent}
@@ -185,7 +188,10 @@ def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
         if parent is None:
             continue
         if sub.name.lower() in sets:
-            parent.children.append(sets[sub.name.lower()])
+            child = sets[sub.name.lower()]
+            child.parent = parent
+            parent.children.append(child)
         else:
+            pod_sets[sub.name].parent = parent
             parent.pod_sets.append(pod_sets[sub.name])
     return root, pod_sets
