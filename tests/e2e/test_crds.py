@@ -98,7 +98,7 @@ def test_kubectl_shows_queues_with_kai_columns(control_plane: ControlPlane, kube
 
     out = control_plane.kubectl("get", "queues").stdout
     header, *rows = out.splitlines()
-    assert header.split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME", "AGE"]
+    assert header.split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]  # as KAI: no AGE
     cells = {row.split()[0]: row for row in rows}
     assert set(SEED_PARENTS) | {parent, child} <= set(cells)
     assert cells["equipe-training"].split()[1:3] == ["<none>", "departement-ml"]

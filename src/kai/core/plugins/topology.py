@@ -272,11 +272,8 @@ def _ratio(requested: Vector, domain: Domain) -> float:
     for row, amount in enumerate(requested):
         if row in (GPU_ROW, PODS_ROW) or amount <= 0:
             continue
-        want, have = (
-            (_ceil_value(amount / 1000), _ceil_value(free[row] / 1000)) if row == CPU_ROW else (amount, free[row])
-        )
-        if row == MEMORY_ROW:
-            want, have = _ceil_value(amount), _ceil_value(free[row])
+        scale = 1000.0 if row == CPU_ROW else 1.0  # KAI compares Quantity.Value(): whole cores for CPU
+        want, have = math.ceil(amount / scale), math.ceil(free[row] / scale)
         ratio = max(ratio, MISSING_RESOURCE_RATIO if have == 0 else want / have)
     return float(ratio)
 
