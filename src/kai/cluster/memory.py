@@ -5,7 +5,7 @@ the same port a real API server sits behind.
 """
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kai.cluster.port import Listener, Raw
@@ -18,7 +18,8 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 class MemoryCluster:
-    def __init__(self, objects: Iterable[Raw] = ()) -> None:
+    def __init__(self, objects: Iterable[Raw] = (), clock: Callable[[], str] = lambda: "1970-01-01T00:00:00Z") -> None:
+        self.clock = clock
         self._store: dict[str, dict[str, Raw]] = {}
         self._listeners: list[Listener] = []
         self._version = 0
@@ -44,9 +45,39 @@ class MemoryCluster:
         return self._write(kind, obj)
 
     def delete(self, kind: str, key: str) -> None:
+        """Remove an object; a Pod is only marked terminating until ``finalize`` — the simulated kubelet and
+        workload controller finish the deletion and re-create the pod, as they would in a cluster."""
+        obj = self._store.get(kind, {}).get(key)
+        if obj is None:
+            return
+        meta = obj.setdefault("metadata", {})
+        if kind == "Pod" and not meta.get("deletionTimestamp"):
+            updated = copy.deepcopy(obj)
+            updated["metadata"]["deletionTimestamp"] = self.clock()
+            self._write(kind, updated)
+            return
+        self.finalize(kind, key)
+
+    def finalize(self, kind: str, key: str) -> None:
+        """Remove an object for good; a pod's BindRequest goes with it (Kubernetes' owner garbage collection)."""
         obj = self._store.get(kind, {}).pop(key, None)
         if obj is not None:
             self._notify(kind, obj, True)
+            if kind == "Pod":
+                self.finalize("BindRequest", key)
+
+    def update_status(self, kind: str, obj: Raw) -> Raw:
+        return self.update(kind, obj)
+
+    def bind_pod(self, namespace: str, name: str, node: str) -> None:
+        """The pods/binding subresource: set the node of a pod that has none."""
+        pod = self.get("Pod", f"{namespace}/{name}")
+        if pod is None:
+            raise KeyError(f"Pod {namespace}/{name} not found")
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise ValueError(f"Pod {namespace}/{name} is already bound to {pod['spec']['nodeName']}")
+        pod.setdefault("spec", {})["nodeName"] = node
+        self.update("Pod", pod)
 
     def subscribe(self, listener: Listener) -> None:
         """Deliver every stored object as added, then every later change (list, then watch)."""

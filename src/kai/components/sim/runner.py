@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.cluster.memory import MemoryCluster
+from kai.components.binder import Binder
+from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.expect import check
 from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.scenario import Scenario
-from kai.components.sim.world import run_binder, run_workload, write_decisions
+from kai.components.sim.world import run_workload
 from kai.core.cycle import run_cycle
 from kai.core.framework.session import Session
+from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 
@@ -41,8 +44,10 @@ class ScenarioRun:
 class Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.cluster = MemoryCluster()
+        self.cluster = MemoryCluster(clock=lambda: format_time(scenario.now))
         self.state = ClusterState()
+        self.writer = DecisionWriter(self.cluster, lambda: scenario.now)
+        self.binder = Binder(self.cluster, lambda: scenario.now)
         self.cluster.subscribe(self._on_change)
         for obj in scenario.objects:
             self.cluster.create(str(obj["kind"]), obj)
@@ -56,9 +61,10 @@ class Simulation:
         return CycleRecord(number, observe(session.cluster, session.result), session)
 
     def advance(self, record: CycleRecord) -> None:
-        write_decisions(self.cluster, record.session.result, self.scenario.now)
-        run_binder(self.cluster)
+        self.writer.write(record.session.result)
+        self.binder.reconcile()
         run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted)
+        self.binder.sync_reservations()
 
     def observe_cluster(self) -> Outcome:
         return observe(take_snapshot(self.state, self.scenario.config.scheduler_name), None)

@@ -1,0 +1,1 @@
+"""The scheduler component: cycles over the cluster state and writes its decisions back."""
