@@ -89,13 +89,18 @@ def close_session(ssn: Session) -> None:
             result.pod_errors[task.key] = errors.error() if errors is not None else render_short(job.fit_errors)
 
 
-def run_cycle(cluster: ClusterInfo, config: SchedulerConfig, now: float) -> Session:
+def run_cycle(
+    cluster: ClusterInfo, config: SchedulerConfig, now: float, timer: Callable[[], float] = lambda: 0.0
+) -> Session:
+    """``timer`` measures each action's duration (milliseconds) for metrics; time itself comes in as ``now``."""
     ssn = open_session(cluster, config, now)
     for name in config.actions:
         action = ACTIONS.get(name)
         if action is None:
             ssn.result.skipped.append(f"action {name}")
             continue
+        started = timer()
         action(ssn)
+        ssn.result.action_ms[name] = (timer() - started) * 1000
     close_session(ssn)
     return ssn

@@ -31,6 +31,7 @@ def execute(ssn: Session) -> None:
             stmt.discard()
             continue
         stmt.commit(NAME)
+        ssn.result.scheduled[NAME] = ssn.result.scheduled.get(NAME, 0) + 1
         if not pipelined and not already_running:
             job.last_start_ts = ssn.now
             ssn.result.started[job.key] = ssn.now

@@ -56,5 +56,8 @@ class CycleResult:
     pod_errors: dict[str, str] = field(default_factory=dict)
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""
     bind_requests_to_delete: list[str] = field(default_factory=list)
+    scheduled: dict[str, int] = field(default_factory=dict)
+    """Podgroups each action placed or found room for (KAI's podgroups_scheduled_by_action)."""
+    action_ms: dict[str, float] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     """Configured plugins and actions kai does not implement yet; they were not run."""

@@ -48,5 +48,6 @@ def run_solver_action(
         solution = solver.solve(job)
         if solution.solved and solution.statement is not None:
             solution.statement.commit(action)
+            ssn.result.scheduled[action] = ssn.result.scheduled.get(action, 0) + 1
         elif solution.statement is not None:
             solution.statement.discard()

@@ -1,0 +1,80 @@
+"""Components against the in-memory cluster: scheduler loop → BindRequest → binder → bound pod; status controllers."""
+
+from pathlib import Path
+
+import yaml
+
+from kai.cluster.memory import MemoryCluster
+from kai.components.binder import Binder
+from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.scheduler.loop import SchedulerLoop
+from kai.core.framework.config import SchedulerConfig
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cluster() -> MemoryCluster:
+    doc = yaml.safe_load((REPO / "examples" / "department.yaml").read_text())
+    return MemoryCluster(doc["objects"])
+
+
+def test_scheduler_writes_bind_requests_and_binder_binds() -> None:
+    cluster = _cluster()
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 1_767_225_600.0)
+    session = loop.run_once()
+    assert len(session.result.binds) == 6
+    requests = {r["metadata"]["name"]: r for r in cluster.list("BindRequest")}
+    assert requests["inference-light"]["spec"]["receivedResourceType"] == "Fraction"
+    selected = requests["training-job"]["spec"]["selectedNode"]
+    assert selected.startswith("gpu-node-")
+    assert Binder(cluster, lambda: 0.0).reconcile() == 6
+    pod = cluster.get("Pod", "ml/training-job")
+    assert pod is not None and pod["spec"]["nodeName"] == selected
+    assert any(c["type"] == "PodBound" and c["status"] == "True" for c in pod["status"]["conditions"])
+    reservations = [p for p in cluster.list("Pod") if p["metadata"]["namespace"] == "kai-resource-reservation"]
+    assert len(reservations) == 1
+    assert loop.run_once().result.binds == []  # nothing is bound twice
+
+
+def test_over_limit_pod_waits_with_kai_reason() -> None:
+    cluster = _cluster()
+    worker = cluster.get("Pod", "ml/training-job")
+    assert worker is not None
+    worker["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "21"
+    cluster.update("Pod", worker)
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    podgroup = cluster.get("PodGroup", "ml/training-job")
+    assert podgroup is not None
+    condition = podgroup["status"]["schedulingConditions"][0]
+    assert condition["reasons"][0]["reason"] == "OverLimit"
+    assert "equipe-training quota has reached the allowable limit of GPUs" in condition["message"]
+    pod = cluster.get("Pod", "ml/training-job")
+    assert pod is not None
+    scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+    events = [e for e in cluster.list("Event") if e["involvedObject"]["name"] == "training-job"]
+    assert {e["reason"] for e in events} >= {"Unschedulable"}
+
+
+def test_status_controllers_sum_allocations_up_the_hierarchy() -> None:
+    cluster = _cluster()
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    Binder(cluster, lambda: 0.0).reconcile()
+    totals = PodGroupStatusController(cluster).reconcile()
+    assert totals["ml/distributed-training"]["allocated"]["nvidia.com/gpu"] == 16
+    QueueStatusController(cluster).reconcile(totals)
+    department = cluster.get("Queue", "departement-ml")
+    assert department is not None
+    assert department["status"]["allocated"]["nvidia.com/gpu"] == "17500m"
+    assert department["status"]["childQueues"] == ["equipe-inference", "equipe-training"]
+    inference = cluster.get("PodGroup", "ml/inference-light")
+    assert inference is not None and inference["status"]["resourcesStatus"]["allocated"]["nvidia.com/gpu"] == "500m"
+
+
+def test_default_queues_are_created_once() -> None:
+    cluster = MemoryCluster()
+    ensure_default_queues(cluster)
+    ensure_default_queues(cluster)
+    queues = {q["metadata"]["name"]: q for q in cluster.list("Queue")}
+    assert queues["default-queue"]["spec"]["parentQueue"] == "default-parent-queue"
+    assert set(queues) == {"default-parent-queue", "default-queue"}
