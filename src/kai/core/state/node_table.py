@@ -55,6 +55,10 @@ class NodeTable:
         self.by_name: dict[str, NodeInfo] = {info.name: info for info in self.infos}
         self.gpu_memory = np.array([node.gpu_memory_mib for node in ordered], dtype=float)
         self.shared_columns: set[int] = set()
+        self.version = 0
+        """Bumped on every placement change; keys the per-task fit caches below."""
+        self._non_allocated: tuple[int, Matrix] | None = None
+        self._idle_fits: dict[str, tuple[int, Mask]] = {}
         self.idle: Matrix = self.allocatable.copy()
         self.used: Matrix = np.zeros_like(self.allocatable)
         self.releasing: Matrix = np.zeros_like(self.allocatable)
@@ -150,6 +154,7 @@ class NodeTable:
                 shared.marked_releasing.add(group)
 
     def _account(self, task: TaskInfo, column: int, sign: float) -> None:
+        self.version += 1
         vec = _tracked(task)
         self.used[:, column] += sign * vec
         if task.status is PodStatus.RELEASING:
@@ -162,11 +167,14 @@ class NodeTable:
 
     def non_allocated(self) -> Matrix:
         """Idle plus releasing resources of every node: what a pipelined task may wait for."""
-        return self.idle + self.releasing
+        if self._non_allocated is None or self._non_allocated[0] != self.version:
+            self._non_allocated = (self.version, self.idle + self.releasing)
+        return self._non_allocated[1]
 
     def fits(self, task: TaskInfo, available: Matrix) -> Mask:
         """Nodes whose ``available`` resources hold the task (KAI's isTaskAllocatableOnNonAllocatedResources)."""
-        fits: Mask = np.all(task.req_vec[:, None] <= available + 1e-9, axis=0)
+        rows = np.flatnonzero(task.req_vec)
+        fits: Mask = np.all(task.req_vec[rows, None] <= available[rows] + 1e-9, axis=0)
         request = task.request
         if not request.is_shared_gpu:
             return fits
@@ -176,9 +184,14 @@ class NodeTable:
         return result
 
     def fits_idle(self, task: TaskInfo) -> Mask:
+        """Nodes where the task fits without waiting for releasing pods (cached until placements change)."""
         if task.request.is_best_effort:
             return np.ones(len(self.infos), dtype=bool)
-        return self.fits(task, self.idle)
+        cached = self._idle_fits.get(task.key)
+        if cached is None or cached[0] != self.version:
+            cached = (self.version, self.fits(task, self.idle))
+            self._idle_fits[task.key] = cached
+        return cached[1]
 
     def shared_fit_counts(self, task: TaskInfo) -> npt.NDArray[np.float64]:
         """Per node, how many GPU groups already in use could also hold this shared request."""
