@@ -55,6 +55,7 @@ class SchedulerConfig:
     staleness_grace_s: float = 60.0
     use_scheduling_signatures: bool = True
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    metrics_namespace: str = "kai"
 
     @property
     def plugins(self) -> tuple[PluginOption, ...]:

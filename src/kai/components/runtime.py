@@ -1,0 +1,106 @@
+"""Running components in one process: the scheduler loop, the binder and the status controllers, each on its own
+thread over one cluster connection, with a shared Prometheus registry served on the metrics port.
+
+``kai all`` runs all three; ``kai scheduler`` / ``kai binder`` / ``kai controllers`` run one each. Loops wake up on
+the object events that concern them (a new BindRequest wakes the binder at once) or after their period.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from kai.cluster.port import ClusterClient
+from kai.components.binder import Binder
+from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.metrics import SchedulerMetrics
+from kai.components.scheduler.loop import SchedulerLoop
+from kai.core.framework.config import SchedulerConfig
+
+log = logging.getLogger(__name__)
+COMPONENTS = ("scheduler", "binder", "controllers")
+KINDS = {
+    "scheduler": ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
+    "binder": ("BindRequest", "Pod", "Node"),
+    "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
+}
+WAKE_ON = {"binder": {"BindRequest"}, "controllers": {"Pod", "PodGroup", "Queue"}}
+
+
+@dataclass
+class RuntimeOptions:
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    schedule_period_s: float = 1.0
+    binder_period_s: float = 1.0
+    controllers_period_s: float = 1.0
+    metrics_port: int | None = None
+    metrics_address: str = "0.0.0.0"
+
+
+def kinds_for(components: set[str]) -> set[str]:
+    return {kind for name in components for kind in KINDS[name]}
+
+
+def _loop(name: str, step: Callable[[], Any], period_s: float, wake: threading.Event, stop: threading.Event) -> None:
+    while not stop.is_set():
+        wake.clear()
+        try:
+            step()
+        except Exception:  # one failed pass is logged; the component keeps running
+            log.exception("%s pass failed", name)
+        wake.wait(period_s)
+        if stop.is_set():
+            return
+
+
+def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, stop: threading.Event) -> None:
+    """Run the named components until ``stop`` is set."""
+    registry = CollectorRegistry()
+    wakes = {name: threading.Event() for name in components}
+
+    def on_change(kind: str, _obj: Mapping[str, Any], _deleted: bool) -> None:
+        for name, kinds in WAKE_ON.items():
+            if name in wakes and kind in kinds:
+                wakes[name].set()
+
+    def wake_all_on_stop() -> None:
+        stop.wait()
+        for wake in wakes.values():
+            wake.set()
+
+    cluster.subscribe(on_change)
+    threading.Thread(target=wake_all_on_stop, daemon=True).start()
+    threads: list[threading.Thread] = []
+    if "controllers" in components:
+        ensure_default_queues(cluster)
+        podgroups = PodGroupStatusController(cluster)
+        queues = QueueStatusController(cluster, registry, options.config.metrics_namespace)
+
+        def controllers_pass() -> None:
+            queues.reconcile(podgroups.reconcile())
+
+        period = options.controllers_period_s
+        threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
+    if "binder" in components:
+        binder = Binder(cluster, time.time)
+        threads.append(_thread("binder", binder.reconcile, options.binder_period_s, wakes["binder"], stop))
+    if "scheduler" in components:
+        loop = SchedulerLoop(cluster, options.config, SchedulerMetrics(registry, options.config.metrics_namespace))
+        threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))
+    if options.metrics_port is not None:
+        start_http_server(options.metrics_port, addr=options.metrics_address, registry=registry)
+    for thread in threads:
+        thread.start()
+    stop.wait()
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def _thread(
+    name: str, step: Callable[[], Any], period_s: float, wake: threading.Event, stop: threading.Event
+) -> threading.Thread:
+    return threading.Thread(target=_loop, args=(name, step, period_s, wake, stop), name=f"kai-{name}", daemon=True)
