@@ -181,7 +181,7 @@ def allocate_task(
             return False
     nodes = ssn.nodes
     scores = ssn.node_scores(task, candidates)
-    feasible = candidates & nodes.fits(task, nodes.non_allocated())
+    feasible = candidates & nodes.fits_non_allocated(task)
     excluded: list[tuple[Mask, str]] = []
     for node_filter in ssn.node_filters:
         filtered = node_filter(task, job)

@@ -41,7 +41,7 @@ class NodePlacementPlugin:
         kind = "cpu" if task.request.is_cpu_only else "gpu"
         row = CPU_ROW if kind == "cpu" else GPU_ROW
         nodes = self.ssn.nodes
-        free = nodes.idle[row] + nodes.releasing[row]
+        free = nodes.idle[row] + nodes.releasing[row]  # one row, not the whole idle+releasing matrix
         if self.strategy[kind] == "spread":
             total = self.spread_total[row]
             with np.errstate(divide="ignore", invalid="ignore"):
