@@ -7,6 +7,7 @@ import yaml
 from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 
@@ -78,3 +79,17 @@ def test_default_queues_are_created_once() -> None:
     queues = {q["metadata"]["name"]: q for q in cluster.list("Queue")}
     assert queues["default-queue"]["spec"]["parentQueue"] == "default-parent-queue"
     assert set(queues) == {"default-parent-queue", "default-queue"}
+
+
+def test_podgrouper_groups_the_seed_training_pod() -> None:
+    seed = yaml.safe_load((REPO.parent / "shared" / "examples" / "seed" / "training-job.yaml").read_text())
+    seed["metadata"]["namespace"] = "default"
+    seed["metadata"]["uid"] = "u-1"
+    cluster = MemoryCluster([seed, {"kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50}])
+    assert PodGrouper(cluster).reconcile() == 1
+    assert PodGrouper(cluster).reconcile() == 0
+    podgroup = cluster.get("PodGroup", "default/pg-training-job-u-1")
+    assert podgroup is not None
+    assert podgroup["spec"] == {"minMember": 1, "queue": "equipe-training", "priorityClassName": "train"}
+    pod = cluster.get("Pod", "default/training-job")
+    assert pod is not None and pod["metadata"]["annotations"]["pod-group-name"] == "pg-training-job-u-1"

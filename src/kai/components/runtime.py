@@ -1,7 +1,8 @@
 """Running components in one process: the scheduler loop, the binder and the status controllers, each on its own
 thread over one cluster connection, with a shared Prometheus registry served on the metrics port.
 
-``kai all`` runs all three; ``kai scheduler`` / ``kai binder`` / ``kai controllers`` run one each. Loops wake up on
+``kai all`` runs them all (with the pod-grouper); ``kai scheduler`` / ``kai binder`` / ``kai controllers`` /
+``kai podgrouper`` run one each. Loops wake up on
 the object events that concern them (a new BindRequest wakes the binder at once) or after their period.
 """
 
@@ -18,17 +19,19 @@ from kai.cluster.port import ClusterClient
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
 from kai.components.metrics import SchedulerMetrics
+from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 
 log = logging.getLogger(__name__)
-COMPONENTS = ("scheduler", "binder", "controllers")
+COMPONENTS = ("scheduler", "binder", "controllers", "podgrouper")
 KINDS = {
+    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
     "scheduler": ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
     "binder": ("BindRequest", "Pod", "Node"),
     "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
 }
-WAKE_ON = {"binder": {"BindRequest"}, "controllers": {"Pod", "PodGroup", "Queue"}}
+WAKE_ON = {"binder": {"BindRequest"}, "controllers": {"Pod", "PodGroup", "Queue"}, "podgrouper": {"Pod"}}
 
 
 @dataclass
@@ -85,6 +88,9 @@ def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, s
 
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
+    if "podgrouper" in components:
+        grouper = PodGrouper(cluster, options.config.scheduler_name)
+        threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
     if "binder" in components:
         binder = Binder(cluster, time.time)
         threads.append(_thread("binder", binder.reconcile, options.binder_period_s, wakes["binder"], stop))

@@ -1,0 +1,85 @@
+"""A first pod-grouper: every kai-scheduler pod without a PodGroup gets one (KAI's default and pod-job groupers).
+
+The PodGroup is named after the pod's top owner (``pg-<owner>-<uid>``, the pod itself when it has no owner), has
+gang size 1, the queue from the ``kai.scheduler/queue`` label (owner's, then pod's; else ``default-queue``) and the
+priority class from the ``priorityClassName`` label or the pod's own class when it exists (else ``train``). Then the
+pod is annotated with the PodGroup's name. Workload-specific groupers (Jobs, PyTorchJobs, RayClusters…) come later.
+"""
+
+import logging
+from typing import Any
+
+from kai.cluster.port import ClusterClient, Raw
+from kai.core.model import names
+
+log = logging.getLogger(__name__)
+DEFAULT_QUEUE = "default-queue"
+DEFAULT_PRIORITY_CLASS = "train"
+PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+
+
+def podgroup_for(pod: Raw, priority_classes: set[str], queue_label: str = names.QUEUE_LABEL) -> Raw:
+    meta: dict[str, Any] = pod["metadata"]
+    owners = meta.get("ownerReferences") or []
+    owner = owners[0] if owners else {"name": meta["name"], "uid": meta.get("uid", meta["name"]), "kind": "Pod"}
+    labels: dict[str, str] = meta.get("labels") or {}
+    spec: dict[str, Any] = {
+        "minMember": 1,
+        "queue": labels.get(queue_label) or labels.get("project") or DEFAULT_QUEUE,
+        "priorityClassName": _priority_class(pod, priority_classes),
+    }
+    if labels.get(PREEMPTIBILITY_LABEL) in ("preemptible", "non-preemptible"):
+        spec["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
+    podgroup: Raw = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"pg-{owner['name']}-{owner.get('uid', '')}".rstrip("-")[:253],
+            "namespace": meta["namespace"],
+            "labels": {queue_label: spec["queue"]},
+        },
+        "spec": spec,
+    }
+    if owners:
+        podgroup["metadata"]["ownerReferences"] = [dict(owner)]
+    elif meta.get("uid"):
+        podgroup["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+        ]
+    return podgroup
+
+
+def _priority_class(pod: Raw, priority_classes: set[str]) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    for candidate in (labels.get("priorityClassName"), (pod.get("spec") or {}).get("priorityClassName")):
+        if candidate and candidate in priority_classes:
+            return str(candidate)
+    return DEFAULT_PRIORITY_CLASS
+
+
+class PodGrouper:
+    def __init__(self, cluster: ClusterClient, scheduler_name: str = names.SCHEDULER_NAME) -> None:
+        self.cluster = cluster
+        self.scheduler_name = scheduler_name
+
+    def reconcile(self) -> int:
+        """Group every ungrouped pod of this scheduler; returns how many pods were annotated."""
+        classes = {pc["metadata"]["name"] for pc in self.cluster.list("PriorityClass")}
+        grouped = 0
+        for pod in self.cluster.list("Pod"):
+            meta = pod["metadata"]
+            if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
+                continue
+            if (meta.get("annotations") or {}).get(names.POD_GROUP_ANNOTATION) or meta.get("deletionTimestamp"):
+                continue
+            try:
+                podgroup = podgroup_for(pod, classes)
+                key = f"{meta['namespace']}/{podgroup['metadata']['name']}"
+                if self.cluster.get("PodGroup", key) is None:
+                    self.cluster.create("PodGroup", podgroup)
+                meta.setdefault("annotations", {})[names.POD_GROUP_ANNOTATION] = podgroup["metadata"]["name"]
+                self.cluster.update("Pod", pod)
+                grouped += 1
+            except Exception:  # one pod's failure is logged; the others are still grouped
+                log.exception("grouping pod %s/%s failed", meta.get("namespace"), meta.get("name"))
+        return grouped
