@@ -105,6 +105,10 @@ class Statement:
         self.operations.append(Operation("pipeline", task, node_name, message, undo))
 
     def evict(self, task: TaskInfo, message: str, evictor: str = "") -> None:
+        """Virtually evict a placed task. Evicting a task that is already releasing does nothing: KAI would free
+        its resources from the queue a second time (docs/deviations.md)."""
+        if task.status is PodStatus.RELEASING:
+            return
         previous = self._move(task, PodStatus.RELEASING, task.node_name)
         self.ssn.deallocated(task)
         task.is_virtual = True
