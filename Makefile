@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts pytest bench clean
+.PHONY: run test lint typecheck contracts controlplane pytest bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -28,8 +28,12 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-pytest: $(STAMP)
-	$(BIN)/pytest -n 2 -q
+# kube-apiserver + etcd (+ kubectl) for tests/e2e: $KUBEBUILDER_ASSETS, else built once into ~/.cache/kai/controlplane.
+controlplane:
+	bash hack/controlplane.sh
+
+pytest: $(STAMP) controlplane
+	$(BIN)/pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from controlplane import ControlPlane, ControlPlaneError, find_binaries, install_crds, start
@@ -18,6 +17,10 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 E2E_GROUP = "e2e"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run in the same pytest-xdist worker (--dist loadgroup)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
@@ -30,11 +33,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """etcd + kube-apiserver with kai's CRDs installed; `kubeconfig_path`, `server_url`, `token`, `kubectl()`."""
+    problem = None
     try:
-        bin_dir = find_binaries()
-        cp = start(bin_dir, tmp_path_factory.mktemp("controlplane"))
+        cp = start(find_binaries(), tmp_path_factory.mktemp("controlplane"))
     except ControlPlaneError as e:
-        pytest.fail(f"no control plane for the e2e tests: {e}", pytrace=False)
+        problem = str(e)
+    if problem is not None:
+        pytest.fail(f"no control plane for the e2e tests: {problem}", pytrace=False)
     try:
         install_crds(cp)
     except BaseException:
@@ -62,9 +67,3 @@ def namespace(kube: Client) -> str:
     name = f"e2e-{uuid.uuid4().hex[:10]}"
     kube.create(Namespace(metadata=ObjectMeta(name=name)))
     return name
-
-
-def api_error_message(error: Any) -> str:
-    """The API server's message of a lightkube ApiError (what `kubectl` would print)."""
-    status = getattr(error, "status", None)
-    return str(getattr(status, "message", None) or error)

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import ctypes
 import datetime as dt
+import functools
 import ipaddress
 import json
 import os
@@ -417,6 +418,12 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
     )
 
 
+def api_error_message(error: BaseException) -> str:
+    """The API server's message carried by a lightkube ApiError (what kubectl would print)."""
+    status = getattr(error, "status", None)
+    return str(getattr(status, "message", None) or error)
+
+
 # ------------------------------------------------------------------------------------------- CRDs
 
 
@@ -444,13 +451,13 @@ def install_crds(cp: ControlPlane, crd_dir: Path = CRD_DIR, timeout: float = 60.
         return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
     for name in names:
-        poll_until(f"CRD {name} Established", lambda name=name: established(name), timeout, cp._procs)
+        poll_until(f"CRD {name} Established", functools.partial(established, name), timeout, cp._procs)
     for doc in crd_documents(crd_dir):
         group, version = doc["spec"]["group"], doc["spec"]["versions"][0]["name"]
         plural = doc["spec"]["names"]["plural"]
         poll_until(
             f"/apis/{group}/{version} to serve {plural}",
-            lambda g=group, v=version, p=plural: _serves(cp, g, v, p),
+            functools.partial(_serves, cp, group, version, plural),
             timeout,
             cp._procs,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import uuid
@@ -10,14 +11,12 @@ from typing import Any
 
 import pytest
 import yaml
-from controlplane import CRD_DIR, REPO, ControlPlane, crd_documents
+from controlplane import CRD_DIR, REPO, ControlPlane, api_error_message, crd_documents
 from lightkube import ApiError, Client, codecs
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType
-
-from conftest import api_error_message
 
 SHARED = REPO.parent / "shared"
 KAI_CRDS = SHARED / "reference" / "kai-crds"
@@ -34,6 +33,7 @@ OUR_CRDS = {
     "bindrequests.scheduling.run.ai",
     "topologies.kai.scheduler",
 }
+YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SEED_PARENTS = {"departement-ml": None, "equipe-training": "departement-ml", "equipe-inference": "departement-ml"}
 
 
@@ -50,6 +50,15 @@ def rejected(kube: Client, obj: Any, namespace: str | None = None) -> str:
             kube.create(obj, namespace=namespace)
     assert caught.value.status.code == 422, api_error_message(caught.value)
     return api_error_message(caught.value)
+
+
+def kubectl_table(out: str) -> list[dict[str, str]]:
+    """Rows of kubectl's table output as {column: cell}; columns are cut at the header's offsets."""
+    header, *lines = out.splitlines()
+    starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+    names = [header[a:b].strip() for a, b in bounds]
+    return [{n: line[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for line in lines]
 
 
 def podgroup(name: str, **spec: Any) -> Any:
@@ -96,14 +105,20 @@ def test_kubectl_shows_queues_with_kai_columns(control_plane: ControlPlane, kube
     )
     kube.patch(Queue.Status, parent, {"status": {"childQueues": [child]}}, patch_type=PatchType.MERGE)
 
-    out = control_plane.kubectl("get", "queues").stdout
-    header, *rows = out.splitlines()
-    assert header.split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]  # as KAI: no AGE
-    cells = {row.split()[0]: row for row in rows}
-    assert set(SEED_PARENTS) | {parent, child} <= set(cells)
-    assert cells["equipe-training"].split()[1:3] == ["<none>", "departement-ml"]
-    assert cells[parent].split()[1:4] == ["150", "<none>", f'["{child}"]']
-    assert cells[child].split()[1:3] == ["<none>", parent] and "Team A" in cells[child]
+    table = kubectl_table(control_plane.kubectl("get", "queues").stdout)
+    assert list(table[0]) == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]  # as KAI's: no AGE
+    rows = {row["NAME"]: row for row in table}
+    assert set(SEED_PARENTS) | {parent, child} <= set(rows)
+    for name, seed_parent in SEED_PARENTS.items():
+        assert rows[name]["PARENT"] == (seed_parent or "")
+    assert rows[parent] == {
+        "NAME": parent,
+        "PRIORITY": "150",
+        "PARENT": "",
+        "CHILDREN": f'["{child}"]',
+        "DISPLAYNAME": "",
+    }
+    assert rows[child] == {"NAME": child, "PRIORITY": "", "PARENT": parent, "CHILDREN": "", "DISPLAYNAME": "Team A"}
 
     short = control_plane.kubectl("get", "pg", "-A").stdout + control_plane.kubectl("get", "pg", "-A").stderr
     assert "error" not in short.lower()
@@ -199,13 +214,15 @@ def test_topology_levels_are_validated(kube: Client) -> None:
 # ------------------------------------------------------------------------------------------ against KAI's CRDs
 
 
-def _crds_by_name(directory: Path) -> dict[str, dict[str, Any]]:
-    out = {}
-    for path in sorted(directory.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and doc.get("kind") == "CustomResourceDefinition":
-                out[doc["metadata"]["name"]] = doc
-    return out
+@functools.cache
+def _crd(directory: Path, name: str) -> dict[str, Any]:
+    """CRD `name` (plural.group) from `directory`, in a file named group_plural.yaml as controller-gen names them."""
+    plural, group = name.split(".", 1)
+    path = directory / f"{group}_{plural}.yaml"
+    assert path.is_file(), f"no {path.name} in {directory}"
+    docs = [d for d in yaml.load_all(path.read_text(), Loader=YamlLoader) if d]
+    assert len(docs) == 1 and docs[0]["kind"] == "CustomResourceDefinition" and docs[0]["metadata"]["name"] == name
+    return docs[0]
 
 
 def _identity(crd: dict[str, Any]) -> dict[str, Any]:
@@ -244,20 +261,21 @@ def _fields(schema: dict[str, Any], path: str = "") -> dict[str, str | None]:
 
 def test_kai_reference_crds_are_present() -> None:
     assert KAI_CRDS.is_dir(), f"KAI's CRDs are expected at {KAI_CRDS} (../shared/reference/kai-crds from the repo)"
-    assert set(_crds_by_name(KAI_CRDS)) >= OUR_CRDS
+    for name in OUR_CRDS:
+        assert _crd(KAI_CRDS, name)["spec"]["names"]["plural"] == name.split(".")[0]
 
 
 @pytest.mark.parametrize("name", sorted(OUR_CRDS))
 def test_crd_identity_matches_kai(name: str) -> None:
     """Group, versions, kind and list kind, plural, singular, short names, scope, status subresource, columns."""
-    ours, kai = _crds_by_name(CRD_DIR)[name], _crds_by_name(KAI_CRDS)[name]
+    ours, kai = _crd(CRD_DIR, name), _crd(KAI_CRDS, name)
     assert _identity(ours) == _identity(kai)
 
 
 @pytest.mark.parametrize("name", sorted(OUR_CRDS))
 def test_crd_schema_keeps_every_kai_field_with_its_type(name: str) -> None:
     """Anything KAI's schema accepts structurally, ours keeps: same field paths, same types (no silent pruning)."""
-    ours_doc, kai_doc = _crds_by_name(CRD_DIR)[name], _crds_by_name(KAI_CRDS)[name]
+    ours_doc, kai_doc = _crd(CRD_DIR, name), _crd(KAI_CRDS, name)
     ours = _fields(ours_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
     kai = _fields(kai_doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
     kept_whole = [p for p, t in ours.items() if t == "preserve-unknown-fields"]
