@@ -1,0 +1,239 @@
+"""The kinds kai reads and writes on a real API server, and every call to it as a plain ``Request`` value.
+
+Building a call is pure: a builder turns (kind, object or key, options) into method, path, query and body, and only
+``transport`` sends it. So paths, query parameters and the resume logic of watches are unit-tested without a server
+(the lesson of lightkube's ``GenericClient.prepare_request``), and a batch of writes is just a list of values.
+
+Keys are the port's: ``namespace/name`` for namespaced kinds, ``name`` for cluster-scoped ones.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.cluster.port import Raw
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """Where a kind lives in the API: group/version, plural (the URL segment) and scope."""
+
+    name: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        """The collection URL: all namespaces when ``namespace`` is None (or the kind is cluster-scoped)."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            return f"{root}/namespaces/{namespace}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+    def object_path(self, key: str, subresource: str = "") -> str:
+        namespace, name = split_key(self, key)
+        path = f"{self.collection_path(namespace)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("Pod", "", "v1", "pods", namespaced=True),
+        Kind("Node", "", "v1", "nodes", namespaced=False),
+        Kind("Event", "", "v1", "events", namespaced=True),
+        Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
+        Kind("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True),
+        Kind("Queue", "scheduling.run.ai", "v2", "queues", namespaced=False),
+        Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", namespaced=True),
+        Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", namespaced=True),
+        Kind("Topology", "kai.scheduler", "v1alpha1", "topologies", namespaced=False),
+    )
+}
+
+
+def kind_of(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ValueError(f"unknown kind {name!r}; kai knows: {', '.join(sorted(KINDS))}") from None
+
+
+def split_key(kind: Kind, key: str) -> tuple[str | None, str]:
+    """``ns/name`` → (ns, name) for namespaced kinds, ``name`` → (None, name) for cluster-scoped ones."""
+    namespace, sep, name = key.rpartition("/")
+    if kind.namespaced and not (sep and namespace and name and "/" not in namespace):
+        raise ValueError(f"{kind.name} key {key!r} must be 'namespace/name'")
+    if not kind.namespaced and (sep or not name):
+        raise ValueError(f"{kind.name} is cluster-scoped: key {key!r} must be a bare name")
+    return (namespace or None), name
+
+
+def object_key(kind: Kind, obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    if not name:
+        raise ValueError(f"{kind.name} object has no metadata.name")
+    if kind.namespaced:
+        namespace = meta.get("namespace") or ""
+        if not namespace:
+            raise ValueError(f"{kind.name} {name} has no metadata.namespace")
+        return f"{namespace}/{name}"
+    return str(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One API call, not yet sent. ``accept`` holds the Status reasons that mean "already done" (idempotency)."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    body: Raw | None = None
+    content_type: str = "application/json"
+    accept: frozenset[str] = frozenset()
+
+
+# ------------------------------------------------------------------------------------------- reads
+
+
+def list_request(kind: Kind, *, limit: int, continue_token: str = "", namespace: str | None = None) -> Request:
+    """One page of a LIST; the first page (no token) is a consistent read from etcd."""
+    params = {"limit": str(limit)}
+    if continue_token:
+        params["continue"] = continue_token
+    return Request("GET", kind.collection_path(namespace), params)
+
+
+def watch_request(kind: Kind, resource_version: str, *, timeout_s: int, namespace: str | None = None) -> Request:
+    """A WATCH from ``resource_version`` with bookmarks, which the server ends after ``timeout_s``."""
+    params = {
+        "watch": "true",
+        "resourceVersion": resource_version,
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": str(timeout_s),
+    }
+    return Request("GET", kind.collection_path(namespace), params)
+
+
+def get_request(kind: Kind, key: str) -> Request:
+    return Request("GET", kind.object_path(key))
+
+
+# ------------------------------------------------------------------------------------------- writes
+
+
+def _write_params(field_manager: str) -> dict[str, str]:
+    return {"fieldManager": field_manager} if field_manager else {}
+
+
+def _typed(kind: Kind, obj: Raw) -> Raw:
+    return {**obj, "apiVersion": kind.api_version, "kind": kind.name}
+
+
+def create_request(kind: Kind, obj: Raw, *, idempotent: bool = False, field_manager: str = "") -> Request:
+    """POST to the object's collection; with ``idempotent`` an existing object counts as created."""
+    namespace, _ = split_key(kind, object_key(kind, obj))
+    accept = frozenset({"AlreadyExists"}) if idempotent else frozenset()
+    return Request(
+        "POST", kind.collection_path(namespace), _write_params(field_manager), _typed(kind, obj), accept=accept
+    )
+
+
+def update_request(kind: Kind, obj: Raw, *, field_manager: str = "") -> Request:
+    """PUT of the whole object; its metadata.resourceVersion makes it conditional (409 Conflict when stale)."""
+    return Request("PUT", kind.object_path(object_key(kind, obj)), _write_params(field_manager), _typed(kind, obj))
+
+
+def status_update_request(kind: Kind, obj: Raw, *, field_manager: str = "") -> Request:
+    """PUT of the whole object to the status subresource: replaces ``status``, conditional like ``update_request``."""
+    path = kind.object_path(object_key(kind, obj), "status")
+    return Request("PUT", path, _write_params(field_manager), _typed(kind, obj))
+
+
+def delete_request(kind: Kind, key: str, *, grace_period_s: int | None = None) -> Request:
+    """DELETE; a missing object counts as deleted. ``grace_period_s=0`` removes a pod at once (no kubelet needed)."""
+    params = {} if grace_period_s is None else {"gracePeriodSeconds": str(grace_period_s)}
+    return Request("DELETE", kind.object_path(key), params, accept=frozenset({"NotFound"}))
+
+
+def patch_request(
+    kind: Kind,
+    key: str,
+    patch: Raw,
+    *,
+    subresource: str = "",
+    strategic: bool = False,
+    field_manager: str = "",
+) -> Request:
+    """A JSON merge patch (or a strategic one, for built-in kinds: lists such as conditions merge by key)."""
+    content_type = STRATEGIC_MERGE_PATCH if strategic else MERGE_PATCH
+    params = _write_params(field_manager)
+    return Request("PATCH", kind.object_path(key, subresource), params, patch, content_type)
+
+
+def status_patch_request(
+    kind: Kind, key: str, status: Raw, *, strategic: bool = False, field_manager: str = ""
+) -> Request:
+    """Patch ``status`` through the status subresource (the only way to write it on kinds that have one)."""
+    return patch_request(
+        kind, key, {"status": status}, subresource="status", strategic=strategic, field_manager=field_manager
+    )
+
+
+def binding_request(namespace: str, name: str, node: str, *, field_manager: str = "") -> Request:
+    """POST pods/binding: what a scheduler's bind is (sets spec.nodeName; the API refuses a second bind)."""
+    pod = KINDS["Pod"]
+    body: Raw = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    return Request("POST", pod.object_path(f"{namespace}/{name}", "binding"), _write_params(field_manager), body)
+
+
+def event_request(
+    involved_kind: Kind,
+    involved: Raw,
+    *,
+    reason: str,
+    message: str,
+    event_type: str,
+    component: str,
+    now: str,
+    suffix: str,
+) -> Request:
+    """A core/v1 Event about ``involved`` (what ``kubectl describe`` lists). ``now`` is RFC 3339; ``suffix`` makes
+    the name unique (client-go uses the time in hex). Events of cluster-scoped objects go to ``default``.
+
+    core/v1 rather than events.k8s.io/v1: both APIs serve the same objects, and core/v1 is the one whose fields
+    (involvedObject, source, count) ``kubectl describe`` prints and the components already write."""
+    meta = involved.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    namespace = str(meta.get("namespace") or "default")
+    reference: Raw = {"apiVersion": involved_kind.api_version, "kind": involved_kind.name, "name": name}
+    for source, target in (("namespace", "namespace"), ("uid", "uid"), ("resourceVersion", "resourceVersion")):
+        if meta.get(source):
+            reference[target] = meta[source]
+    event: Raw = {
+        "metadata": {"name": f"{name}.{suffix}", "namespace": namespace},
+        "involvedObject": reference,
+        "reason": reason,
+        "message": message,
+        "type": event_type,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    return create_request(KINDS["Event"], event)

@@ -1,0 +1,85 @@
+"""The two threads behind the synchronous adapter: an asyncio loop for all I/O, and one that calls listeners.
+
+The scheduler loop is synchronous, but watches are long-lived streams best multiplexed by asyncio. So every request
+and every informer runs on one event loop on a daemon thread (``LoopThread``), and synchronous callers wait on it.
+
+Listeners do not run on that loop: a slow listener would stall every watch, and a listener that writes to the
+cluster would wait on the loop it is blocking. ``Dispatcher`` hands changes to listeners on a thread of its own, in
+the order the informers produced them (client-go runs its handlers off the reflector's goroutine for the same
+reasons). Listeners may therefore call the adapter, and must be thread-safe against the caller's own thread.
+"""
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
+
+from kai.cluster.port import Listener, Raw
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An asyncio event loop running on a daemon thread until ``stop``."""
+
+    def __init__(self, name: str = "kai-kube-io") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs ``coro`` on the loop and waits for its result (or its exception) on the calling thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join()
+        self.loop.close()
+
+
+_Item = tuple[tuple[Listener, ...], str, Raw, bool]
+
+
+class Dispatcher:
+    """Calls listeners, per kind, on its own thread and in publication order; a failing listener is logged."""
+
+    def __init__(self, name: str = "kai-kube-listeners") -> None:
+        self._listeners: dict[str, list[Listener]] = {}
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def publish(self, kind: str, obj: Raw, deleted: bool) -> None:
+        """Queues a change for the listeners of ``kind`` registered now (a later listener gets it by replay)."""
+        targets = tuple(self._listeners.get(kind, ()))
+        if targets:
+            self._queue.put((targets, kind, obj, deleted))
+
+    def add(self, kind: str, listener: Listener, replay: Iterable[Raw]) -> None:
+        """Registers ``listener`` for ``kind`` and queues ``replay`` (the store now) to it alone, as additions.
+        Called under the informer's lock, so the replay and later changes neither overlap nor leave a gap."""
+        self._listeners.setdefault(kind, []).append(listener)
+        for obj in replay:
+            self._queue.put(((listener,), kind, obj, False))
+
+    def stop(self) -> None:
+        """Delivers what is queued, then ends the thread."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            targets, kind, obj, deleted = item
+            for listener in targets:
+                try:
+                    listener(kind, obj, deleted)
+                except Exception:
+                    log.exception(
+                        "listener %r failed on %s %s", listener, kind, (obj.get("metadata") or {}).get("name")
+                    )

@@ -1,0 +1,140 @@
+"""Sending ``Request`` values to the API server: lightkube for connection and auth, bounded retries, watch streams.
+
+Why lightkube's config layer and not its ``Client``: lightkube (DESIGN.md, notes/ecosystem.md §1) gives us kubeconfig
+parsing, in-cluster service-account config, TLS verification and every auth flavour (token, rotating token file,
+client certificates, exec plugins) as a configured ``httpx2.AsyncClient``. Its ``Client`` on top returns typed
+models or generic wrappers, re-watches from "now" on 410 (losing deletions), and decodes whole objects; kai needs
+plain dicts, subset decoding of hot kinds (``decode``) and its own informer. So lightkube opens the connection and
+kai speaks the protocol — the smallest surface of the library we depend on.
+
+Retries: connection errors, 429 and 5xx are retried with exponential backoff (honouring the server's
+``retryAfterSeconds``), a bounded number of times; everything else is raised at once as an ``ApiError``.
+"""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx2 as httpx
+import msgspec
+from lightkube.config.client_adapter import AsyncClient, ConnectionParams
+from lightkube.config.kubeconfig import SingleConfig
+
+from kai.cluster.kube.decode import decode_status
+from kai.cluster.kube.errors import Unreachable, api_error
+from kai.cluster.kube.resources import Request
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """At most ``attempts`` tries; the n-th retry waits first_delay_s·2ⁿ⁻¹, capped, or what the server asked."""
+
+    attempts: int = 5
+    first_delay_s: float = 0.1
+    max_delay_s: float = 5.0
+
+    def delay_s(self, failures: int, retry_after_s: float | None = None) -> float | None:
+        """Seconds to wait after ``failures`` failed tries, or None when the tries are used up."""
+        if failures >= self.attempts:
+            return None
+        if retry_after_s is not None:
+            return min(retry_after_s, self.max_delay_s)
+        return min(self.first_delay_s * 2.0 ** (failures - 1), self.max_delay_s)
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+def connect(config: SingleConfig, *, timeout_s: float = 30.0) -> httpx.AsyncClient:
+    """An HTTP client for the cluster in ``config`` (server URL, CA, credentials), built by lightkube."""
+    return AsyncClient(config, ConnectionParams(timeout=httpx.Timeout(timeout_s)))
+
+
+class Transport:
+    """Sends requests on one ``httpx2.AsyncClient`` (one event loop); see the module docstring for retries."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._http = http
+        self._retry = retry
+        self._sleep = sleep
+
+    def _build(self, request: Request, timeout: httpx.Timeout | None = None) -> httpx.Request:
+        headers = {"Accept": "application/json"}
+        content = None
+        if request.body is not None:
+            headers["Content-Type"] = request.content_type
+            content = msgspec.json.encode(request.body)
+        return self._http.build_request(
+            request.method,
+            request.path,
+            params=dict(request.params),
+            headers=headers,
+            content=content,
+            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+        )
+
+    async def send(self, request: Request) -> bytes:
+        """The response body; a refusal raises ``ApiError`` (``Request.accept`` is the caller's business)."""
+        what = f"{request.method} {request.path}"
+        failures = 0
+        while True:
+            try:
+                response = await self._http.send(self._build(request))
+            except httpx.TransportError as e:
+                failures += 1
+                delay = self._retry.delay_s(failures)
+                if delay is None:
+                    raise Unreachable(0, "ConnectionError", f"{type(e).__name__}: {e}", what=what) from e
+                log.warning("%s: %s; retry %d in %.2fs", what, e, failures, delay)
+                await self._sleep(delay)
+                continue
+            if response.is_success:
+                return response.content
+            error = api_error(response.status_code, decode_status(response.content), what=what)
+            failures += 1
+            delay = self._retry.delay_s(failures, error.retry_after_s) if error.code in RETRYABLE_CODES else None
+            if delay is None:
+                raise error
+            log.warning("%s: %s; retry %d in %.2fs", what, error, failures, delay)
+            await self._sleep(delay)
+
+    @asynccontextmanager
+    async def stream_lines(self, request: Request, *, read_timeout_s: float) -> AsyncIterator[AsyncIterator[str]]:
+        """The lines of a streaming response (a WATCH). A refusal raises ``ApiError``, a lost connection
+        ``Unreachable`` — no retries here: the informer decides how to resume."""
+        what = f"{request.method} {request.path}"
+        timeout = httpx.Timeout(self._http.timeout.connect or 30.0, read=read_timeout_s)
+        try:
+            response = await self._http.send(self._build(request, timeout), stream=True)
+        except httpx.TransportError as e:
+            raise Unreachable(0, "ConnectionError", f"{type(e).__name__}: {e}", what=what) from e
+        try:
+            if not response.is_success:
+                body = await response.aread()
+                raise api_error(response.status_code, decode_status(body), what=what)
+            yield _lines(response, what)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+async def _lines(response: httpx.Response, what: str) -> AsyncIterator[str]:
+    try:
+        async for line in response.aiter_lines():
+            if line:
+                yield line
+    except httpx.TransportError as e:
+        raise Unreachable(0, "ConnectionError", f"{type(e).__name__}: {e}", what=what) from e

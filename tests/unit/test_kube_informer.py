@@ -1,0 +1,318 @@
+"""The informer: watch events applied to the store, the re-list difference, decoding, and its run loop.
+
+The run loop is driven here by a scripted server (httpx's in-process MockTransport) because a real API server cannot
+be made to answer HTTP 410 or garbage on demand; its behaviour on the real one is in tests/e2e/kube.
+"""
+
+import asyncio
+import json
+
+import httpx2 as httpx
+import pytest
+
+from kai.cluster.kube.decode import Decoder, decode_status
+from kai.cluster.kube.errors import ApiError, Gone
+from kai.cluster.kube.informer import Informer, InformerState, InformerStats, apply_event, replace_changes
+from kai.cluster.kube.resources import KINDS
+from kai.cluster.kube.transport import Transport
+
+POD, QUEUE = KINDS["Pod"], KINDS["Queue"]
+
+
+def pod(name, rv, namespace="ns", **spec):
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": rv}, "spec": spec}
+
+
+# re-list after 410: what consumers are told
+
+
+def test_relist_turns_vanished_objects_into_deletions_and_reports_new_and_changed_ones():
+    store = {"ns/a": pod("a", "1"), "ns/b": pod("b", "2"), "ns/c": pod("c", "3")}
+    fresh = {"ns/b": pod("b", "2"), "ns/c": pod("c", "9", nodeName="n1"), "ns/d": pod("d", "10")}
+    assert replace_changes(store, fresh) == [
+        (pod("a", "1"), True),
+        (pod("c", "9", nodeName="n1"), False),
+        (pod("d", "10"), False),
+    ]
+
+
+def test_first_list_is_all_additions_and_an_identical_list_changes_nothing():
+    fresh = {"ns/a": pod("a", "1"), "ns/b": pod("b", "2")}
+    assert replace_changes({}, fresh) == [(pod("a", "1"), False), (pod("b", "2"), False)]
+    assert replace_changes(fresh, dict(fresh)) == []
+
+
+def test_relist_of_an_empty_cluster_deletes_everything():
+    store = {"ns/a": pod("a", "1")}
+    assert replace_changes(store, {}) == [(pod("a", "1"), True)]
+
+
+# watch events
+
+
+def test_added_modified_deleted_update_the_store_and_the_resume_point():
+    state = InformerState()
+    assert apply_event(POD, state, "ADDED", pod("a", "5")) == (pod("a", "5"), False)
+    assert apply_event(POD, state, "MODIFIED", pod("a", "6", nodeName="n")) == (pod("a", "6", nodeName="n"), False)
+    assert state.store == {"ns/a": pod("a", "6", nodeName="n")}
+    assert state.resource_version == "6"
+    assert apply_event(POD, state, "DELETED", pod("a", "7")) == (pod("a", "7"), True)
+    assert state == InformerState(store={}, resource_version="7")
+
+
+def test_a_bookmark_only_moves_the_resume_point():
+    state = InformerState(store={"ns/a": pod("a", "5")}, resource_version="5")
+    assert apply_event(POD, state, "BOOKMARK", {"metadata": {"resourceVersion": "42"}}) is None
+    assert state == InformerState(store={"ns/a": pod("a", "5")}, resource_version="42")
+
+
+def test_a_deletion_of_an_unknown_object_is_still_reported():
+    state = InformerState()
+    assert apply_event(POD, state, "DELETED", pod("x", "3")) == (pod("x", "3"), True)
+    assert state.store == {}
+
+
+def test_an_error_event_with_code_410_raises_gone_and_leaves_the_state_alone():
+    state = InformerState(store={"q1": {"metadata": {"name": "q1"}}}, resource_version="5")
+    expired = {"kind": "Status", "status": "Failure", "message": "too old resource version: 1 (216)", "code": 410}
+    with pytest.raises(Gone, match="too old resource version"):
+        apply_event(QUEUE, state, "ERROR", {**expired, "reason": "Expired"})
+    with pytest.raises(Gone):
+        apply_event(QUEUE, state, "ERROR", expired)  # an older server: the code alone
+    assert state == InformerState(store={"q1": {"metadata": {"name": "q1"}}}, resource_version="5")
+
+
+def test_other_error_events_and_unknown_event_types_raise_api_errors():
+    state = InformerState()
+    with pytest.raises(ApiError, match="500 InternalError: boom") as caught:
+        apply_event(
+            QUEUE, state, "ERROR", {"kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"}
+        )
+    assert not isinstance(caught.value, Gone)
+    with pytest.raises(ApiError, match="unknown watch event type 'SURPRISE'"):
+        apply_event(QUEUE, state, "SURPRISE", {"metadata": {"name": "q"}})
+
+
+# decoding
+
+
+FULL_POD = {
+    "metadata": {
+        "name": "p1",
+        "namespace": "ns",
+        "uid": "u1",
+        "resourceVersion": "11",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "labels": {"kai.scheduler/queue": "q"},
+        "annotations": {"pod-group-name": "pg"},
+        "ownerReferences": [{"kind": "Job", "name": "j"}],
+        "managedFields": [{"manager": "kubectl"}],
+    },
+    "spec": {
+        "schedulerName": "kai-scheduler",
+        "priorityClassName": "train",
+        "nodeSelector": {"gpu": "a100"},
+        "affinity": {"nodeAffinity": {"x": 1}},
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+        "volumes": [{"name": "v"}],
+        "containers": [
+            {
+                "name": "c",
+                "image": "img",
+                "env": [{"name": "A", "value": "1"}],
+                "resources": {"requests": {"nvidia.com/gpu": "1"}},
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+            }
+        ],
+    },
+    "status": {
+        "phase": "Pending",
+        "nominatedNodeName": "n1",
+        "conditions": [{"type": "PodScheduled", "status": "False"}],
+        "containerStatuses": [{"name": "c"}],
+    },
+}
+
+PRUNED_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {k: v for k, v in FULL_POD["metadata"].items() if k != "managedFields"},
+    "spec": {
+        "schedulerName": "kai-scheduler",
+        "priorityClassName": "train",
+        "nodeSelector": {"gpu": "a100"},
+        "affinity": {"nodeAffinity": {"x": 1}},
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+        "containers": [
+            {
+                "name": "c",
+                "resources": {"requests": {"nvidia.com/gpu": "1"}},
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+            }
+        ],
+    },
+    "status": {
+        "phase": "Pending",
+        "nominatedNodeName": "n1",
+        "conditions": [{"type": "PodScheduled", "status": "False"}],
+    },
+}
+
+
+def test_pods_decode_to_the_fields_the_scheduler_reads_in_the_api_shape():
+    assert Decoder(POD).object(json.dumps(FULL_POD).encode()) == PRUNED_POD
+
+
+def test_nodes_keep_allocatable_taints_and_conditions_but_not_images():
+    node = {
+        "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.memory": "40960"}, "managedFields": []},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "podCIDR": "10.0.0.0/24", "unschedulable": True},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": "8"},
+            "capacity": {"nvidia.com/gpu": "8"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "images": [{"names": ["big"], "sizeBytes": 1}],
+            "nodeInfo": {"kubeletVersion": "v1.35.4"},
+        },
+    }
+    assert Decoder(KINDS["Node"]).object(json.dumps(node).encode()) == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.memory": "40960"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": "8"},
+            "capacity": {"nvidia.com/gpu": "8"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def test_other_kinds_decode_whole_except_managed_fields():
+    queue = {"metadata": {"name": "q", "managedFields": [{}]}, "spec": {"resources": {"gpu": {"quota": 2}}}, "x": 1}
+    assert Decoder(QUEUE).object(json.dumps(queue).encode()) == {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "q"},
+        "spec": {"resources": {"gpu": {"quota": 2}}},
+        "x": 1,
+    }
+
+
+def test_a_list_page_gives_items_resource_version_and_continue_token():
+    page = {"kind": "PodList", "metadata": {"resourceVersion": "77", "continue": "tok"}, "items": [FULL_POD]}
+    assert Decoder(POD).page(json.dumps(page).encode()) == ([PRUNED_POD], "77", "tok")
+    empty = {"kind": "PodList", "metadata": {"resourceVersion": "78"}, "items": None}
+    assert Decoder(POD).page(json.dumps(empty).encode()) == ([], "78", "")
+
+
+def test_watch_lines_decode_objects_bookmarks_and_errors():
+    decoder = Decoder(POD)
+    assert decoder.watch_line(json.dumps({"type": "MODIFIED", "object": FULL_POD})) == ("MODIFIED", PRUNED_POD)
+    bookmark = {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "99"}}}
+    assert decoder.watch_line(json.dumps(bookmark)) == ("BOOKMARK", {"metadata": {"resourceVersion": "99"}})
+    status = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
+    assert decoder.watch_line(json.dumps({"type": "ERROR", "object": status})) == ("ERROR", status)
+
+
+def test_a_status_body_is_recognised_and_anything_else_is_not():
+    assert decode_status(b'{"kind":"Status","code":404,"reason":"NotFound"}') == {
+        "kind": "Status",
+        "code": 404,
+        "reason": "NotFound",
+    }
+    assert decode_status(b"404 page not found") is None
+    assert decode_status(b'{"kind":"Pod"}') is None
+
+
+# the run loop, against a scripted server
+
+
+def queue_obj(name, rv):
+    return {"metadata": {"name": name, "resourceVersion": rv}, "spec": {}}
+
+
+def typed(obj):
+    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", **obj}
+
+
+def listing(rv, *items, token=""):
+    meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
+    return httpx.Response(200, content=json.dumps({"metadata": meta, "items": list(items)}).encode())
+
+
+def watching(*events):
+    lines = [json.dumps({"type": kind, "object": obj}) for kind, obj in events]
+    return httpx.Response(200, content="\n".join(lines).encode())
+
+
+def expired(code=410):
+    body = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410, "message": "too old"}
+    return httpx.Response(code, content=json.dumps(body).encode())
+
+
+LIST, CONTINUE = {"limit": "2"}, {"limit": "2", "continue": "c1"}
+
+
+def watch_from(rv):
+    return {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "300"}
+
+
+def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answer():
+    """A scripted server: a 2-page LIST, a watch that ends after a bookmark, an HTTP 410, a garbled LIST, a good one,
+    a watch ending in an ERROR 410 event, a last LIST and an empty watch. Requests and emitted changes are exact."""
+    script = [
+        (LIST, listing("10", queue_obj("a", "1"), token="c1")),
+        (CONTINUE, listing("10", queue_obj("b", "2"))),
+        (
+            watch_from("10"),
+            watching(("ADDED", queue_obj("c", "11")), ("BOOKMARK", {"metadata": {"resourceVersion": "15"}})),
+        ),
+        (watch_from("15"), expired()),
+        (LIST, httpx.Response(200, content=b"<html>proxy error</html>")),
+        (LIST, listing("20", queue_obj("b", "2"), queue_obj("d", "20"))),
+        (watch_from("20"), watching(("MODIFIED", queue_obj("d", "21")), ("ERROR", json.loads(expired().content)))),
+        (LIST, listing("30", queue_obj("d", "21"))),
+    ]
+    requests, changes = [], []
+
+    def handler(request):
+        requests.append(dict(request.url.params))
+        if len(requests) <= len(script):
+            return script[len(requests) - 1][1]
+        return watching()  # after the script: empty watches, each backed off as a "very short watch"
+
+    async def go():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="https://api")
+        informer = Informer(
+            QUEUE,
+            Transport(client),
+            lambda kind, obj, deleted: changes.append((kind, obj["metadata"]["name"], deleted)),
+            page_size=2,
+            first_backoff_s=0.0,
+        )
+        task = asyncio.create_task(informer.run())
+        while len(requests) <= len(script):
+            await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+        return informer
+
+    informer = asyncio.run(go())
+    assert requests[: len(script)] == [params for params, _ in script]
+    assert requests[len(script)] == watch_from("30")
+    assert changes == [
+        ("Queue", "a", False),
+        ("Queue", "b", False),
+        ("Queue", "c", False),
+        ("Queue", "a", True),  # gone during the gap: re-list after the HTTP 410
+        ("Queue", "c", True),
+        ("Queue", "d", False),
+        ("Queue", "d", False),  # MODIFIED to 21
+        ("Queue", "b", True),  # re-list after the ERROR event
+    ]
+    assert informer.state.store == {"d": typed(queue_obj("d", "21"))}
+    # errors: the garbled LIST, then the last, empty watch (a "very short watch", backed off)
+    assert informer.stats == InformerStats(lists=3, watches=4, expired=2, errors=2, events=8)
+    assert informer.synced.is_set()
