@@ -1,15 +1,22 @@
 """The ``kai`` command: one entry point for every component (today: ``kai simulate``)."""
 
 import json
+import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
+import yaml
 from rich.console import Console
 
+from kai.components.runtime import COMPONENTS, RuntimeOptions, kinds_for, run
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import ScenarioError, load_scenario, scenario_files
+from kai.core.framework.config import parse_config, parse_duration
+from kai.core.model.errors import InvalidObject
 
 
 @click.group()
@@ -56,3 +63,64 @@ def simulate(paths: tuple[Path, ...], cycles: int | None, check: bool, as_json_o
         click.echo(f"{passed} passed, {failed} failed")
     if failed:
         sys.exit(1)
+
+
+def _serve(
+    components: set[str],
+    kubeconfig: str | None,
+    context: str | None,
+    scheduler_conf: Path | None,
+    schedule_period: str,
+    metrics_port: int | None,
+) -> None:
+    from kai.cluster.kube.client import KubeCluster
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        raw = yaml.safe_load(scheduler_conf.read_text()) if scheduler_conf else {}
+        config = parse_config(raw or {})
+        period = parse_duration(schedule_period, "command line", "--schedule-period")
+    except (InvalidObject, yaml.YAMLError) as error:
+        raise click.ClickException(str(error)) from error
+    options = RuntimeOptions(config=config, schedule_period_s=period, metrics_port=metrics_port)
+    cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=sorted(kinds_for(components)))
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    cluster.start()
+    try:
+        if not cluster.wait_for_sync(120):
+            raise click.ClickException("the API server's objects could not be listed within 120 s")
+        run(cluster, components, options, stop)
+    finally:
+        cluster.close()
+
+
+def _component_command(name: str, components: tuple[str, ...], help_text: str) -> None:
+    @main.command(name=name, help=help_text)
+    @click.option(
+        "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
+    )
+    @click.option("--context", help="Kubeconfig context.")
+    @click.option(
+        "--scheduler-conf",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Scheduler configuration (actions, tiers) as YAML.",
+    )
+    @click.option("--schedule-period", default="1s", show_default=True, help="Time between scheduling cycles.")
+    @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
+    def command(
+        kubeconfig: str | None,
+        context: str | None,
+        scheduler_conf: Path | None,
+        schedule_period: str,
+        metrics_port: int | None,
+    ) -> None:
+        _serve(set(components), kubeconfig, context, scheduler_conf, schedule_period, metrics_port)
+
+
+_component_command("scheduler", ("scheduler",), "Run scheduling cycles and write BindRequests and statuses.")
+_component_command("binder", ("binder",), "Bind pods named by BindRequests.")
+_component_command("controllers", ("controllers",), "Keep Queue and PodGroup status up to date.")
+_component_command("podgrouper", ("podgrouper",), "Create a PodGroup for every ungrouped kai-scheduler pod.")
+_component_command("all", COMPONENTS, "Run the scheduler, binder, controllers and pod-grouper in one process.")

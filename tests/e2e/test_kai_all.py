@@ -1,0 +1,300 @@
+"""`kai all` against a real kube-apiserver: the seed's objects go in through the API, kai schedules, binds and
+reports through the API, as it would in a cluster (issue 3, item 5).
+
+Each test starts `kai all --kubeconfig …` as a user would, works in its own namespace, and pins its pods to its own
+nodes with a node selector, so tests sharing the control plane cannot place pods on each other's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from controlplane import ControlPlane, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO.parent / "shared" / "examples" / "seed"
+T = TypeVar("T")
+
+
+def wait_until(what: str, check: Callable[[], T], timeout: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.1)
+
+
+class Kai:
+    """A `kai all` process on the test control plane."""
+
+    def __init__(self, cp: ControlPlane, log: Path) -> None:
+        self.metrics_port = free_port()
+        self.log = log
+        self.cp = cp
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        argv = [
+            sys.executable, "-m", "kai", "all", f"--kubeconfig={self.cp.kubeconfig_path}",
+            "--schedule-period=200ms", f"--metrics-port={self.metrics_port}",
+        ]  # fmt: skip
+        with self.log.open("ab") as out:
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def restart(self) -> None:
+        self.process = self._start()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+            return str(response.read().decode())
+
+
+@pytest.fixture
+def kai(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kai]:
+    control_plane.kubectl("apply", "-f", str(REPO / "deploy" / "priority-classes.yaml"))
+    process = Kai(control_plane, tmp_path / "kai.log")
+    try:
+        yield process
+    finally:
+        process.stop()
+        if process.process.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
+            print(process.log.read_text())
+
+
+def kubectl_json(cp: ControlPlane, *args: str) -> Any:
+    return json.loads(cp.kubectl(*args, "-o", "json").stdout)
+
+
+def apply(cp: ControlPlane, tmp_path: Path, *documents: dict[str, Any]) -> None:
+    path = tmp_path / f"apply-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    cp.kubectl("apply", "-f", str(path))
+
+
+def gpu_node(cp: ControlPlane, tmp_path: Path, name: str, pool: str, gpus: int) -> None:
+    """A GPU node created through the API, its capacity set on its status as a kubelet would."""
+    apply(cp, tmp_path, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"pool": pool}}})
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    status = {
+        "status": {"capacity": resources, "allocatable": resources, "conditions": [{"type": "Ready", "status": "True"}]}
+    }
+    cp.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status))
+    # The API server taints new nodes not-ready; the node lifecycle controller (absent here) would lift it.
+    cp.kubectl("taint", "nodes", name, "node.kubernetes.io/not-ready:NoSchedule-", check=False)
+
+
+def queue(cp: ControlPlane, tmp_path: Path, name: str, gpu_limit: int = -1) -> None:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    spec = {
+        "parentQueue": "default-parent-queue",
+        "resources": {
+            "gpu": {"quota": -1, "limit": gpu_limit, "overQuotaWeight": 1},
+            "cpu": unlimited,
+            "memory": unlimited,
+        },
+    }
+    apply(
+        cp, tmp_path, {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+def gpu_pod(namespace: str, name: str, queue_name: str, pool: str, gpus: int, podgroup: str = "") -> dict[str, Any]:
+    annotations = {"pod-group-name": podgroup} if podgroup else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kai.scheduler/queue": queue_name},
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "nodeSelector": {"pool": pool},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}},
+                }
+            ],
+        },
+    }
+
+
+def pods(cp: ControlPlane, namespace: str) -> dict[str, Any]:
+    return {p["metadata"]["name"]: p for p in kubectl_json(cp, "get", "pods", "-n", namespace)["items"]}
+
+
+def test_seed_queues_apply_and_list(control_plane: ControlPlane) -> None:
+    control_plane.kubectl("apply", "-f", str(SEED / "queues.yaml"))
+    listed = control_plane.kubectl("get", "queues").stdout
+    for name in ("departement-ml", "equipe-training", "equipe-inference"):
+        assert name in listed
+    training = kubectl_json(control_plane, "get", "queue", "equipe-training")
+    assert training["spec"]["parentQueue"] == "departement-ml"
+
+
+def test_seed_training_pod_is_bound_to_a_gpu_node(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    control_plane.kubectl("apply", "-f", str(SEED / "queues.yaml"))
+    pool = f"seed-{namespace}"
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    seed = yaml.safe_load((SEED / "training-job.yaml").read_text())
+    seed["metadata"]["namespace"] = namespace
+    seed["spec"]["nodeSelector"] = {"pool": pool}
+    apply(control_plane, tmp_path, seed)
+    bound = wait_until(
+        "the seed pod to be bound", lambda: pods(control_plane, namespace)["training-job"]["spec"].get("nodeName")
+    )
+    assert bound == f"{pool}-gpu"
+    requests = kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"]
+    assert [r["spec"]["selectedNode"] for r in requests] == [bound]
+    assert requests[0]["status"]["phase"] == "Succeeded"
+    conditions = pods(control_plane, namespace)["training-job"]["status"].get("conditions", [])
+    assert any(c["type"] == "PodBound" and c["status"] == "True" for c in conditions)
+
+
+def test_gang_binds_all_or_none(control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path) -> None:
+    pool, queue_name = f"gang-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    for i in range(3):
+        gpu_node(control_plane, tmp_path, f"{pool}-{i}", pool, 4)
+    podgroup = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "gang", "namespace": namespace},
+        "spec": {"minMember": 4, "queue": queue_name, "priorityClassName": "train"},
+    }
+    apply(
+        control_plane,
+        tmp_path,
+        podgroup,
+        *(gpu_pod(namespace, f"worker-{i}", queue_name, pool, 4, "gang") for i in range(4)),
+    )
+
+    def waiting_with_reason() -> bool:
+        group = kubectl_json(control_plane, "get", "podgroup", "gang", "-n", namespace)
+        return bool(group.get("status", {}).get("schedulingConditions"))
+
+    wait_until("the gang to be reported unschedulable", waiting_with_reason)
+    assert not any(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values())
+    assert kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"] == []
+    gpu_node(control_plane, tmp_path, f"{pool}-3", pool, 4)
+    wait_until(
+        "all four workers to be bound",
+        lambda: all(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values()),
+    )
+    assert sorted(p["spec"]["nodeName"] for p in pods(control_plane, namespace).values()) == [
+        f"{pool}-{i}" for i in range(4)
+    ]
+
+
+def test_over_limit_pod_waits_with_kai_reason(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    pool, queue_name = f"limit-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name, gpu_limit=2)
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    apply(control_plane, tmp_path, gpu_pod(namespace, "greedy", queue_name, pool, 4))
+
+    def podgroup_condition() -> Any:
+        groups = kubectl_json(control_plane, "get", "podgroups", "-n", namespace)["items"]
+        return groups and groups[0].get("status", {}).get("schedulingConditions")
+
+    condition = wait_until("the PodGroup's scheduling condition", podgroup_condition)[0]
+    assert condition["reasons"][0]["reason"] == "OverLimit"
+    assert f"{queue_name} quota has reached the allowable limit of GPUs" in condition["message"]
+    pod = wait_until(
+        "the pod's PodScheduled=False condition",
+        lambda: next(
+            (
+                c
+                for c in pods(control_plane, namespace)["greedy"]["status"].get("conditions", [])
+                if c["type"] == "PodScheduled"
+            ),
+            None,
+        ),
+    )
+    assert pod["status"] == "False" and pod["reason"] == "Unschedulable"
+    events = kubectl_json(control_plane, "get", "events", "-n", namespace)["items"]
+    assert any(e["reason"] == "Unschedulable" and e["involvedObject"]["name"] == "greedy" for e in events)
+    assert not pods(control_plane, namespace)["greedy"]["spec"].get("nodeName")
+
+
+def test_statuses_and_metrics(control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path) -> None:
+    pool, queue_name = f"status-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    apply(control_plane, tmp_path, *(gpu_pod(namespace, f"p{i}", queue_name, pool, 2) for i in range(3)))
+
+    def queue_allocated() -> Any:
+        return (
+            kubectl_json(control_plane, "get", "queue", queue_name)
+            .get("status", {})
+            .get("allocated", {})
+            .get("nvidia.com/gpu")
+        )
+
+    assert wait_until("the queue's allocated GPUs", lambda: queue_allocated() == "6")
+    groups = kubectl_json(control_plane, "get", "podgroups", "-n", namespace)["items"]
+    assert {g["status"]["resourcesStatus"]["allocated"]["nvidia.com/gpu"] for g in groups} == {"2"}
+    parent = kubectl_json(control_plane, "get", "queue", "default-parent-queue")
+    assert queue_name in parent["status"]["childQueues"]
+    text = wait_until("metrics", kai.metrics)
+    assert "kai_e2e_scheduling_latency_milliseconds" in text
+    assert f'kai_queue_allocated_gpus{{queue_name="{queue_name}"}} 6.0' in text
+
+
+def test_restart_binds_nothing_twice_and_loses_nothing(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    pool, queue_name = f"restart-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    for i in range(4):
+        gpu_node(control_plane, tmp_path, f"{pool}-{i}", pool, 8)
+    apply(control_plane, tmp_path, *(gpu_pod(namespace, f"a{i}", queue_name, pool, 1) for i in range(16)))
+    wait_until(
+        "some pods to be bound", lambda: any(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values())
+    )
+    kai.kill()
+    apply(control_plane, tmp_path, *(gpu_pod(namespace, f"b{i}", queue_name, pool, 1) for i in range(16)))
+    kai.restart()
+    wait_until(
+        "all 32 pods to be bound",
+        lambda: all(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values()),
+    )
+    requests = kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"]
+    assert sorted(r["spec"]["podName"] for r in requests) == sorted(pods(control_plane, namespace))
+    per_node: dict[str, int] = {}
+    for pod in pods(control_plane, namespace).values():
+        per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
+    assert all(count <= 8 for count in per_node.values()), per_node
