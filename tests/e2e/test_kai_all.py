@@ -41,16 +41,17 @@ def wait_until(what: str, check: Callable[[], T], timeout: float = 60.0) -> T:
 class Kai:
     """A `kai all` process on the test control plane."""
 
-    def __init__(self, cp: ControlPlane, log: Path) -> None:
+    def __init__(self, cp: ControlPlane, log: Path, *extra: str) -> None:
         self.metrics_port = free_port()
         self.log = log
         self.cp = cp
+        self.extra = extra
         self.process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         argv = [
             sys.executable, "-m", "kai", "all", f"--kubeconfig={self.cp.kubeconfig_path}",
-            "--schedule-period=200ms", f"--metrics-port={self.metrics_port}",
+            "--schedule-period=200ms", f"--metrics-port={self.metrics_port}", *self.extra,
         ]  # fmt: skip
         with self.log.open("ab") as out:
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
@@ -298,3 +299,41 @@ def test_restart_binds_nothing_twice_and_loses_nothing(
     for pod in pods(control_plane, namespace).values():
         per_node[pod["spec"]["nodeName"]] = per_node.get(pod["spec"]["nodeName"], 0) + 1
     assert all(count <= 8 for count in per_node.values()), per_node
+
+
+def test_leader_election_lets_one_replica_work_and_hands_over(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    control_plane.kubectl("apply", "-f", str(REPO / "deploy" / "priority-classes.yaml"))
+    control_plane.kubectl("create", "namespace", "kai-scheduler", check=False)
+    pool, queue_name = f"leader-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    replicas = [Kai(control_plane, tmp_path / f"kai-{i}.log", "--leader-elect") for i in range(2)]
+    try:
+        apply(control_plane, tmp_path, *(gpu_pod(namespace, f"a{i}", queue_name, pool, 1) for i in range(4)))
+        wait_until(
+            "the first pods to be bound",
+            lambda: all(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values()),
+        )
+        lease = kubectl_json(control_plane, "get", "lease", "kai-scheduler", "-n", "kai-scheduler")
+        holder = lease["spec"]["holderIdentity"]
+        leaders = [r for r in replicas if "leads" in r.log.read_text()]
+        assert len(leaders) == 1, "exactly one replica leads"
+        leaders[0].kill()
+        apply(control_plane, tmp_path, *(gpu_pod(namespace, f"b{i}", queue_name, pool, 1) for i in range(4)))
+        wait_until(
+            "the follower to take over and bind the new pods",
+            lambda: all(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values()),
+        )
+        assert (
+            kubectl_json(control_plane, "get", "lease", "kai-scheduler", "-n", "kai-scheduler")["spec"][
+                "holderIdentity"
+            ]
+            != holder
+        )
+        requests = kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"]
+        assert sorted(r["spec"]["podName"] for r in requests) == sorted(pods(control_plane, namespace))
+    finally:
+        for replica in replicas:
+            replica.stop()

@@ -2,16 +2,15 @@
 
 import json
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
 import yaml
 from rich.console import Console
 
-from kai.components.runtime import COMPONENTS, RuntimeOptions, kinds_for, run
+from kai.components.runtime import COMPONENTS, RuntimeOptions
+from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import ScenarioError, load_scenario, scenario_files
@@ -72,10 +71,10 @@ def _serve(
     scheduler_conf: Path | None,
     schedule_period: str,
     metrics_port: int | None,
+    leader_elect: bool,
 ) -> None:
-    from kai.cluster.kube.client import KubeCluster
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     try:
         raw = yaml.safe_load(scheduler_conf.read_text()) if scheduler_conf else {}
         config = parse_config(raw or {})
@@ -83,17 +82,10 @@ def _serve(
     except (InvalidObject, yaml.YAMLError) as error:
         raise click.ClickException(str(error)) from error
     options = RuntimeOptions(config=config, schedule_period_s=period, metrics_port=metrics_port)
-    cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=sorted(kinds_for(components)))
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    cluster.start()
     try:
-        if not cluster.wait_for_sync(120):
-            raise click.ClickException("the API server's objects could not be listed within 120 s")
-        run(cluster, components, options, stop)
-    finally:
-        cluster.close()
+        serve(components, options, kubeconfig, context, leader_elect)
+    except ServeError as error:
+        raise click.ClickException(str(error)) from error
 
 
 def _component_command(name: str, components: tuple[str, ...], help_text: str) -> None:
@@ -109,14 +101,16 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
     )
     @click.option("--schedule-period", default="1s", show_default=True, help="Time between scheduling cycles.")
     @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
+    @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-scheduler/kai-scheduler Lease.")
     def command(
         kubeconfig: str | None,
         context: str | None,
         scheduler_conf: Path | None,
         schedule_period: str,
         metrics_port: int | None,
+        leader_elect: bool,
     ) -> None:
-        _serve(set(components), kubeconfig, context, scheduler_conf, schedule_period, metrics_port)
+        _serve(set(components), kubeconfig, context, scheduler_conf, schedule_period, metrics_port, leader_elect)
 
 
 _component_command("scheduler", ("scheduler",), "Run scheduling cycles and write BindRequests and statuses.")
