@@ -90,4 +90,5 @@ def execute(ssn: Session) -> None:
             f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
             "(resource consolidation) procedure"
         ),
+        lambda _job: "",
     )

@@ -52,4 +52,5 @@ def execute(ssn: Session) -> None:
         lambda task, job: (
             f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
         ),
+        lambda job: job.queue,
     )

@@ -71,4 +71,5 @@ def execute(ssn: Session) -> None:
         victims,
         validator,
         lambda task, job: message(ssn, task, job),
+        lambda job: job.queue,
     )

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
+from kai.core.framework.signatures import MinimalFailedJobs
 from kai.core.framework.victim_solver import EvictionMessage, JobSolver, Validator, feasible_nodes
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -33,15 +34,23 @@ def run_solver_action(
     victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
     validator: Callable[[PodGroupInfo], Validator | None],
     message: EvictionMessage,
+    signature_scope: Callable[[PodGroupInfo], str],
 ) -> None:
-    """For each pending job in fair-share order that ``attempt`` admits, find victims and commit the solution."""
+    """For each pending job in fair-share order that ``attempt`` admits, find victims and commit the solution.
+
+    With scheduling signatures on, a job no easier than one that already failed in the same scope (its queue, or
+    the whole cluster for consolidation) is skipped."""
     jobs = JobsOrderByQueues(ssn, options)
     jobs.initialize(ssn.jobs)
+    failures: dict[str, MinimalFailedJobs] = {}
     while not jobs.empty():
         job = jobs.pop()
         if job is None:
             break
         if not attempt(job):
+            continue
+        failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
+        if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
             continue
         ssn.job_solution_start()
         solver = JobSolver(ssn, feasible_nodes(ssn, job), validator(job), victims(job), action, message)
@@ -49,5 +58,7 @@ def run_solver_action(
         if solution.solved and solution.statement is not None:
             solution.statement.commit(action)
             ssn.result.scheduled[action] = ssn.result.scheduled.get(action, 0) + 1
-        elif solution.statement is not None:
-            solution.statement.discard()
+        else:
+            if solution.statement is not None:
+                solution.statement.discard()
+            failed.failed(job)
