@@ -56,18 +56,19 @@ def main() -> None:
         (workdir / "pods.yaml").write_text(yaml.safe_dump_all(pods))
         cp.kubectl("apply", "--server-side", "-f", str(workdir / "pods.yaml"))
         started = time.perf_counter()
-        argv = [sys.executable, "-m", "kai", "all", f"--kubeconfig={cp.kubeconfig_path}", "--schedule-period=100ms"]
+        argv = [sys.executable, "-m", "kai", "all", f"--kubeconfig={cp.kubeconfig_path}", "--schedule-period=1s"]
         with (workdir / "kai.log").open("wb") as log:
             kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         try:
             while True:
-                listed = json.loads(cp.kubectl("get", "pods", "-n", "default", "-o", "json").stdout)["items"]
+                _, listed_pods = cp.request("/api/v1/namespaces/default/pods")
+                listed = listed_pods["items"]
                 bound = sum(1 for pod in listed if pod["spec"].get("nodeName"))
                 if bound == PODS:
                     break
                 if time.perf_counter() - started > 600:
                     raise SystemExit(f"only {bound} of {PODS} pods bound after 600 s; see {workdir / 'kai.log'}")
-                time.sleep(0.2)
+                time.sleep(1.0)
             seconds = time.perf_counter() - started
         finally:
             kai.terminate()

@@ -93,3 +93,21 @@ def test_podgrouper_groups_the_seed_training_pod() -> None:
     assert podgroup["spec"] == {"minMember": 1, "queue": "equipe-training", "priorityClassName": "train"}
     pod = cluster.get("Pod", "default/training-job")
     assert pod is not None and pod["metadata"]["annotations"]["pod-group-name"] == "pg-training-job-u-1"
+
+
+def test_binder_reports_a_failed_bind_and_rolls_back() -> None:
+    cluster = _cluster()
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    binder = Binder(cluster, lambda: 0.0)
+
+    def refuse(namespace: str, name: str, node: str) -> None:
+        raise RuntimeError(f"node {node} refused {namespace}/{name}")
+
+    cluster.bind_pod = refuse  # type: ignore[method-assign]
+    assert binder.reconcile() == 0
+    request = cluster.get("BindRequest", "ml/inference-light")
+    assert request is not None and request["status"]["phase"] == "Failed"
+    assert "refused ml/inference-light" in request["status"]["reason"]
+    pod = cluster.get("Pod", "ml/inference-light")
+    assert pod is not None and "runai-gpu-group" not in pod["metadata"].get("labels", {})
+    assert not [p for p in cluster.list("Pod") if p["metadata"]["namespace"] == "kai-resource-reservation"]

@@ -81,7 +81,7 @@ def _serve(
         period = parse_duration(schedule_period, "command line", "--schedule-period")
     except (InvalidObject, yaml.YAMLError) as error:
         raise click.ClickException(str(error)) from error
-    options = RuntimeOptions(config=config, schedule_period_s=period, metrics_port=metrics_port)
+    options = RuntimeOptions(config=config, schedule_period_s=period, metrics_port=metrics_port, write_workers=16)
     try:
         serve(components, options, kubeconfig, context, leader_elect)
     except ServeError as error:

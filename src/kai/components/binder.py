@@ -7,10 +7,12 @@ GPU group has its reservation pod. Success and failure are written to the BindRe
 """
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.parallel import Writes
 from kai.core.model import names
 from kai.core.model.meta import format_time
 
@@ -18,26 +20,54 @@ log = logging.getLogger(__name__)
 
 
 class Binder:
-    def __init__(self, cluster: ClusterClient, now: Callable[[], float]) -> None:
+    def __init__(self, cluster: ClusterClient, now: Callable[[], float], writes: Writes | None = None) -> None:
         self.cluster = cluster
         self.now = now
+        self.writes = writes or Writes()
+        self._pending: dict[str, Raw] = {}
+        self._reservations = False
+        self._lock = threading.Lock()
+        cluster.subscribe(self._on_change)
+
+    def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        """Track pending BindRequests from events, so a pass does not re-read every request in the cluster."""
+        meta = obj.get("metadata") or {}
+        if kind == "Pod" and (meta.get("labels") or {}).get("app") == names.RESERVATION_APP_LABEL_VALUE:
+            self._reservations = True
+        if kind != "BindRequest":
+            return
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        with self._lock:
+            if deleted or phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+                self._pending.pop(key, None)
+            else:
+                self._pending[key] = dict(obj)
 
     def reconcile(self) -> int:
-        """Process every pending BindRequest once; returns how many pods were bound."""
-        bound = 0
-        for request in self.cluster.list("BindRequest"):
-            phase = (request.get("status") or {}).get("phase", "Pending")
-            if phase in ("Succeeded", "Failed") or request["metadata"].get("deletionTimestamp"):
-                continue
-            try:
-                bound += self._bind(request)
-            except Exception as error:  # a failed bind is reported on its request; the others go on
-                log.warning("binding %s failed: %s", request["metadata"].get("name"), error)
-                self._finish(request, "Failed", str(error))
-        self.sync_reservations()
+        """Process every pending BindRequest once (independent requests side by side); returns how many pods
+        were bound."""
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        bound = self.writes.each("bind", pending, self._bind_or_fail)
+        if self._reservations:
+            self.sync_reservations()
         return bound
 
-    def _bind(self, request: Raw) -> int:
+    def _bind_or_fail(self, request: Raw) -> None:
+        try:
+            self._bind(request)
+        except Exception as error:  # a failed bind is reported on its request; the others go on
+            log.warning("binding %s failed: %s", request["metadata"].get("name"), error)
+            try:
+                self._finish(request, "Failed", str(error))
+            except Exception:  # not even reported: try the whole request again on the next pass
+                key = f"{request['metadata']['namespace']}/{request['metadata']['name']}"
+                with self._lock:
+                    self._pending.setdefault(key, request)
+            raise
+
+    def _bind(self, request: Raw) -> None:
         meta, spec = request["metadata"], request["spec"]
         namespace, pod_name, node = meta["namespace"], spec["podName"], spec["selectedNode"]
         pod = self.cluster.get("Pod", f"{namespace}/{pod_name}")
@@ -45,7 +75,7 @@ class Binder:
             raise LookupError(f"pod {namespace}/{pod_name} does not exist")
         if (pod.get("spec") or {}).get("nodeName"):
             self._finish(request, "Succeeded", "")
-            return 0
+            return
         if self.cluster.get("Node", node) is None:
             raise LookupError(f"node {node} does not exist")
         received = spec.get("receivedResourceType", "Regular")
@@ -53,13 +83,24 @@ class Binder:
         pod["metadata"].setdefault("annotations", {})[names.RECEIVED_RESOURCE_TYPE_ANNOTATION] = received
         if groups:
             pod["metadata"].setdefault("labels", {})[names.GPU_GROUP_LABEL] = groups[0]
+            self._reservations = True
             for group in groups:
                 self._ensure_reservation(node, group)
         self.cluster.update("Pod", pod)
-        self.cluster.bind_pod(namespace, pod_name, node)
+        try:
+            self.cluster.bind_pod(namespace, pod_name, node)
+        except Exception:
+            self._rollback(namespace, pod_name)
+            raise
         self._finish(request, "Succeeded", "")
         self._pod_bound(namespace, pod_name, node)
-        return 1
+
+    def _rollback(self, namespace: str, name: str) -> None:
+        """Undo what a failed bind wrote on the pod (its GPU group), so a retry starts clean (KAI's Rollback)."""
+        pod = self.cluster.get("Pod", f"{namespace}/{name}")
+        if pod is not None and (pod["metadata"].get("labels") or {}).pop(names.GPU_GROUP_LABEL, None) is not None:
+            self.cluster.update("Pod", pod)
+        self.sync_reservations()
 
     def _finish(self, request: Raw, phase: str, reason: str) -> None:
         status: dict[str, Any] = request.setdefault("status", {})

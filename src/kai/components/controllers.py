@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Gauge
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import PodGroup, parse_pod, parse_podgroup, parse_priority_class, parse_queue
@@ -62,8 +63,9 @@ def _pod_totals(pod: Raw, nodes: dict[str, Raw], allocated: bool) -> Totals:
 
 
 class PodGroupStatusController:
-    def __init__(self, cluster: ClusterClient) -> None:
+    def __init__(self, cluster: ClusterClient, writes: Writes | None = None) -> None:
         self.cluster = cluster
+        self.writes = writes or Writes()
 
     def compute(self) -> dict[str, dict[str, Totals]]:
         """Per podgroup key: requested, allocated and allocatedNonPreemptible totals."""
@@ -115,6 +117,7 @@ class PodGroupStatusController:
 
     def reconcile(self) -> dict[str, dict[str, Totals]]:
         computed = self.compute()
+        changed: list[Raw] = []
         for key, totals in computed.items():
             podgroup = self.cluster.get("PodGroup", key)
             if podgroup is None:
@@ -123,14 +126,22 @@ class PodGroupStatusController:
             status: dict[str, Any] = podgroup.setdefault("status", {})
             if status.get("resourcesStatus") != wanted:
                 status["resourcesStatus"] = wanted
-                self.cluster.update_status("PodGroup", podgroup)
+                changed.append(podgroup)
+        self.writes.each("podgroup status", changed, lambda podgroup: self.cluster.update_status("PodGroup", podgroup))
         return computed
 
 
 class QueueStatusController:
-    def __init__(self, cluster: ClusterClient, registry: CollectorRegistry | None = None, namespace: str = "kai"):
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        registry: CollectorRegistry | None = None,
+        namespace: str = "kai",
+        writes: Writes | None = None,
+    ) -> None:
         self.cluster = cluster
-        self.podgroups = PodGroupStatusController(cluster)
+        self.writes = writes or Writes()
+        self.podgroups = PodGroupStatusController(cluster, self.writes)
         self.gauges: dict[str, Gauge] = {}
         if registry is not None:
             for name, doc in (
@@ -177,6 +188,7 @@ class QueueStatusController:
                         _add(result[field], values)
             return result
 
+        changed: list[Raw] = []
         for name, raw in queues.items():
             sums = subtree(name)
             wanted: dict[str, Any] = {field: resource_list(values) for field, values in sums.items()}
@@ -184,8 +196,9 @@ class QueueStatusController:
             status: dict[str, Any] = raw.setdefault("status", {})
             if any(status.get(field) != value for field, value in wanted.items()):
                 status.update(wanted)
-                self.cluster.update_status("Queue", raw)
+                changed.append(raw)
             self._export(name, raw, sums["allocated"])
+        self.writes.each("queue status", changed, lambda queue: self.cluster.update_status("Queue", queue))
 
     def _export(self, name: str, raw: Raw, allocated: Totals) -> None:
         if not self.gauges:

@@ -6,13 +6,12 @@ priority class from the ``priorityClassName`` label or the pod's own class when 
 pod is annotated with the PodGroup's name. Workload-specific groupers (Jobs, PyTorchJobs, RayClusters…) come later.
 """
 
-import logging
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.parallel import Writes
 from kai.core.model import names
 
-log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "default-queue"
 DEFAULT_PRIORITY_CLASS = "train"
 PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
@@ -58,28 +57,30 @@ def _priority_class(pod: Raw, priority_classes: set[str]) -> str:
 
 
 class PodGrouper:
-    def __init__(self, cluster: ClusterClient, scheduler_name: str = names.SCHEDULER_NAME) -> None:
+    def __init__(
+        self, cluster: ClusterClient, scheduler_name: str = names.SCHEDULER_NAME, writes: Writes | None = None
+    ) -> None:
         self.cluster = cluster
         self.scheduler_name = scheduler_name
+        self.writes = writes or Writes()
 
     def reconcile(self) -> int:
         """Group every ungrouped pod of this scheduler; returns how many pods were annotated."""
         classes = {pc["metadata"]["name"] for pc in self.cluster.list("PriorityClass")}
-        grouped = 0
-        for pod in self.cluster.list("Pod"):
-            meta = pod["metadata"]
-            if (pod.get("spec") or {}).get("schedulerName") != self.scheduler_name:
-                continue
-            if (meta.get("annotations") or {}).get(names.POD_GROUP_ANNOTATION) or meta.get("deletionTimestamp"):
-                continue
-            try:
-                podgroup = podgroup_for(pod, classes)
-                key = f"{meta['namespace']}/{podgroup['metadata']['name']}"
-                if self.cluster.get("PodGroup", key) is None:
-                    self.cluster.create("PodGroup", podgroup)
-                meta.setdefault("annotations", {})[names.POD_GROUP_ANNOTATION] = podgroup["metadata"]["name"]
-                self.cluster.update("Pod", pod)
-                grouped += 1
-            except Exception:  # one pod's failure is logged; the others are still grouped
-                log.exception("grouping pod %s/%s failed", meta.get("namespace"), meta.get("name"))
-        return grouped
+        ungrouped = [
+            pod
+            for pod in self.cluster.list("Pod")
+            if (pod.get("spec") or {}).get("schedulerName") == self.scheduler_name
+            and not (pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+            and not pod["metadata"].get("deletionTimestamp")
+        ]
+        return self.writes.each("group pod", ungrouped, lambda pod: self._group(pod, classes))
+
+    def _group(self, pod: Raw, classes: set[str]) -> None:
+        meta = pod["metadata"]
+        podgroup = podgroup_for(pod, classes)
+        key = f"{meta['namespace']}/{podgroup['metadata']['name']}"
+        if self.cluster.get("PodGroup", key) is None:
+            self.cluster.create("PodGroup", podgroup)
+        meta.setdefault("annotations", {})[names.POD_GROUP_ANNOTATION] = podgroup["metadata"]["name"]
+        self.cluster.update("Pod", pod)

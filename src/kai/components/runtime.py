@@ -19,6 +19,7 @@ from kai.cluster.port import ClusterClient
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
 from kai.components.metrics import SchedulerMetrics
+from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
@@ -31,7 +32,9 @@ KINDS = {
     "binder": ("BindRequest", "Pod", "Node"),
     "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
 }
-WAKE_ON = {"binder": {"BindRequest"}, "controllers": {"Pod", "PodGroup", "Queue"}, "podgrouper": {"Pod"}}
+WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod"}}
+"""Loops woken at once by these kinds of change; the status controllers just run every period (their own writes
+would otherwise wake them again and again)."""
 
 
 @dataclass
@@ -39,9 +42,11 @@ class RuntimeOptions:
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
     schedule_period_s: float = 1.0
     binder_period_s: float = 1.0
-    controllers_period_s: float = 1.0
+    controllers_period_s: float = 2.0
     metrics_port: int | None = None
     metrics_address: str = "0.0.0.0"
+    write_workers: int = 1
+    """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
 
 
 def kinds_for(components: set[str]) -> set[str]:
@@ -63,6 +68,7 @@ def _loop(name: str, step: Callable[[], Any], period_s: float, wake: threading.E
 def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, stop: threading.Event) -> None:
     """Run the named components until ``stop`` is set."""
     registry = CollectorRegistry()
+    writes = Writes(options.write_workers)
     wakes = {name: threading.Event() for name in components}
 
     def on_change(kind: str, _obj: Mapping[str, Any], _deleted: bool) -> None:
@@ -80,8 +86,8 @@ def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, s
     threads: list[threading.Thread] = []
     if "controllers" in components:
         ensure_default_queues(cluster)
-        podgroups = PodGroupStatusController(cluster)
-        queues = QueueStatusController(cluster, registry, options.config.metrics_namespace)
+        podgroups = PodGroupStatusController(cluster, writes)
+        queues = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
 
         def controllers_pass() -> None:
             queues.reconcile(podgroups.reconcile())
@@ -89,13 +95,14 @@ def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, s
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
     if "podgrouper" in components:
-        grouper = PodGrouper(cluster, options.config.scheduler_name)
+        grouper = PodGrouper(cluster, options.config.scheduler_name, writes)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
     if "binder" in components:
-        binder = Binder(cluster, time.time)
+        binder = Binder(cluster, time.time, writes)
         threads.append(_thread("binder", binder.reconcile, options.binder_period_s, wakes["binder"], stop))
     if "scheduler" in components:
-        loop = SchedulerLoop(cluster, options.config, SchedulerMetrics(registry, options.config.metrics_namespace))
+        metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
+        loop = SchedulerLoop(cluster, options.config, metrics, writes=writes)
         threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))
     if options.metrics_port is not None:
         start_http_server(options.metrics_port, addr=options.metrics_address, registry=registry)

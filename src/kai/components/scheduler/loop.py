@@ -12,6 +12,7 @@ from typing import Any
 
 from kai.cluster.port import ClusterClient
 from kai.components.metrics import SchedulerMetrics
+from kai.components.parallel import Writes
 from kai.components.scheduler.writer import DecisionWriter
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import SchedulerConfig
@@ -29,12 +30,13 @@ class SchedulerLoop:
         config: SchedulerConfig,
         metrics: SchedulerMetrics | None = None,
         clock: Callable[[], float] = time.time,
+        writes: Writes | None = None,
     ) -> None:
         self.config = config
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
-        self.writer = DecisionWriter(cluster, clock)
+        self.writer = DecisionWriter(cluster, clock, writes)
         self._lock = threading.Lock()
         self._reported: set[tuple[str, str]] = set()
         cluster.subscribe(self._on_change)

@@ -9,10 +9,10 @@ an unchanged condition is not rewritten.
 import itertools
 import logging
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.parallel import Writes
 from kai.core.framework.decisions import Bind, CycleResult, Eviction, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
@@ -23,33 +23,28 @@ NODE_POOL = "default"
 
 
 class DecisionWriter:
-    def __init__(self, cluster: ClusterClient, now: Callable[[], float]) -> None:
+    def __init__(self, cluster: ClusterClient, now: Callable[[], float], writes: Writes | None = None) -> None:
         self.cluster = cluster
         self.now = now
+        self.writes = writes or Writes()
         self._sequence = itertools.count(1)
 
     def write(self, result: CycleResult) -> None:
         """Apply every decision; a failure on one object is logged and the others still go out."""
-        for bind in result.binds:
-            self._guard(f"bind {bind.pod_key}", partial(self._bind_request, bind))
-        for eviction in result.evictions:
-            self._guard(f"evict {eviction.pod_key}", partial(self._evict, eviction))
-        for key, started in result.started.items():
-            self._guard(f"start {key}", partial(self._annotate, key, names.LAST_START_ANNOTATION, started))
-        for key, since in result.stale_since.items():
-            self._guard(f"stale {key}", partial(self._annotate, key, names.STALE_ANNOTATION, since))
-        for key in result.bind_requests_to_delete:
-            self._guard(f"delete bind request {key}", partial(self.cluster.delete, "BindRequest", key))
-        for key, waiting in result.unschedulable.items():
-            self._guard(f"podgroup condition {key}", partial(self._podgroup_condition, waiting))
-        for pod_key, message in result.pod_errors.items():
-            self._guard(f"pod condition {pod_key}", partial(self._pod_unschedulable, pod_key, message))
-
-    def _guard(self, what: str, action: Callable[[], None]) -> None:
-        try:
-            action()
-        except Exception:  # one object's failure never stops the others (DESIGN.md §8)
-            log.exception("writing %s failed", what)
+        writes = self.writes
+        writes.each("bind", result.binds, self._bind_request)
+        writes.each("evict", result.evictions, self._evict)
+        writes.each(
+            "start", result.started.items(), lambda item: self._annotate(item[0], names.LAST_START_ANNOTATION, item[1])
+        )
+        writes.each(
+            "stale", result.stale_since.items(), lambda item: self._annotate(item[0], names.STALE_ANNOTATION, item[1])
+        )
+        writes.each(
+            "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
+        )
+        writes.each("podgroup condition", result.unschedulable.values(), self._podgroup_condition)
+        writes.each("pod condition", result.pod_errors.items(), lambda item: self._pod_unschedulable(*item))
 
     def _bind_request(self, bind: Bind) -> None:
         namespace, pod_name = bind.pod_key.split("/", 1)
