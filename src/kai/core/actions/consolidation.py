@@ -10,7 +10,6 @@ from kai.core.framework.eviction import run_solver_action, victims_queue
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.framework.victim_solver import Validator
 from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -71,9 +70,6 @@ def execute(ssn: Session) -> None:
 
         return build
 
-    def validator(_job: PodGroupInfo) -> Validator | None:
-        return _everything_moved
-
     run_solver_action(
         ssn,
         NAME,
@@ -85,7 +81,7 @@ def execute(ssn: Session) -> None:
         ),
         lambda job: _enough_gpus(ssn, job),
         victims,
-        validator,
+        _everything_moved,
         lambda task, _job: (
             f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
             "(resource consolidation) procedure"

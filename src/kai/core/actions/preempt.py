@@ -6,12 +6,10 @@ strictly lower priority.
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import run_solver_action, victims_queue
+from kai.core.framework.eviction import all_of, run_solver_action, victims_queue
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.framework.victim_solver import Validator
-from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import PodGroupInfo
 
@@ -34,21 +32,13 @@ def execute(ssn: Session) -> None:
 
         return lambda: victims_queue(ssn, accept)
 
-    def validator(_job: PodGroupInfo) -> Validator | None:
-        checks = list(ssn.preempt_validators)
-
-        def valid(scenario: Scenario) -> bool:
-            return all(check(scenario) for check in checks)
-
-        return valid
-
     run_solver_action(
         ssn,
         NAME,
         JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
         attempt,
         victims,
-        validator,
+        all_of(ssn.preempt_validators),
         lambda task, job: (
             f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
         ),

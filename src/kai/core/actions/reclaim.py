@@ -6,11 +6,9 @@ other queues, worst first; the proportion plugin judges each scenario fair or no
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import run_solver_action
+from kai.core.framework.eviction import all_of, run_solver_action
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.framework.victim_solver import Validator
-from kai.core.framework.victims import Scenario
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.task import TaskInfo
@@ -55,21 +53,13 @@ def execute(ssn: Session) -> None:
 
         return build
 
-    def validator(_job: PodGroupInfo) -> Validator | None:
-        checks = list(ssn.reclaim_validators)
-
-        def valid(scenario: Scenario) -> bool:
-            return all(check(scenario) for check in checks)
-
-        return valid
-
     run_solver_action(
         ssn,
         NAME,
         JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
         ssn.can_reclaim,
         victims,
-        validator,
+        all_of(ssn.reclaim_validators),
         lambda task, job: message(ssn, task, job),
         lambda job: job.queue,
     )

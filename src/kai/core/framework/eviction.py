@@ -7,6 +7,7 @@ from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
 from kai.core.framework.victim_solver import EvictionMessage, JobSolver, Validator, feasible_nodes
+from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
 
@@ -26,13 +27,22 @@ def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
     return queue
 
 
+def all_of(checks: list[Validator]) -> Validator:
+    """A scenario validator that accepts only what every registered validator accepts."""
+
+    def valid(scenario: Scenario) -> bool:
+        return all(check(scenario) for check in checks)
+
+    return valid
+
+
 def run_solver_action(
     ssn: Session,
     action: str,
     options: JobQueueOptions,
     attempt: Callable[[PodGroupInfo], bool],
     victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
-    validator: Callable[[PodGroupInfo], Validator | None],
+    validator: Validator,
     message: EvictionMessage,
     signature_scope: Callable[[PodGroupInfo], str],
 ) -> None:
@@ -53,7 +63,7 @@ def run_solver_action(
         if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
             continue
         ssn.job_solution_start()
-        solver = JobSolver(ssn, feasible_nodes(ssn, job), validator(job), victims(job), action, message)
+        solver = JobSolver(ssn, feasible_nodes(ssn, job), validator, victims(job), action, message)
         solution = solver.solve(job)
         if solution.solved and solution.statement is not None:
             solution.statement.commit(action)
