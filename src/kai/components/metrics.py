@@ -30,6 +30,8 @@ class SchedulerMetrics:
     def observe(self, ssn: Session, cycle_ms: float) -> None:
         self.e2e_latency.set(cycle_ms)
         result = ssn.result
+        self.open_latency.set(result.open_ms)
+        self.close_latency.set(result.close_ms)
         for action, milliseconds in result.action_ms.items():
             self.action_latency.labels(action).set(milliseconds)
         for action, count in result.scheduled.items():

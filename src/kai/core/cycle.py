@@ -92,8 +92,11 @@ def close_session(ssn: Session) -> None:
 def run_cycle(
     cluster: ClusterInfo, config: SchedulerConfig, now: float, timer: Callable[[], float] = lambda: 0.0
 ) -> Session:
-    """``timer`` measures each action's duration (milliseconds) for metrics; time itself comes in as ``now``."""
+    """``timer`` measures session open, each action and session close (milliseconds) for metrics; the scheduler's
+    clock itself comes in as ``now``."""
+    started = timer()
     ssn = open_session(cluster, config, now)
+    ssn.result.open_ms = (timer() - started) * 1000
     for name in config.actions:
         action = ACTIONS.get(name)
         if action is None:
@@ -102,5 +105,7 @@ def run_cycle(
         started = timer()
         action(ssn)
         ssn.result.action_ms[name] = (timer() - started) * 1000
+    started = timer()
     close_session(ssn)
+    ssn.result.close_ms = (timer() - started) * 1000
     return ssn

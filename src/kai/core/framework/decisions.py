@@ -59,5 +59,7 @@ class CycleResult:
     scheduled: dict[str, int] = field(default_factory=dict)
     """Podgroups each action placed or found room for (KAI's podgroups_scheduled_by_action)."""
     action_ms: dict[str, float] = field(default_factory=dict)
+    open_ms: float = 0.0
+    close_ms: float = 0.0
     skipped: list[str] = field(default_factory=list)
     """Configured plugins and actions kai does not implement yet; they were not run."""

@@ -83,7 +83,6 @@ class Session:
         self.job_solution_start_fns: list[Callable[[], None]] = []
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
-        self.close_fns: list[Callable[[], None]] = []
 
     @property
     def jobs(self) -> dict[str, PodGroupInfo]:

@@ -63,7 +63,6 @@ class NodeTable:
         self.used: Matrix = np.zeros_like(self.allocatable)
         self.releasing: Matrix = np.zeros_like(self.allocatable)
         self.ready: Mask = np.array([info.node.ready for info in self.infos], dtype=bool)
-        self.has_gpus: Mask = self.allocatable[GPU_ROW] > 0
         self.cpu_only: Mask = np.array(
             [not info.node.mig_enabled and self.allocatable[GPU_ROW, info.column] <= 0 for info in self.infos],
             dtype=bool,
