@@ -111,3 +111,20 @@ def test_binder_reports_a_failed_bind_and_rolls_back() -> None:
     pod = cluster.get("Pod", "ml/inference-light")
     assert pod is not None and "runai-gpu-group" not in pod["metadata"].get("labels", {})
     assert not [p for p in cluster.list("Pod") if p["metadata"]["namespace"] == "kai-resource-reservation"]
+
+
+def test_mark_unschedulable_false_gives_the_event_without_the_condition() -> None:
+    cluster = _cluster()
+    podgroup = cluster.get("PodGroup", "ml/training-job")
+    pod = cluster.get("Pod", "ml/training-job")
+    assert podgroup is not None and pod is not None
+    podgroup["spec"]["markUnschedulable"] = False
+    cluster.update("PodGroup", podgroup)
+    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "21"
+    cluster.update("Pod", pod)
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    pod = cluster.get("Pod", "ml/training-job")
+    assert pod is not None
+    assert not any(c["type"] == "PodScheduled" for c in pod.get("status", {}).get("conditions", []))
+    events = [e for e in cluster.list("Event") if e["involvedObject"]["name"] == "training-job"]
+    assert any(e["reason"] == "Unschedulable" and e["involvedObject"]["kind"] == "Pod" for e in events)

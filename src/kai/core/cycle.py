@@ -87,6 +87,8 @@ def close_session(ssn: Session) -> None:
         for task in pending:
             errors = job.task_fit_errors.get(task.key)
             result.pod_errors[task.key] = errors.error() if errors is not None else render_short(job.fit_errors)
+            if not job.podgroup.mark_unschedulable:
+                result.events_only.add(task.key)
 
 
 def run_cycle(

@@ -44,7 +44,11 @@ class DecisionWriter:
             "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
         )
         writes.each("podgroup condition", result.unschedulable.values(), self._podgroup_condition)
-        writes.each("pod condition", result.pod_errors.items(), lambda item: self._pod_unschedulable(*item))
+        writes.each(
+            "pod condition",
+            result.pod_errors.items(),
+            lambda item: self._pod_unschedulable(*item, mark=item[0] not in result.events_only),
+        )
 
     def _bind_request(self, bind: Bind) -> None:
         namespace, pod_name = bind.pod_key.split("/", 1)
@@ -122,9 +126,13 @@ class DecisionWriter:
         self.cluster.update_status("PodGroup", podgroup)
         self.event("PodGroup", waiting.podgroup_key, "Warning", "Unschedulable", waiting.message)
 
-    def _pod_unschedulable(self, pod_key: str, message: str) -> None:
+    def _pod_unschedulable(self, pod_key: str, message: str, mark: bool = True) -> None:
+        """``PodScheduled=False/Unschedulable`` and a Warning event (the event only with markUnschedulable off)."""
         pod = self.cluster.get("Pod", pod_key)
         if pod is None:
+            return
+        if not mark:
+            self.event("Pod", pod_key, "Warning", "Unschedulable", message)
             return
         status: dict[str, Any] = pod.setdefault("status", {})
         conditions: list[dict[str, Any]] = status.setdefault("conditions", [])

@@ -55,6 +55,8 @@ class CycleResult:
     unschedulable: dict[str, Unschedulable] = field(default_factory=dict)
     pod_errors: dict[str, str] = field(default_factory=dict)
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""
+    events_only: set[str] = field(default_factory=set)
+    """Pods of podgroups with ``markUnschedulable: false``: they get the event but no PodScheduled condition."""
     bind_requests_to_delete: list[str] = field(default_factory=list)
     scheduled: dict[str, int] = field(default_factory=dict)
     """Podgroups each action placed or found room for (KAI's podgroups_scheduled_by_action)."""
