@@ -10,6 +10,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
+from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.expect import check
 from kai.components.sim.outcome import Outcome, observe
@@ -20,6 +21,8 @@ from kai.core.framework.session import Session
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
+
+NAMESPACED = ("Pod", "PodGroup", "BindRequest", "ResourceClaim", "Event")
 
 
 @dataclass
@@ -48,14 +51,18 @@ class Simulation:
         self.state = ClusterState()
         self.writer = DecisionWriter(self.cluster, lambda: scenario.now)
         self.binder = Binder(self.cluster, lambda: scenario.now)
+        self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
         for obj in scenario.objects:
+            if obj["kind"] in NAMESPACED and not (obj.get("metadata") or {}).get("namespace"):
+                obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": "default"}}  # as kubectl does
             self.cluster.create(str(obj["kind"]), obj)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         self.state.apply(kind, obj, deleted)
 
     def cycle(self, number: int) -> CycleRecord:
+        self.grouper.reconcile()
         cluster_info = take_snapshot(self.state, self.scenario.config.scheduler_name)
         session = run_cycle(cluster_info, self.scenario.config, self.scenario.now)
         return CycleRecord(number, observe(session.cluster, session.result), session)

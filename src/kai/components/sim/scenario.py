@@ -45,11 +45,13 @@ def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> in
 
 
 def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
+    """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
     where = str(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
     except yaml.YAMLError as err:
         raise ScenarioError(f"{where}: not valid YAML: {err}") from err
+    raw: Any = documents[0] if len(documents) == 1 else documents
     if isinstance(raw, list):
         raw = {"objects": raw}
     if not isinstance(raw, dict):
