@@ -11,6 +11,7 @@ from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegan
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
+from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
 from kai.core.plugins.elastic import ElasticPlugin
 from kai.core.plugins.gpupack import GpuPackPlugin
 from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
@@ -48,6 +49,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "gpuspread": lambda _args: GpuSpreadPlugin(),
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
     "topology": lambda _args: TopologyPlugin(),
+    "dynamicresources": DynamicResourcesPlugin,
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {
     allocate.NAME: allocate.execute,

@@ -42,7 +42,7 @@ def _enough_gpus(ssn: Session, job: PodGroupInfo) -> bool:
                 available += released / info.gpu_memory_mib
                 memory += released
     tasks = tasks_to_allocate(ssn, job, False)
-    wanted = sum(t.request.gpus_quota for t in tasks)
+    wanted = sum(t.gpus_quota for t in tasks)
     wanted_memory = sum(t.request.gpu_memory_mib for t in tasks)
     return available + 1e-9 >= wanted and memory >= wanted_memory
 

@@ -76,7 +76,7 @@ def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool =
         request = task.request
         cpu += request.milli_cpu
         memory += request.memory_bytes
-        gpu += request.gpus_quota
+        gpu += task.gpus_quota
         if request.gpu_memory_mib and min_memory > 0:
             gpu += request.gpu_devices * (request.gpu_memory_mib / min_memory)
     job.init_request_cache = (cpu, memory, gpu)

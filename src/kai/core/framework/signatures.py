@@ -34,7 +34,7 @@ def _requests(job: PodGroupInfo) -> list[Vector]:
     for task in job.tasks.values():
         if task.status is PodStatus.PENDING:
             vec = task.req_vec.copy()
-            vec[GPU_ROW] = task.request.gpus_quota + task.request.gpu_memory_mib
+            vec[GPU_ROW] = task.gpus_quota + task.request.gpu_memory_mib
             vectors.append(vec)
     return sorted(vectors, key=lambda v: tuple(v))
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kai.core.model import names
+from kai.core.model.dra import PodClaim, pod_claims
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import (
     Metadata,
@@ -53,6 +54,7 @@ class Pod:
     received_resource_type: str
     is_reservation: bool
     is_legacy_mig: bool
+    claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:
@@ -177,6 +179,7 @@ def parse_pod(raw: Raw) -> Pod:
         received_resource_type=annotations.get(names.RECEIVED_RESOURCE_TYPE_ANNOTATION, ""),
         is_reservation=meta.labels.get("app") == names.RESERVATION_APP_LABEL_VALUE,
         is_legacy_mig=legacy_mig,
+        claims=pod_claims(spec, status, obj),
     )
 
 

@@ -7,6 +7,7 @@ stops the scheduler and is reported by name (DESIGN.md §8).
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import Raw, object_ref
 from kai.core.model.objects import (
@@ -27,6 +28,8 @@ from kai.core.model.objects import (
 )
 
 KINDS: dict[str, Callable[[Raw], Any]] = {
+    "ResourceSlice": parse_resource_slice,
+    "ResourceClaim": parse_resource_claim,
     "Pod": parse_pod,
     "Node": parse_node,
     "Queue": parse_queue,
@@ -53,6 +56,8 @@ class ClusterState:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.bind_requests: dict[str, BindRequest] = {}
         self.topologies: dict[str, Topology] = {}
+        self.resource_slices: dict[str, ResourceSlice] = {}
+        self.resource_claims: dict[str, ResourceClaim] = {}
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self._stores: Mapping[str, dict[str, Any]] = {
             "Pod": self.pods,
@@ -62,6 +67,8 @@ class ClusterState:
             "PriorityClass": self.priority_classes,
             "BindRequest": self.bind_requests,
             "Topology": self.topologies,
+            "ResourceSlice": self.resource_slices,
+            "ResourceClaim": self.resource_claims,
         }
 
     def apply(self, kind: str, raw: Raw, deleted: bool = False) -> InvalidObject | None:

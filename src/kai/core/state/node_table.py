@@ -6,6 +6,8 @@ a Releasing pod adds to used and releasing; a Pipelined pod adds to used and tak
 placed pod adds to used and takes from idle.
 """
 
+from collections.abc import Mapping
+
 import numpy as np
 import numpy.typing as npt
 
@@ -39,13 +41,15 @@ class NodeInfo:
 
 
 class NodeTable:
-    def __init__(self, nodes: list[Node], index: ResourceIndex) -> None:
+    def __init__(self, nodes: list[Node], index: ResourceIndex, dra_gpus: Mapping[str, float] | None = None) -> None:
+        """``dra_gpus``: GPUs a node offers through DRA ResourceSlices, added to its allocatable GPUs (as KAI does)."""
         ordered = sorted(nodes, key=lambda n: n.name)
         self.index = index
         count = len(ordered)
         self.allocatable: Matrix = np.zeros((len(index), count))
         for column, node in enumerate(ordered):
             self.allocatable[:, column] = index.vector(node.allocatable)
+            self.allocatable[GPU_ROW, column] += (dra_gpus or {}).get(node.name, 0.0)
         self.infos: list[NodeInfo] = [
             NodeInfo(
                 node, i, node.gpu_count_label if node.gpu_count_label is not None else int(self.allocatable[GPU_ROW, i])

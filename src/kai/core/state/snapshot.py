@@ -7,6 +7,7 @@ table is built from resource vectors (DESIGN.md §7).
 from dataclasses import dataclass, field
 
 from kai.core.model import names
+from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.objects import BindRequest, Pod, Topology
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.cluster_state import ClusterState
@@ -34,6 +35,9 @@ class ClusterInfo:
     other_tasks: list[TaskInfo] = field(default_factory=list)
     """Pods of no podgroup (other schedulers, reservation pods): they only occupy their nodes."""
     min_node_gpu_memory: int = MIN_NODE_GPU_MEMORY_MIB
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    devices: dict[str, list[Device]] = field(default_factory=dict)
+    """DRA devices per node name, from ResourceSlices."""
 
 
 def _status(pod: Pod, bind_request: BindRequest | None) -> PodStatus:
@@ -96,7 +100,11 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
     for pod in state.pods.values():
         extra.update(pod.request.amounts)
     index = ResourceIndex(extra)
-    table = NodeTable(list(state.nodes.values()), index)
+    devices: dict[str, list[Device]] = {}
+    for resource_slice in state.resource_slices.values():
+        devices.setdefault(resource_slice.node_name, []).extend(resource_slice.devices)
+    dra_gpus = {node: float(sum(d.driver in GPU_DRIVERS for d in found)) for node, found in devices.items()}
+    table = NodeTable(list(state.nodes.values()), index, dra_gpus)
     queues = _queues(state)
     jobs: dict[str, PodGroupInfo] = {}
     missing_queue: dict[str, PodGroupInfo] = {}
@@ -111,6 +119,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
             missing_queue[key] = job
     bind_requests = {br.pod_key: br for br in state.bind_requests.values()}
     info = ClusterInfo(table, jobs, queues, state.topologies, missing_queue)
+    info.claims, info.devices = state.resource_claims, devices
     for br_key, br in state.bind_requests.items():
         if br.selected_node not in table.by_name or br.failed:
             info.bind_requests_to_delete.append(br_key)
@@ -123,8 +132,12 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         vec = index.vector(pod.request.amounts)
         if pod.request.gpu_kind is GpuRequestKind.REGULAR:
             vec[GPU_ROW] = pod.request.gpus
+        claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
+        pod_dra_gpus = float(sum(claim.gpus for claim in claims if claim is not None))
+        vec[GPU_ROW] += pod_dra_gpus
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
         task = TaskInfo(pod, status, node_name, job_key, vec)
+        task.dra_gpus = pod_dra_gpus
         if status is PodStatus.BINDING and bind_request is not None and bind_request.gpu_groups:
             task.gpu_groups = bind_request.gpu_groups
         owner = jobs.get(job_key) or missing_queue.get(job_key)

@@ -11,6 +11,7 @@ class TaskInfo:
 
     __slots__ = (
         "accepted_gpus",
+        "dra_gpus",
         "gpu_groups",
         "is_virtual",
         "job_key",
@@ -32,6 +33,7 @@ class TaskInfo:
         self.req_vec = req_vec
         self.gpu_groups: tuple[str, ...] = (pod.gpu_group,) if pod.gpu_group else ()
         self.accepted_gpus = 0.0
+        self.dra_gpus = 0.0
         self.is_virtual = False
 
     @property
@@ -45,6 +47,11 @@ class TaskInfo:
     @property
     def request(self) -> ResourceRequest:
         return self.pod.request
+
+    @property
+    def gpus_quota(self) -> float:
+        """GPUs charged to the queue: the pod's own (whole, fractions, MIG slices) plus GPUs of its DRA claims."""
+        return self.request.gpus_quota + self.dra_gpus
 
     def should_allocate(self, real_allocation: bool) -> bool:
         """Pending tasks are allocated; in simulations, virtually evicted ones may be placed again."""

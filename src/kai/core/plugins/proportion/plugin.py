@@ -41,7 +41,7 @@ def _float_arg(arguments: Mapping[str, Any], key: str, default: float) -> float:
 def task_quantities(task: TaskInfo) -> Quantities:
     """What a placed task is charged: its cpu, memory and accepted GPUs (fractions, MIG slices included)."""
     request = task.request
-    gpus = task.accepted_gpus if task.accepted_gpus else request.gpus_quota
+    gpus = task.accepted_gpus + task.dra_gpus if task.accepted_gpus else task.gpus_quota
     return (request.milli_cpu, request.memory_bytes, gpus)
 
 
@@ -104,7 +104,7 @@ class ProportionPlugin:
                     self._walk(job.queue, used, allocated=True, non_preemptible=not job.preemptible)
                 elif task.status is PodStatus.PENDING:
                     request = task.request
-                    gpus = request.gpus_quota
+                    gpus = task.gpus_quota
                     if request.gpu_memory_mib:
                         gpus += request.gpu_devices * request.gpu_memory_mib / min_memory
                     self._walk(job.queue, (request.milli_cpu, request.memory_bytes, gpus), allocated=False)
@@ -173,7 +173,7 @@ class ProportionPlugin:
 
     def _task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
         request = task.request
-        gpus = request.gpus_quota
+        gpus = task.gpus_quota
         if request.gpu_memory_mib:
             gpus = request.gpu_memory_mib / node.gpu_memory_mib
         requested = (request.milli_cpu, request.memory_bytes, gpus)
@@ -259,7 +259,7 @@ def _required_quota(tasks: list[TaskInfo]) -> Quantities:
     for task in tasks:
         cpu += task.request.milli_cpu
         memory += task.request.memory_bytes
-        gpu += task.request.gpus_quota
+        gpu += task.gpus_quota
     return (cpu, memory, gpu)
 
 
