@@ -92,8 +92,33 @@ class Binder:
         except Exception:
             self._rollback(namespace, pod_name)
             raise
+        self._allocate_claims(pod, spec.get("resourceClaimAllocations") or [])
         self._finish(request, "Succeeded", "")
         self._pod_bound(namespace, pod_name, node)
+
+    def _allocate_claims(self, pod: Raw, allocations: list[Raw]) -> None:
+        """Write the devices chosen for the pod's DRA claims onto the claims and reserve them for the pod."""
+        meta = pod["metadata"]
+        names_to_claims = {
+            entry.get("name"): entry.get("resourceClaimName")
+            for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        names_to_claims.update(
+            (entry.get("name"), entry.get("resourceClaimName"))
+            for entry in (pod.get("spec") or {}).get("resourceClaims") or []
+            if entry.get("resourceClaimName")
+        )
+        for allocation in allocations:
+            claim_name = names_to_claims.get(allocation.get("name"))
+            claim = self.cluster.get("ResourceClaim", f"{meta['namespace']}/{claim_name}") if claim_name else None
+            if claim is None:
+                continue
+            status: dict[str, Any] = claim.setdefault("status", {})
+            status.setdefault("allocation", allocation.get("allocation") or {})
+            consumers: list[dict[str, Any]] = status.setdefault("reservedFor", [])
+            if all(c.get("uid") != meta.get("uid") for c in consumers):
+                consumers.append({"resource": "pods", "name": meta["name"], "uid": meta.get("uid", meta["name"])})
+            self.cluster.update_status("ResourceClaim", claim)
 
     def _rollback(self, namespace: str, name: str) -> None:
         """Undo what a failed bind wrote on the pod (its GPU group), so a retry starts clean (KAI's Rollback)."""

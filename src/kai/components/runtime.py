@@ -49,8 +49,15 @@ class RuntimeOptions:
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
 
 
-def kinds_for(components: set[str]) -> set[str]:
-    return {kind for name in components for kind in KINDS[name]}
+DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
+"""Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
+
+
+def kinds_for(components: set[str], dra: bool = False) -> set[str]:
+    kinds = {kind for name in components for kind in KINDS[name]}
+    if dra:
+        kinds.update(kind for name in components for kind in DRA_KINDS.get(name, ()))
+    return kinds
 
 
 def _loop(name: str, step: Callable[[], Any], period_s: float, wake: threading.Event, stop: threading.Event) -> None:

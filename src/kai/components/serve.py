@@ -34,7 +34,7 @@ def serve(
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    kinds = sorted(kinds_for(components))
+    kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
     cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
     cluster.start()
     elector: LeaderElector | None = None

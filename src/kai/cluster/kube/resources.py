@@ -56,6 +56,8 @@ KINDS: dict[str, Kind] = {
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", namespaced=True),
         Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", namespaced=True),
         Kind("Topology", "kai.scheduler", "v1alpha1", "topologies", namespaced=False),
+        Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", namespaced=True),
+        Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", namespaced=False),
     )
 }
 

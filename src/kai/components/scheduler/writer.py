@@ -73,6 +73,20 @@ class DecisionWriter:
                     "receivedResourceType": bind.received_resource_type,
                     "receivedGPU": {"count": bind.gpu_count, "portion": f"{bind.gpu_portion:.2f}"},
                     "selectedGPUGroups": list(bind.gpu_groups),
+                    "resourceClaimAllocations": [
+                        {
+                            "name": allocation.name,
+                            "allocation": {
+                                "devices": {
+                                    "results": [
+                                        {"request": request, "driver": driver, "pool": pool, "device": device}
+                                        for request, driver, pool, device in allocation.results
+                                    ]
+                                }
+                            },
+                        }
+                        for allocation in bind.claim_allocations
+                    ],
                 },
             },
         )

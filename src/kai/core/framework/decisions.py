@@ -4,6 +4,16 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """Devices allocated to one of a pod's DRA claims (``name`` is the pod's name for the claim)."""
+
+    name: str
+    claim: str
+    results: tuple[tuple[str, str, str, str], ...]
+    """(request, driver, pool, device) per allocated device."""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     """Bind a pod to a node (KAI's BindRequest spec)."""
 
@@ -14,6 +24,7 @@ class Bind:
     gpu_count: int
     gpu_portion: float
     gpu_groups: tuple[str, ...]
+    claim_allocations: tuple[ClaimAllocation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

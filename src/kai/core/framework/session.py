@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kai.core.framework.config import SchedulerConfig
-from kai.core.framework.decisions import CycleResult
+from kai.core.framework.decisions import ClaimAllocation, CycleResult
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
 from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
@@ -83,6 +83,8 @@ class Session:
         self.job_solution_start_fns: list[Callable[[], None]] = []
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
+        self.claim_allocations: dict[str, tuple[ClaimAllocation, ...]] = {}
+        """DRA devices chosen for a placed pod's claims, carried into its BindRequest."""
 
     @property
     def jobs(self) -> dict[str, PodGroupInfo]:

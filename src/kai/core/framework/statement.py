@@ -172,6 +172,7 @@ class Statement:
                         gpu_count=request.gpu_devices,
                         gpu_portion=request.gpu_portion,
                         gpu_groups=task.gpu_groups,
+                        claim_allocations=self.ssn.claim_allocations.get(task.key, ()),
                     )
                 )
         self.operations = []

@@ -121,8 +121,9 @@ def parse_resource_claim(raw: Raw) -> ResourceClaim:
 
 @dataclass(frozen=True, slots=True)
 class PodClaim:
-    """A claim a pod uses: by name (shared) or generated from a template (the pod's own)."""
+    """A claim a pod uses under ``name``: by claim name (shared) or generated from a template (the pod's own)."""
 
+    name: str
     claim_name: str
     from_template: bool
 
@@ -139,7 +140,7 @@ def pod_claims(spec: Raw, status: Raw, obj: str) -> tuple[PodClaim, ...]:
         name = string(entry, "name", obj, f"spec.resourceClaims[{i}].name")
         direct = string(entry, "resourceClaimName", obj, f"spec.resourceClaims[{i}].resourceClaimName")
         if direct:
-            claims.append(PodClaim(direct, False))
+            claims.append(PodClaim(name, direct, False))
         elif generated.get(name):
-            claims.append(PodClaim(generated[name], True))
+            claims.append(PodClaim(name, generated[name], True))
     return tuple(claims)

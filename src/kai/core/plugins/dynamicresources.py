@@ -10,8 +10,9 @@ GPUs are charged to every pod that uses it, on its node and to its queue (done b
 from collections.abc import Mapping
 from typing import Any
 
+from kai.core.framework.decisions import ClaimAllocation
 from kai.core.framework.session import Session
-from kai.core.model.dra import RESERVED_FOR_MAX
+from kai.core.model.dra import RESERVED_FOR_MAX, Device
 from kai.core.state.node_table import NodeInfo
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.task import TaskInfo
@@ -39,6 +40,8 @@ class DynamicResourcesPlugin:
         """The node each allocated claim lives on."""
         self.bound_here: dict[str, set[str]] = {}
         """Claims allocated in this cycle, with the pods that keep them allocated."""
+        self.taken: set[Device] = {device for claim in ssn.cluster.claims.values() for _, device in claim.allocated}
+        self.chosen: dict[str, tuple[tuple[str, Device], ...]] = {}
         ssn.pre_predicates.append(self.pre_predicate)
         ssn.predicates.append(self.claims_on_node)
         ssn.allocate_handlers.append(lambda task: self._reserve(task, True))
@@ -56,6 +59,7 @@ class DynamicResourcesPlugin:
                 users.add(task.pod.meta.uid)
                 if key not in self.bound:
                     self.bound[key] = task.node_name
+                    self.chosen[key] = self._choose(key, task.node_name)
                     here.add(task.pod.meta.uid)
                 elif here:
                     here.add(task.pod.meta.uid)
@@ -65,6 +69,36 @@ class DynamicResourcesPlugin:
                     here.discard(task.pod.meta.uid)
                     if not here:
                         del self.bound[key]
+                        self.taken.difference_update(device for _, device in self.chosen.pop(key, ()))
+        self._record(task, reserve)
+
+    def _choose(self, key: str, node: str) -> tuple[tuple[str, Device], ...]:
+        """Free devices of the node for each request of the claim (all of them for an ``All`` request)."""
+        free = [device for device in self.ssn.cluster.devices.get(node, []) if device not in self.taken]
+        chosen: list[tuple[str, Device]] = []
+        for request in self.ssn.cluster.claims[key].requests:
+            wanted = len(free) if request.all_devices else request.count
+            chosen.extend((request.name, device) for device in free[:wanted])
+            free = free[wanted:]
+        self.taken.update(device for _, device in chosen)
+        return tuple(chosen)
+
+    def _record(self, task: TaskInfo, placed: bool) -> None:
+        """What the BindRequest will carry: the devices of each claim this pod allocates."""
+        if not placed:
+            self.ssn.claim_allocations.pop(task.key, None)
+            return
+        allocations = tuple(
+            ClaimAllocation(
+                use.name,
+                use.claim_name,
+                tuple((request, d.driver, d.pool, d.name) for request, d in self.chosen.get(key, ())),
+            )
+            for use, key in zip(task.pod.claims, self._keys(task), strict=True)
+            if key in self.chosen
+        )
+        if allocations:
+            self.ssn.claim_allocations[task.key] = allocations
 
     def claims_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
         for key in self._keys(task):
