@@ -32,8 +32,6 @@ class ClusterInfo:
     unschedulable_jobs: dict[str, PodGroupInfo] = field(default_factory=dict)
     """Jobs the scheduler cannot consider (missing queue): reported, never scheduled."""
     bind_requests_to_delete: list[str] = field(default_factory=list)
-    other_tasks: list[TaskInfo] = field(default_factory=list)
-    """Pods of no podgroup (other schedulers, reservation pods): they only occupy their nodes."""
     min_node_gpu_memory: int = MIN_NODE_GPU_MEMORY_MIB
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     devices: dict[str, list[Device]] = field(default_factory=dict)
@@ -144,8 +142,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         if owner is not None and pod.scheduler_name == scheduler_name:
             owner.add_task(task)
         else:
-            task.job_key = ""
-            info.other_tasks.append(task)
+            task.job_key = ""  # another scheduler's pod or a reservation pod: it only occupies its node
         if task.node_name and status in ACTIVE_USED:
             node_info = table.by_name.get(task.node_name)
             if node_info is not None:
