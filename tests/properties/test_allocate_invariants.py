@@ -92,7 +92,7 @@ def clusters(draw: st.DrawFn) -> ClusterState:
     return state
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_a_cycle_keeps_the_invariants(state: ClusterState) -> None:
     session = run_cycle(take_snapshot(state, CONFIG.scheduler_name), CONFIG, 0.0)
