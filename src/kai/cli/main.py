@@ -14,7 +14,8 @@ from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import ScenarioError, load_scenario, scenario_files
-from kai.core.framework.config import parse_config, parse_duration
+from kai.core.framework.config import parse_config
+from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 
 

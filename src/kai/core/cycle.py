@@ -17,6 +17,7 @@ from kai.core.plugins.gpupack import GpuPackPlugin
 from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
 from kai.core.plugins.gpuspread import GpuSpreadPlugin
 from kai.core.plugins.kubeflow import KubeflowPlugin
+from kai.core.plugins.minruntime import MinRuntimePlugin
 from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
 from kai.core.plugins.nominatednode import NominatedNodePlugin
@@ -50,6 +51,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
     "topology": lambda _args: TopologyPlugin(),
     "dynamicresources": DynamicResourcesPlugin,
+    "minruntime": MinRuntimePlugin,
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {
     allocate.NAME: allocate.execute,

@@ -3,7 +3,7 @@
 from typing import Any
 
 from kai.components.sim.outcome import Outcome
-from kai.core.framework.config import parse_duration
+from kai.core.model.duration import parse_duration
 
 _TOLERANCE = 1e-6
 

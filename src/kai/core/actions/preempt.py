@@ -28,6 +28,7 @@ def execute(ssn: Session) -> None:
                 and job.queue == preemptor.queue
                 and job.key != preemptor.key
                 and job.count(ACTIVE_ALLOCATED) > 0
+                and all(keep(preemptor, job) for keep in ssn.preempt_victim_filters)
             )
 
         return lambda: victims_queue(ssn, accept)

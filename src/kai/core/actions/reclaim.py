@@ -48,7 +48,13 @@ def execute(ssn: Session) -> None:
             queue = JobsOrderByQueues(
                 ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
             )
-            queue.initialize({k: j for k, j in ssn.jobs.items() if j.queue != reclaimer.queue})
+            queue.initialize(
+                {
+                    key: job
+                    for key, job in ssn.jobs.items()
+                    if job.queue != reclaimer.queue and all(keep(reclaimer, job) for keep in ssn.reclaim_victim_filters)
+                }
+            )
             return queue
 
         return build

@@ -4,12 +4,12 @@ A config may omit any section; missing ``actions`` or ``tiers`` fall back to KAI
 (kai-reference.md §3.1). Bad values raise ``InvalidObject`` naming the field and what is allowed.
 """
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kai.core.model import names
+from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 
 KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
@@ -60,22 +60,6 @@ class SchedulerConfig:
     @property
     def plugins(self) -> tuple[PluginOption, ...]:
         return tuple(option for tier in self.tiers for option in tier)
-
-
-_DURATION = re.compile(r"(-?\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str, where: str, field_name: str) -> float:
-    """A Go duration ("0s", "90s", "1m30s", "-1s") in seconds."""
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    parts = _DURATION.findall(body)
-    if body == "0":
-        return 0.0
-    if not parts or "".join(n + u for n, u in parts) != body:
-        raise InvalidObject(where, field_name, f"got {text!r}; expected a Go duration such as 60s, 1m30s or -1s")
-    return sign * sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:

@@ -80,6 +80,8 @@ class Session:
         self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []
         self.reclaim_validators: list[Callable[[Any], bool]] = []
         self.preempt_validators: list[Callable[[Any], bool]] = []
+        self.reclaim_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
+        self.preempt_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
         self.job_solution_start_fns: list[Callable[[], None]] = []
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []

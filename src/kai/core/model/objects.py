@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from kai.core.model import names
 from kai.core.model.dra import PodClaim, pod_claims
+from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import (
     Metadata,
@@ -279,6 +280,8 @@ class Queue:
     gpu: QueueResource
     cpu: QueueResource
     memory: QueueResource
+    preempt_min_runtime_s: float | None = None
+    reclaim_min_runtime_s: float | None = None
 
     @property
     def name(self) -> str:
@@ -312,7 +315,14 @@ def parse_queue(raw: Raw) -> Queue:
         gpu=_queue_resource(resources, "gpu", obj, 1.0),
         cpu=_queue_resource(resources, "cpu", obj, 1.0),
         memory=_queue_resource(resources, "memory", obj, float(names.MEGABYTE)),
+        preempt_min_runtime_s=_optional_duration(spec, "preemptMinRuntime", obj),
+        reclaim_min_runtime_s=_optional_duration(spec, "reclaimMinRuntime", obj),
     )
+
+
+def _optional_duration(spec: Raw, key: str, obj: str) -> float | None:
+    text = string(spec, key, obj, f"spec.{key}")
+    return parse_duration(text, obj, f"spec.{key}") if text else None
 
 
 @dataclass(frozen=True, slots=True)
