@@ -13,7 +13,7 @@ from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.model import names
 from kai.core.state.fit_errors import DEFAULT_POD_ERROR, POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
-from kai.core.state.gpu_sharing import task_gpu_memory
+from kai.core.state.gpu_sharing import WHOLE_GPU, task_gpu_memory
 from kai.core.state.node_table import Mask, NodeInfo
 from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW
@@ -219,10 +219,6 @@ def _by_score(columns: np.ndarray, scores: np.ndarray) -> Iterator[int]:
     yield int(columns[best])
     order = columns[np.argsort(-scores[columns], kind="stable")]
     yield from (int(column) for column in order if column != columns[best])
-
-
-WHOLE_GPU = "-2"
-"""KAI's marker for "a whole free GPU" among the GPU candidates of a shared request."""
 
 
 def _allocate_shared(

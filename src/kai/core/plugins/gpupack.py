@@ -1,10 +1,9 @@
 """gpupack: a shared request goes to the most-used GPU that still fits it, keeping whole GPUs free."""
 
 from kai.core.framework.session import Session
+from kai.core.state.gpu_sharing import WHOLE_GPU
 from kai.core.state.node_table import NodeInfo
 from kai.core.state.task import TaskInfo
-
-WHOLE_GPU = "-2"
 
 
 def gpu_score(task: TaskInfo, node: NodeInfo, group: str) -> float:

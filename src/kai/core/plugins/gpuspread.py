@@ -1,10 +1,9 @@
 """gpuspread: a shared request goes to a whole free GPU first, else to the least-used shared GPU."""
 
 from kai.core.framework.session import Session
+from kai.core.state.gpu_sharing import WHOLE_GPU
 from kai.core.state.node_table import NodeInfo
 from kai.core.state.task import TaskInfo
-
-WHOLE_GPU = "-2"
 
 
 def gpu_score(task: TaskInfo, node: NodeInfo, group: str) -> float:

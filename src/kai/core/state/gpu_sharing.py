@@ -9,6 +9,9 @@ import math
 
 from kai.core.model.resources import GpuRequestKind, ResourceRequest
 
+WHOLE_GPU = "-2"
+"""KAI's marker for "a whole free GPU" among the GPU candidates of a shared request."""
+
 
 class SharedGpus:
     """Per-group memory (MiB) used, allocated and releasing on one node."""

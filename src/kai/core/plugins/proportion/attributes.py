@@ -3,6 +3,7 @@
 Quantities are (millicores, bytes, GPUs) triples in KAI's resource order cpu, memory, gpu; -1 is unlimited.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kai.core.plugins.proportion.resource_division import UNLIMITED, QueueShares, Resource, ResourceShare
@@ -65,6 +66,16 @@ class QueueAttributes:
             list(self.allocated),
             list(self.allocated_non_preemptible),
         )
+
+
+def ancestry(queues: Mapping[str, QueueAttributes], leaf: str) -> list[QueueAttributes]:
+    """A queue and its ancestors, leaf first (queues whose parent is unknown end the chain)."""
+    chain = []
+    queue = queues.get(leaf)
+    while queue is not None:
+        chain.append(queue)
+        queue = queues.get(queue.parent) if queue.parent else None
+    return chain
 
 
 def allocatable(share: ResourceShare) -> float:

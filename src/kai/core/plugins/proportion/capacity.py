@@ -7,18 +7,9 @@ KAI's reason (OverLimit / NonPreemptibleOverQuota), its message and the queue's 
 from collections.abc import Mapping
 
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, go_float, humanize
-from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes
+from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.resource_division import UNLIMITED
 from kai.core.state.fit_errors import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, JobFitError
-
-
-def _ancestry(queues: Mapping[str, QueueAttributes], leaf: str) -> list[QueueAttributes]:
-    chain = []
-    queue = queues.get(leaf)
-    while queue is not None:
-        chain.append(queue)
-        queue = queues.get(queue.parent) if queue.parent else None
-    return chain
 
 
 def _details(queue: QueueAttributes, requested: Quantities, preemptible: bool) -> dict[str, object]:
@@ -37,7 +28,7 @@ def _details(queue: QueueAttributes, requested: Quantities, preemptible: bool) -
 def over_limit(
     queues: Mapping[str, QueueAttributes], leaf: str, requested: Quantities, preemptible: bool
 ) -> JobFitError | None:
-    for queue in _ancestry(queues, leaf):
+    for queue in ancestry(queues, leaf):
         for i in range(3):
             limit = queue.max_allowed()[i]
             if limit == UNLIMITED or requested[i] == 0:
@@ -53,7 +44,7 @@ def non_preemptible_over_quota(
 ) -> JobFitError | None:
     if preemptible:
         return None
-    for queue in _ancestry(queues, leaf):
+    for queue in ancestry(queues, leaf):
         for i in range(3):
             deserved = queue.deserved()[i]
             if deserved == UNLIMITED or requested[i] == 0:

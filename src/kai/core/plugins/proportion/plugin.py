@@ -11,7 +11,7 @@ from typing import Any
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
 from kai.core.model.resources import mig_gpu_portion
-from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes
+from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.queue_order import queue_order
 from kai.core.plugins.proportion.reclaimable import can_reclaim, reclaimable
@@ -110,27 +110,25 @@ class ProportionPlugin:
                     self._walk(job.queue, (request.milli_cpu, request.memory_bytes, gpus), allocated=False)
 
     def _walk(self, leaf: str, amounts: Quantities, allocated: bool, non_preemptible: bool = False) -> None:
-        queue = self.queues.get(leaf)
-        while queue is not None:
+        """Add a task's request (and, when placed, its allocation) to its queue and every ancestor."""
+        for queue in ancestry(self.queues, leaf):
             for i, amount in enumerate(amounts):
-                share = queue.share(i)
-                share.request += amount
-                if allocated:
-                    queue.allocated[i] += amount
-                    if non_preemptible:
-                        queue.allocated_non_preemptible[i] += amount
-            queue = self.queues.get(queue.parent) if queue.parent else None
+                queue.share(i).request += amount
+            if allocated:
+                self._allocate(queue, amounts, 1.0, non_preemptible)
+
+    @staticmethod
+    def _allocate(queue: QueueAttributes, amounts: Quantities, sign: float, non_preemptible: bool) -> None:
+        for i, amount in enumerate(amounts):
+            queue.allocated[i] += sign * amount
+            if non_preemptible:
+                queue.allocated_non_preemptible[i] += sign * amount
 
     def _charge(self, task: TaskInfo, sign: float) -> None:
         job = self.ssn.jobs[task.job_key]
         amounts = task_quantities(task)
-        queue = self.queues.get(job.queue)
-        while queue is not None:
-            for i, amount in enumerate(amounts):
-                queue.allocated[i] += sign * amount
-                if not job.preemptible:
-                    queue.allocated_non_preemptible[i] += sign * amount
-            queue = self.queues.get(queue.parent) if queue.parent else None
+        for queue in ancestry(self.queues, job.queue):
+            self._allocate(queue, amounts, sign, not job.preemptible)
 
     def on_allocate(self, task: TaskInfo) -> None:
         self._charge(task, 1.0)

@@ -9,7 +9,7 @@ the reclaimer's side must not become more saturated than the siblings it took fr
 import math
 from collections.abc import Mapping
 
-from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, less_equal
+from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry, less_equal
 from kai.core.plugins.proportion.resource_division import UNLIMITED
 
 Chunk = Quantities
@@ -19,19 +19,10 @@ def _add(a: Quantities | list[float], b: Quantities | list[float]) -> list[float
     return [x + y for x, y in zip(a, b, strict=True)]
 
 
-def _path(queues: Mapping[str, QueueAttributes], uid: str) -> list[QueueAttributes]:
-    path: list[QueueAttributes] = []
-    queue = queues.get(uid)
-    while queue is not None:
-        path.insert(0, queue)
-        queue = queues.get(queue.parent) if queue.parent else None
-    return path
-
-
 def _leveled(
     queues: Mapping[str, QueueAttributes], reclaimer: str, reclaimee: str
 ) -> tuple[QueueAttributes, QueueAttributes]:
-    left, right = _path(queues, reclaimer), _path(queues, reclaimee)
+    left, right = ancestry(queues, reclaimer)[::-1], ancestry(queues, reclaimee)[::-1]
     pair = (left[0], right[0])
     for a, b in zip(left, right, strict=False):
         pair = (a, b)
@@ -86,16 +77,13 @@ def reclaimable(
         for chunk in chunks:
             if not _fits_strategy(request, reclaimer_side, reclaimee_side, side_remaining):
                 return False
-            queue: QueueAttributes | None = queues[victim_queue]
-            while queue is not None:
-                left = remaining.setdefault(queue.uid, list(queue.allocated))
+            for ancestor in ancestry(queues, victim_queue):
+                left = remaining.setdefault(ancestor.uid, list(ancestor.allocated))
                 for i in range(3):
                     left[i] -= chunk[i]
-                involved.setdefault(queue.uid, set()).update(involved[victim_queue])
-                queue = queues.get(queue.parent) if queue.parent else None
+                involved.setdefault(ancestor.uid, set()).update(involved[victim_queue])
     requester_involved = {i for i in range(3) if request[i] > 0}
-    queue = queues.get(reclaimer_queue)
-    while queue is not None:
+    for queue in ancestry(queues, reclaimer_queue):
         mine = _add(remaining.get(queue.uid, queue.allocated), request)
         for sibling_uid, sibling_left in remaining.items():
             sibling = queues[sibling_uid]
@@ -112,5 +100,4 @@ def reclaimable(
                     return False
         if not preemptible and not less_equal(_add(queue.allocated_non_preemptible, request), queue.deserved()):
             return False
-        queue = queues.get(queue.parent) if queue.parent else None
     return True
