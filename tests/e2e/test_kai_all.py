@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,21 +20,16 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 from controlplane import ControlPlane, free_port
+from kube.kube_support import wait_until as poll
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO.parent / "shared" / "examples" / "seed"
 T = TypeVar("T")
 
 
-def wait_until(what: str, check: Callable[[], T], timeout: float = 60.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)
+def wait_until(what: str, check: Callable[[], T]) -> T:
+    """kube_support's poll, with room for a whole `kai all` start, sync and binding round."""
+    return poll(what, check, timeout=60.0)
 
 
 class Kai:
