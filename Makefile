@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck contracts controlplane pytest bench clean
+.PHONY: run test unit e2e lint typecheck contracts controlplane bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -16,11 +16,16 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/kai simulate examples/department.yaml
 
-test: $(STAMP) lint typecheck contracts pytest
+# Everything: static checks, then the tests that need no cluster, then the real control plane.
+test: $(STAMP) lint typecheck contracts unit e2e
+
+# The inner loop: unit, conformance and property tests (no control plane), in under a minute.
+unit: $(STAMP)
+	$(BIN)/pytest -n 2 -q tests/unit tests/conformance tests/properties
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench hack
+	$(BIN)/ruff format --check src tests bench hack
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,8 +37,9 @@ contracts: $(STAMP)
 controlplane:
 	bash hack/controlplane.sh
 
-pytest: $(STAMP) controlplane
-	$(BIN)/pytest -n 2 --dist loadgroup -q
+# Tests against a real kube-apiserver + etcd (built once by `controlplane`).
+e2e: $(STAMP) controlplane
+	$(BIN)/pytest -q tests/e2e
 
 bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py

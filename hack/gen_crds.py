@@ -97,6 +97,12 @@ QUANTITY_PATTERN = (
 
 # A Go time.Duration as metav1.Duration parses it (non-negative): "0", "90s", "1h30m", "1.5h".
 DURATION_PATTERN = r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+SIGNED_DURATION_PATTERN = r"^-?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+ONE_GANG_RULE = {
+    "message": "minMember and minSubGroup are mutually exclusive: set one of them",
+    "rule": "!(has(self.minMember) && has(self.minSubGroup))",
+}
 
 
 def resource_list(desc: str) -> Schema:
@@ -260,12 +266,20 @@ def topology_constraint() -> Schema:
 def podgroup_crd() -> dict[str, Any]:
     sub_group = obj(
         {
-            "minMember": integer("Minimal number of pods of this sub-group to run together.", minimum=1),
-            "name": string("Name of the sub-group, unique within the PodGroup.", minLength=1),
-            "parent": string("Name of the parent sub-group."),
+            "minMember": integer(
+                "Minimal number of pods of this (leaf) sub-group to run together; 0 = all its pods are elastic.",
+                minimum=0,
+            ),
+            "minSubGroup": integer(
+                "Minimal number of direct child sub-groups that must be satisfied. Mutually exclusive with minMember.",
+                minimum=0,
+            ),
+            "name": string("Name of the sub-group, unique within the PodGroup.", minLength=1, pattern=DNS_LABEL),
+            "parent": string("Name of the parent sub-group.", pattern=DNS_LABEL),
             "topologyConstraint": topology_constraint(),
         },
         required=["name"],
+        **{"x-kubernetes-validations": [ONE_GANG_RULE]},
     )
     spec = obj(
         {
@@ -277,10 +291,19 @@ def podgroup_crd() -> dict[str, Any]:
             "minMember": integer(
                 "Minimal number of pods that must be scheduled together (gang); none runs until all fit.", minimum=1
             ),
+            "minSubGroup": integer(
+                "Minimal number of direct child sub-groups that must be satisfied (with subGroups). Mutually exclusive "
+                "with minMember.",
+                minimum=1,
+            ),
             "parallelism": integer("Not used by the scheduler."),
             "preemptibility": string(
                 "Whether the group may be preempted; unset = decided by its priority class.",
                 enum=["preemptible", "non-preemptible"],
+            ),
+            "preemptionDelay": string(
+                "How long the group must be pending (since creation or its last eviction) before it may evict others.",
+                pattern=DURATION_PATTERN,
             ),
             "priorityClassName": string("PriorityClass giving the group's priority."),
             "queue": string("Name of the (leaf) queue the group is scheduled in."),
@@ -288,10 +311,16 @@ def podgroup_crd() -> dict[str, Any]:
                 "Scheduling attempts before a node pool's scheduler skips the group; -1 (default) = retry forever.",
                 minimum=-1,
             ),
+            "stalenessGracePeriod": string(
+                "How long the group may stay below its gang minimum before it is evicted; negative = never. "
+                "Default: the scheduler's.",
+                pattern=SIGNED_DURATION_PATTERN,
+            ),
             "subGroups": array(sub_group, "Finer-grained subsets of pods with their own minMember and topology."),
             "topologyConstraint": topology_constraint(),
         },
         "PodGroupSpec defines the desired state of PodGroup",
+        **{"x-kubernetes-validations": [ONE_GANG_RULE]},
     )
     condition = obj(
         {
@@ -384,7 +413,22 @@ def bindrequest_crd() -> dict[str, Any]:
     spec = obj(
         {
             "backoffLimit": integer("Binding attempts before the BindRequest fails.", minimum=0),
+            "extendedResourceClaimAllocation": {
+                "type": "object",
+                "description": "Allocation of the claim made for the pod's extended resources (kept as given).",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
             "podName": string("Name of the pod to bind (same namespace).", minLength=1),
+            "predictedNUMAZones": array(
+                obj(
+                    {
+                        "amount": resource_list("Resources expected from the zone."),
+                        "zone": string("NUMA zone."),
+                    },
+                    required=["amount", "zone"],
+                ),
+                "NUMA zones the pod's resources are expected to come from.",
+            ),
             "receivedGPU": obj(
                 {
                     "count": integer("Number of GPUs.", fmt=None, minimum=0),
@@ -427,25 +471,37 @@ LABEL_KEY_PATTERN = (
 def topology_crd() -> dict[str, Any]:
     level = obj(
         {
+            "alias": string(
+                "Short name for the level, shown instead of the node label.",
+                minLength=1,
+                maxLength=316,
+                pattern=LABEL_KEY_PATTERN,
+            ),
             "nodeLabel": string(
                 "Node label whose value names the node's domain at this level.",
                 minLength=1,
                 maxLength=316,
                 pattern=LABEL_KEY_PATTERN,
-            )
+            ),
         },
         required=["nodeLabel"],
     )
     levels = array(
         level,
-        "Levels from the highest (e.g. block) to the lowest (e.g. host). Immutable.",
+        "Levels from the highest (e.g. block) to the lowest (e.g. host). Only aliases may change.",
         minItems=1,
         maxItems=16,
         **{
             "x-kubernetes-list-type": "atomic",
             "x-kubernetes-validations": [
-                {"message": "field is immutable", "rule": "self == oldSelf"},
-                {"message": "must be unique", "rule": "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0"},
+                {
+                    "message": "nodeLabel structure is immutable; only aliases may be edited",
+                    "rule": "self.map(l, l.nodeLabel) == oldSelf.map(l, l.nodeLabel)",
+                },
+                {
+                    "message": "nodeLabel must be unique",
+                    "rule": "size(self.filter(i, size(self.filter(j, j.nodeLabel == i.nodeLabel)) > 1)) == 0",
+                },
                 {
                     "message": "the kubernetes.io/hostname label can only be used at the lowest level of topology",
                     "rule": "size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 || "

@@ -1,4 +1,4 @@
-"""KAI's own action tests, as scenarios: every one runs; failures must be listed with a reason.
+"""KAI v0.17.0's own action tests, as scenarios (kai-v0.17/README.md): every one runs; a failure needs a reason.
 
 An unlisted failure fails, and so does a listed scenario that now passes (the list only shrinks).
 """
@@ -10,8 +10,7 @@ import pytest
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
 
-REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = REPO.parent / "shared" / "scenarios" / "kai"
+SCENARIOS = Path(__file__).resolve().with_name("kai-v0.17")
 KNOWN_FAILURES_FILE = Path(__file__).with_name("known_failures.txt")
 
 
@@ -31,7 +30,7 @@ FILES = sorted(p.relative_to(SCENARIOS).as_posix() for p in SCENARIOS.rglob("*.y
 
 def test_scenario_folder_is_present() -> None:
     assert SCENARIOS.is_dir(), f"conformance scenarios not found at {SCENARIOS}"
-    assert len(FILES) >= 290, f"expected KAI's 290 scenarios, found {len(FILES)}"
+    assert len(FILES) == 317, f"expected KAI v0.17.0's 317 scenarios, found {len(FILES)}"
 
 
 def test_known_failures_name_existing_scenarios_with_reasons() -> None:

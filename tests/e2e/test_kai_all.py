@@ -23,7 +23,7 @@ from controlplane import ControlPlane, free_port
 from kube.kube_support import wait_until as poll
 
 REPO = Path(__file__).resolve().parents[2]
-SEED = REPO.parent / "shared" / "examples" / "seed"
+SEED = REPO / "examples" / "seed"
 T = TypeVar("T")
 
 

@@ -82,7 +82,7 @@ def test_default_queues_are_created_once() -> None:
 
 
 def test_podgrouper_groups_the_seed_training_pod() -> None:
-    seed = yaml.safe_load((REPO.parent / "shared" / "examples" / "seed" / "training-job.yaml").read_text())
+    seed = yaml.safe_load((REPO / "examples" / "seed" / "training-job.yaml").read_text())
     seed["metadata"]["namespace"] = "default"
     seed["metadata"]["uid"] = "u-1"
     cluster = MemoryCluster([seed, {"kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50}])

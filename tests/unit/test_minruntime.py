@@ -12,7 +12,7 @@ import yaml
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[2].parent / "shared" / "scenarios" / "kai"
+SCENARIOS = Path(__file__).resolve().parents[1] / "conformance" / "kai-v0.17"
 BASE = next((SCENARIOS / "preempt" / "preempt_test").glob("001-*.yaml"))
 
 

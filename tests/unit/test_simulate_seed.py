@@ -6,7 +6,7 @@ from pathlib import Path
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
 
-SEED = Path(__file__).resolve().parents[2].parent / "shared" / "examples" / "seed"
+SEED = Path(__file__).resolve().parents[2] / "examples" / "seed"
 EXTRA = """
 ---
 apiVersion: v1

@@ -16,7 +16,7 @@ from kai.core.state.pod_status import PodStatus
 from kai.core.state.snapshot import take_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = REPO.parent / "shared" / "scenarios" / "kai"
+SCENARIOS = REPO / "tests" / "conformance" / "kai-v0.17"
 
 
 def _state() -> ClusterState:

@@ -1,4 +1,4 @@
-"""Scenario files (shared/scenario-format.md): plain Kubernetes objects, the scheduler config, and expectations.
+"""Scenario files (docs/scenario-format.md): plain Kubernetes objects, the scheduler config, and expectations.
 
 A file that cannot be used gets one clear error naming the file, the field and what is allowed.
 """
