@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ class Kai:
 
     def __init__(self, cp: ControlPlane, log: Path, *extra: str) -> None:
         self.metrics_port = free_port()
+        self.probe_port = free_port()
         self.log = log
         self.cp = cp
         self.extra = extra
@@ -45,7 +47,8 @@ class Kai:
     def _start(self) -> subprocess.Popen[bytes]:
         argv = [
             sys.executable, "-m", "kai", "all", f"--kubeconfig={self.cp.kubeconfig_path}",
-            "--schedule-period=200ms", f"--metrics-port={self.metrics_port}", *self.extra,
+            "--schedule-period=200ms", f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", *self.extra,
         ]  # fmt: skip
         with self.log.open("ab") as out:
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
@@ -66,8 +69,24 @@ class Kai:
                 self.process.kill()
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
-            return str(response.read().decode())
+        """The metrics text ("" until the process serves it)."""
+        code, body = self.get(self.metrics_port, "/metrics")
+        return body if code == 200 else ""
+
+    def probe(self, path: str) -> tuple[int, str]:
+        return self.get(self.probe_port, path)
+
+    @staticmethod
+    def get(port: int, path: str) -> tuple[int, str]:
+        """(status, body) of GET http://127.0.0.1:<port><path>, error statuses included; (0, why) while nothing
+        listens there yet."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+                return response.status, str(response.read().decode())
+        except urllib.error.HTTPError as error:
+            return error.code, str(error.read().decode())
+        except urllib.error.URLError as error:
+            return 0, str(error.reason)
 
 
 @pytest.fixture
@@ -269,6 +288,28 @@ def test_statuses_and_metrics(control_plane: ControlPlane, namespace: str, kai: 
     assert f'kai_queue_allocated_gpus{{queue_name="{queue_name}"}} 6.0' in text
 
 
+def test_probes_tell_the_truth_and_metrics_stay_on_their_port(kai: Kai) -> None:
+    assert wait_until("readiness", lambda: kai.probe("/readyz") == (200, "ok\n"))
+    code, body = kai.probe("/readyz?verbose")
+    assert code == 200 and "[+]informers synced: " in body and "Pod" in body and "readyz check passed" in body
+    code, body = kai.probe("/healthz?verbose")
+    assert code == 200 and "[+]loops running: kai-controllers, kai-podgrouper, kai-binder, kai-scheduler" in body
+    assert kai.probe("/metrics")[0] == 404, "metrics are not served on the probe port"
+    assert kai.get(kai.metrics_port, "/healthz")[0] == 404, "probes are not served on the metrics port"
+    assert kai.get(kai.metrics_port, "/anything")[0] == 404
+    assert "kai_e2e_scheduling_latency_milliseconds" in wait_until("metrics", kai.metrics)
+
+
+def test_a_busy_port_is_one_clear_error(control_plane: ControlPlane, kai: Kai, tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "kai", "binder", f"--kubeconfig={control_plane.kubeconfig_path}",
+            f"--health-probe-bind-address=127.0.0.1:{kai.probe_port}", "--metrics-bind-address=0"]  # fmt: skip
+    wait_until("the first process to listen", lambda: kai.probe("/healthz")[0] == 200)
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    assert second.returncode != 0
+    assert f"cannot serve health probes on 127.0.0.1:{kai.probe_port}" in second.stderr
+    assert "Traceback" not in second.stderr
+
+
 def test_restart_binds_nothing_twice_and_loses_nothing(
     control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
 ) -> None:
@@ -314,6 +355,10 @@ def test_leader_election_lets_one_replica_work_and_hands_over(
         holder = lease["spec"]["holderIdentity"]
         leaders = [r for r in replicas if "leads" in r.log.read_text()]
         assert len(leaders) == 1, "exactly one replica leads"
+        (follower,) = (r for r in replicas if r is not leaders[0])
+        code, body = follower.probe("/readyz?verbose")
+        assert code == 200 and f"[+]leader standby (Lease kai-scheduler/kai-scheduler held by {holder})" in body
+        assert "[+]leader leading" in leaders[0].probe("/readyz?verbose")[1]
         leaders[0].kill()
         apply(control_plane, tmp_path, *(gpu_pod(namespace, f"b{i}", queue_name, pool, 1) for i in range(4)))
         wait_until(

@@ -9,6 +9,7 @@ import click
 import yaml
 from rich.console import Console
 
+from kai.components.endpoints import EndpointError
 from kai.components.runtime import COMPONENTS, RuntimeOptions
 from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
@@ -71,7 +72,8 @@ def _serve(
     context: str | None,
     scheduler_conf: Path | None,
     schedule_period: str,
-    metrics_port: int | None,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
     leader_elect: bool,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -82,10 +84,16 @@ def _serve(
         period = parse_duration(schedule_period, "command line", "--schedule-period")
     except (InvalidObject, yaml.YAMLError) as error:
         raise click.ClickException(str(error)) from error
-    options = RuntimeOptions(config=config, schedule_period_s=period, metrics_port=metrics_port, write_workers=16)
+    options = RuntimeOptions(
+        config=config,
+        schedule_period_s=period,
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address,
+        write_workers=16,
+    )
     try:
         serve(components, options, kubeconfig, context, leader_elect)
-    except ServeError as error:
+    except (ServeError, EndpointError) as error:
         raise click.ClickException(str(error)) from error
 
 
@@ -101,17 +109,41 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         help="Scheduler configuration (actions, tiers) as YAML.",
     )
     @click.option("--schedule-period", default="1s", show_default=True, help="Time between scheduling cycles.")
-    @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port.")
+    @click.option(
+        "--metrics-bind-address",
+        "--listen-address",
+        "--metrics-listen-address",
+        "metrics_bind_address",
+        default=":8080",
+        show_default=True,
+        help="HOST:PORT for /metrics (KAI's names; :PORT = every interface, 0 = off).",
+    )
+    @click.option(
+        "--health-probe-bind-address",
+        default=":8081",
+        show_default=True,
+        help="HOST:PORT for /healthz and /readyz (0 = off).",
+    )
     @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-scheduler/kai-scheduler Lease.")
     def command(
         kubeconfig: str | None,
         context: str | None,
         scheduler_conf: Path | None,
         schedule_period: str,
-        metrics_port: int | None,
+        metrics_bind_address: str,
+        health_probe_bind_address: str,
         leader_elect: bool,
     ) -> None:
-        _serve(set(components), kubeconfig, context, scheduler_conf, schedule_period, metrics_port, leader_elect)
+        _serve(
+            set(components),
+            kubeconfig,
+            context,
+            scheduler_conf,
+            schedule_period,
+            metrics_bind_address,
+            health_probe_bind_address,
+            leader_elect,
+        )
 
 
 _component_command("scheduler", ("scheduler",), "Run scheduling cycles and write BindRequests and statuses.")

@@ -1,5 +1,5 @@
 """Running components in one process: the scheduler loop, the binder and the status controllers, each on its own
-thread over one cluster connection, with a shared Prometheus registry served on the metrics port.
+thread over one cluster connection, with a shared Prometheus registry (served by ``endpoints``).
 
 ``kai all`` runs them all (with the pod-grouper); ``kai scheduler`` / ``kai binder`` / ``kai controllers`` /
 ``kai podgrouper`` run one each. Loops wake up on
@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.endpoints import Health
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper
@@ -43,8 +44,8 @@ class RuntimeOptions:
     schedule_period_s: float = 1.0
     binder_period_s: float = 1.0
     controllers_period_s: float = 2.0
-    metrics_port: int | None = None
-    metrics_address: str = "0.0.0.0"
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
     write_workers: int = 1
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
 
@@ -72,9 +73,17 @@ def _loop(name: str, step: Callable[[], Any], period_s: float, wake: threading.E
             return
 
 
-def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, stop: threading.Event) -> None:
-    """Run the named components until ``stop`` is set."""
-    registry = CollectorRegistry()
+def run(
+    cluster: ClusterClient,
+    components: set[str],
+    options: RuntimeOptions,
+    stop: threading.Event,
+    registry: CollectorRegistry | None = None,
+    health: Health | None = None,
+) -> None:
+    """Run the named components until ``stop`` is set; their metrics go to ``registry``, and ``health`` learns
+    whether their loops are alive."""
+    registry = registry if registry is not None else CollectorRegistry()
     writes = Writes(options.write_workers)
     wakes = {name: threading.Event() for name in components}
 
@@ -111,13 +120,20 @@ def run(cluster: ClusterClient, components: set[str], options: RuntimeOptions, s
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
         loop = SchedulerLoop(cluster, options.config, metrics, writes=writes)
         threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))
-    if options.metrics_port is not None:
-        start_http_server(options.metrics_port, addr=options.metrics_address, registry=registry)
     for thread in threads:
         thread.start()
+    if health is not None:
+        health.liveness["loops"] = lambda: _alive(threads)
     stop.wait()
     for thread in threads:
         thread.join(timeout=10)
+
+
+def _alive(threads: list[threading.Thread]) -> tuple[bool, str]:
+    dead = [t.name for t in threads if not t.is_alive()]
+    if dead:
+        return False, f"stopped: {', '.join(dead)}"
+    return True, f"running: {', '.join(t.name for t in threads)}"
 
 
 def _thread(

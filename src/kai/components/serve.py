@@ -1,5 +1,8 @@
-"""Serving components against an API server: connect, sync the caches, optionally win the Lease, then run.
+"""Serving components against an API server: open the endpoints, connect, sync the caches, optionally win the
+Lease, then run.
 
+The metrics and probe endpoints answer from the first second, so a kubelet sees the truth while the process syncs:
+``/readyz`` fails until every informer has listed its kind, and says whether this replica leads or stands by.
 With leader election, a replica waits until it holds the Lease and exits when it loses it (the replica set then
 restarts it as a candidate), so two replicas never schedule or bind at the same time.
 """
@@ -10,8 +13,11 @@ import socket
 import threading
 import uuid
 
+from prometheus_client import CollectorRegistry
+
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.leader import LeaderElector
+from kai.components.endpoints import Endpoints, Health
 from kai.components.runtime import RuntimeOptions, kinds_for, run
 
 log = logging.getLogger(__name__)
@@ -20,6 +26,20 @@ SYNC_TIMEOUT_S = 120.0
 
 class ServeError(RuntimeError):
     pass
+
+
+def _synced(cluster: KubeCluster) -> tuple[bool, str]:
+    waiting = sorted(kind for kind, informer in cluster.informers.items() if not informer.synced.is_set())
+    if waiting:
+        return False, f"not synced yet: {', '.join(waiting)}"
+    return True, f"synced: {', '.join(sorted(cluster.informers))}"
+
+
+def _leadership(elector: LeaderElector, lease: str) -> tuple[bool, str]:
+    if elector.is_leader:
+        return True, f"leading (Lease {lease})"
+    holder = elector.holder
+    return True, f"standby (Lease {lease} held by {holder})" if holder else f"standby (Lease {lease})"
 
 
 def serve(
@@ -36,9 +56,13 @@ def serve(
         signal.signal(signum, lambda *_: stop.set())
     kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
     cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
-    cluster.start()
+    registry, health = CollectorRegistry(), Health()
+    health.readiness["informers"] = lambda: _synced(cluster)
+    endpoints: Endpoints | None = None
     elector: LeaderElector | None = None
     try:
+        endpoints = Endpoints(options.metrics_bind_address, options.health_probe_bind_address, registry, health)
+        cluster.start()
         if not cluster.wait_for_sync(SYNC_TIMEOUT_S):
             raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
         if leader_elect:
@@ -52,14 +76,18 @@ def serve(
                 on_started_leading=leading.set,
                 on_stopped_leading=stop.set,
             )
+            lease, campaign = f"{lease_namespace}/{lease_name}", elector
+            health.readiness["leader"] = lambda: _leadership(campaign, lease)
             elector.start()
             log.info("%s waits for the Lease %s/%s", identity, lease_namespace, lease_name)
             while not leading.wait(0.5):
                 if stop.is_set():
                     return
             log.info("%s leads", identity)
-        run(cluster, components, options, stop)
+        run(cluster, components, options, stop, registry, health)
     finally:
         if elector is not None:
             elector.stop()
         cluster.close()
+        if endpoints is not None:
+            endpoints.close()

@@ -80,6 +80,11 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self._leading
 
+    @property
+    def holder(self) -> str:
+        """Who held the Lease when it was last read ("" before the first read)."""
+        return str((self._observed or {}).get("holderIdentity") or "")
+
     def start(self) -> None:
         self._stopping.clear()
         self._thread = threading.Thread(target=self._run, name=f"kai-leader-{self._name}", daemon=True)
