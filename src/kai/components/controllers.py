@@ -2,7 +2,9 @@
 queue-controller, kai-reference.md §1.5–1.6), plus the queue metrics the queue-controller exports.
 
 Both reconcile everything on each pass from the cluster's cached objects and write a status only when it changed,
-so repeated passes are cheap and idempotent.
+so repeated passes are cheap and idempotent. An object they cannot read is skipped and logged once, not every pass;
+the scheduler reports it on the object (``kai.components.scheduler.invalid``). Like KAI's, these controllers record
+no events.
 """
 
 import logging
@@ -21,6 +23,23 @@ from kai.core.model.resources import GpuRequestKind
 log = logging.getLogger(__name__)
 Totals = dict[str, float]
 GPU_MEMORY_RESOURCE = "run.ai/gpu.memory"
+
+
+class SkipLog:
+    """Logs the problem of each skipped object once, and again only after a pass in which it was gone."""
+
+    def __init__(self) -> None:
+        self._logged: set[str] = set()
+        self._seen: set[str] = set()
+
+    def skip(self, error: InvalidObject) -> None:
+        message = str(error)
+        self._seen.add(message)
+        if message not in self._logged:
+            log.warning("skipping %s", message)
+
+    def end_pass(self) -> None:
+        self._logged, self._seen = self._seen, set()
 
 
 def quantity(name: str, amount: float) -> str:
@@ -66,6 +85,7 @@ class PodGroupStatusController:
     def __init__(self, cluster: ClusterClient, writes: Writes | None = None) -> None:
         self.cluster = cluster
         self.writes = writes or Writes()
+        self.skipped = SkipLog()
 
     def compute(self) -> dict[str, dict[str, Totals]]:
         """Per podgroup key: requested, allocated and allocatedNonPreemptible totals."""
@@ -82,7 +102,7 @@ class PodGroupStatusController:
             try:
                 podgroup = parse_podgroup(raw)
             except InvalidObject as error:
-                log.warning("skipping %s", error)
+                self.skipped.skip(error)
                 continue
             podgroups[podgroup.key] = podgroup
         result: dict[str, dict[str, Totals]] = {
@@ -112,7 +132,8 @@ class PodGroupStatusController:
                     if not preemptible:
                         _add(result[key]["allocatedNonPreemptible"], allocated)
             except InvalidObject as error:
-                log.warning("skipping %s", error)
+                self.skipped.skip(error)
+        self.skipped.end_pass()
         return result
 
     def reconcile(self) -> dict[str, dict[str, Totals]]:
@@ -142,6 +163,7 @@ class QueueStatusController:
         self.cluster = cluster
         self.writes = writes or Writes()
         self.podgroups = PodGroupStatusController(cluster, self.writes)
+        self.skipped = SkipLog()
         self.gauges: dict[str, Gauge] = {}
         if registry is not None:
             for name, doc in (
@@ -163,7 +185,7 @@ class QueueStatusController:
             try:
                 queue = parse_queue(raw)
             except InvalidObject as error:
-                log.warning("skipping %s", error)
+                self.skipped.skip(error)
                 continue
             queues[queue.name] = raw
             parents[queue.name] = queue.parent
@@ -198,6 +220,7 @@ class QueueStatusController:
                 status.update(wanted)
                 changed.append(raw)
             self._export(name, raw, sums["allocated"])
+        self.skipped.end_pass()
         self.writes.each("queue status", changed, lambda queue: self.cluster.update_status("Queue", queue))
 
     def _export(self, name: str, raw: Raw, allocated: Totals) -> None:

@@ -2,34 +2,68 @@
 
 Binds become BindRequests (the binder binds), evictions become pod deletions, podgroups get their start and
 staleness annotations, and every waiting podgroup gets KAI's scheduling condition, its pending pods the
-``PodScheduled=False`` condition and events. Every write is idempotent: an existing BindRequest is left alone,
-an unchanged condition is not rewritten.
+``PodScheduled=False`` condition and events. As in KAI, the events are recorded every cycle (the recorder counts
+repeats on one Event) and conditions are written only when they change; a podgroup's scheduling condition is
+cleared once none of its pods waits or awaits its bind (the API server sets ``PodScheduled=True`` when it binds a
+pod). Every write is idempotent: an existing BindRequest is left alone, an unchanged condition is not rewritten.
 """
 
-import itertools
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kai.cluster.port import ClusterClient, Raw
+from kai.cluster.port import ClusterClient
+from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
-from kai.core.framework.decisions import Bind, CycleResult, Eviction, Unschedulable
+from kai.components.scheduler.conditions import (
+    NODE_POOL,
+    clear_scheduling_conditions,
+    set_condition,
+    set_scheduling_condition,
+)
+from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
 
 log = logging.getLogger(__name__)
 COMPONENT = "kai-scheduler"
-NODE_POOL = "default"
+"""The scheduler's event source, as KAI's (its scheduler name)."""
+UNSETTLED = frozenset({PodStatus.PENDING, PodStatus.GATED, PodStatus.ALLOCATED, PodStatus.PIPELINED, PodStatus.BINDING})
+"""A podgroup with a task in one of these keeps its scheduling condition (KAI: pending, gated, or awaiting bind)."""
 
 
 class DecisionWriter:
-    def __init__(self, cluster: ClusterClient, now: Callable[[], float], writes: Writes | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        now: Callable[[], float],
+        writes: Writes | None = None,
+        recorder: EventRecorder | None = None,
+    ) -> None:
         self.cluster = cluster
         self.now = now
         self.writes = writes or Writes()
-        self._sequence = itertools.count(1)
+        self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
+        self._conditioned: set[str] = set()
+        """PodGroups whose stored status has scheduling conditions (kept from watch events)."""
+        self._lock = threading.Lock()
+        cluster.subscribe(self._on_change)
 
-    def write(self, result: CycleResult) -> None:
+    def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        if kind != "PodGroup":
+            return
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        with self._lock:
+            if not deleted and (obj.get("status") or {}).get("schedulingConditions"):
+                self._conditioned.add(key)
+            else:
+                self._conditioned.discard(key)
+
+    def write(self, result: CycleResult, jobs: Mapping[str, PodGroupInfo] | None = None) -> None:
         """Apply every decision; a failure on one object is logged and the others still go out."""
         writes = self.writes
         writes.each("bind", result.binds, self._bind_request)
@@ -49,6 +83,9 @@ class DecisionWriter:
             result.pod_errors.items(),
             lambda item: self._pod_unschedulable(*item, mark=item[0] not in result.events_only),
         )
+        writes.each("pipeline event", result.pipelined, self._pipelined)
+        writes.each("clear podgroup condition", self._settled(jobs or {}), self._clear_podgroup_conditions)
+        self.recorder.flush()
 
     def _bind_request(self, bind: Bind) -> None:
         namespace, pod_name = bind.pod_key.split("/", 1)
@@ -90,18 +127,20 @@ class DecisionWriter:
                 },
             },
         )
-        self.event(
-            "Pod",
-            bind.pod_key,
+        self.recorder.record(
+            ObjectRef("v1", "Pod", namespace, pod_name, bind.pod_uid),
             "Normal",
             "Scheduled",
             f"Successfully assigned pod {bind.pod_key} to node {bind.node} at node-pool {NODE_POOL}",
         )
 
     def _evict(self, eviction: Eviction) -> None:
-        self.event("Pod", eviction.pod_key, "Normal", "Evict", eviction.message)
-        self.event("PodGroup", eviction.podgroup_key, "Normal", "Evict", eviction.message)
+        self._event("Pod", eviction.pod_key, "Normal", "Evict", eviction.message)
+        self._event("PodGroup", eviction.podgroup_key, "Normal", "Evict", eviction.message)
         self.cluster.delete("Pod", eviction.pod_key)
+
+    def _pipelined(self, pipeline: Pipeline) -> None:
+        self._event("Pod", pipeline.pod_key, "Normal", "Pipelined", pipeline.message)
 
     def _annotate(self, podgroup_key: str, annotation: str, when: float | None) -> None:
         podgroup = self.cluster.get("PodGroup", podgroup_key)
@@ -116,73 +155,50 @@ class DecisionWriter:
         self.cluster.update("PodGroup", podgroup)
 
     def _podgroup_condition(self, waiting: Unschedulable) -> None:
+        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition."""
         podgroup = self.cluster.get("PodGroup", waiting.podgroup_key)
         if podgroup is None:
             return
-        status: dict[str, Any] = podgroup.setdefault("status", {})
-        conditions: list[dict[str, Any]] = status.setdefault("schedulingConditions", [])
-        current = next((c for c in conditions if c.get("nodePool") == NODE_POOL), None)
+        self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", waiting.message)
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
-        if current is not None and current.get("message") == waiting.message and current.get("reasons") == reasons:
-            return
-        transition = str(int((current or {}).get("transitionID", "0")) + 1)
-        condition = {
-            "type": "UnschedulableOnNodePool",
-            "nodePool": NODE_POOL,
-            "reason": "Unschedulable",
-            "message": waiting.message,
-            "reasons": reasons,
-            "transitionID": transition,
-            "lastTransitionTime": format_time(self.now()),
-            "status": "True",
-        }
-        status["schedulingConditions"] = [c for c in conditions if c.get("nodePool") != NODE_POOL] + [condition]
-        self.cluster.update_status("PodGroup", podgroup)
-        self.event("PodGroup", waiting.podgroup_key, "Warning", "Unschedulable", waiting.message)
+        if set_scheduling_condition(podgroup, waiting.message, reasons, self.now()):
+            self.cluster.update_status("PodGroup", podgroup)
+
+    def _settled(self, jobs: Mapping[str, PodGroupInfo]) -> list[str]:
+        """Podgroups with a scheduling condition none of whose pods waits or awaits its bind any more."""
+        with self._lock:
+            conditioned = list(self._conditioned)
+        return [
+            key
+            for key in conditioned
+            if key in jobs and not any(task.status in UNSETTLED for task in jobs[key].tasks.values())
+        ]
+
+    def _clear_podgroup_conditions(self, key: str) -> None:
+        podgroup = self.cluster.get("PodGroup", key)
+        if podgroup is not None and clear_scheduling_conditions(podgroup):
+            self.cluster.update_status("PodGroup", podgroup)
+        with self._lock:  # until the watch shows the change, so the next cycle does not clear it again
+            self._conditioned.discard(key)
 
     def _pod_unschedulable(self, pod_key: str, message: str, mark: bool = True) -> None:
-        """``PodScheduled=False/Unschedulable`` and a Warning event (the event only with markUnschedulable off)."""
+        """KAI's Warning ``Unschedulable`` event every cycle, and ``PodScheduled=False/Unschedulable`` when it
+        changes (the event only, with markUnschedulable off)."""
         pod = self.cluster.get("Pod", pod_key)
         if pod is None:
             return
-        if not mark:
-            self.event("Pod", pod_key, "Warning", "Unschedulable", message)
-            return
-        status: dict[str, Any] = pod.setdefault("status", {})
-        conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
-        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-        if current is not None and current.get("status") == "False" and current.get("message") == message:
-            return
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-            "lastTransitionTime": format_time(self.now()),
-        }
-        status["conditions"] = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
-        self.cluster.update_status("Pod", pod)
-        self.event("Pod", pod_key, "Warning", "Unschedulable", message)
+        self.recorder.record(ObjectRef.of("Pod", pod), "Warning", "Unschedulable", message)
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+        if mark and set_condition(pod, condition, self.now()):
+            self.cluster.update_status("Pod", pod)
 
-    def event(self, kind: str, key: str, kind_of_event: str, reason: str, message: str) -> None:
-        """A core/v1 Event about an object (what ``kubectl describe`` shows)."""
+    def _event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
+        """An event about the object ``key`` of ``kind`` (as cached; by name alone once it is gone)."""
+        obj = self.cluster.get(kind, key)
         namespace, _, name = key.rpartition("/")
-        api_version = "scheduling.run.ai/v2alpha2" if kind == "PodGroup" else "v1"
-        stamp = format_time(self.now())
-        event: Raw = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{name}.{int(self.now() * 1e6):x}{next(self._sequence)}",
-                "namespace": namespace or "default",
-            },
-            "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace},
-            "reason": reason,
-            "message": message,
-            "type": kind_of_event,
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": COMPONENT},
-        }
-        self.cluster.create("Event", event)
+        self.recorder.record(
+            ObjectRef.of(kind, obj if obj is not None else {"metadata": {"name": name, "namespace": namespace}}),
+            event_type,
+            reason,
+            message,
+        )

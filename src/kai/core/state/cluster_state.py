@@ -59,6 +59,8 @@ class ClusterState:
         self.resource_slices: dict[str, ResourceSlice] = {}
         self.resource_claims: dict[str, ResourceClaim] = {}
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
+        self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
+        """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
         self._stores: Mapping[str, dict[str, Any]] = {
             "Pod": self.pods,
             "Node": self.nodes,

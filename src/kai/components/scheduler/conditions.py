@@ -1,0 +1,90 @@
+"""The scheduler's conditions on pods, PodGroups and Queues, changed in place on a read object.
+
+Each function returns whether it changed anything, so callers write only real changes (KAI's status updater: an
+unchanged condition is not rewritten, and a transition time moves only when the status does).
+"""
+
+from typing import Any
+
+from kai.cluster.port import Raw
+from kai.core.model.meta import format_time
+
+NODE_POOL = "default"
+INVALID_OBJECT = "InvalidObject"
+"""Reason of the conditions that say an object cannot be used as written (``kai`` only: KAI's webhooks refuse
+such objects)."""
+QUEUE_VALID = "Valid"
+
+
+def _conditions(obj: Raw, field: str = "conditions") -> list[dict[str, Any]]:
+    status: dict[str, Any] = obj.setdefault("status", {})
+    conditions = status.get(field)
+    return conditions if isinstance(conditions, list) else []
+
+
+def set_condition(obj: Raw, condition: Raw, now: float) -> bool:
+    """Sets the condition of ``condition["type"]`` in ``status.conditions`` (pods, Queues); unchanged → False."""
+    conditions = _conditions(obj)
+    current = next((c for c in conditions if c.get("type") == condition["type"]), None)
+    if current is not None and all(current.get(k) == v for k, v in condition.items()):
+        return False
+    stamp = format_time(now)
+    if current is not None and current.get("status") == condition["status"]:
+        stamp = current.get("lastTransitionTime", stamp)
+    updated = {**condition, "lastTransitionTime": stamp}
+    obj["status"]["conditions"] = [c for c in conditions if c.get("type") != condition["type"]] + [updated]
+    return True
+
+
+def remove_condition(obj: Raw, condition_type: str, reason: str) -> bool:
+    """Removes the ``condition_type`` condition if it has ``reason`` (someone else's condition stays)."""
+    conditions = _conditions(obj)
+    kept = [c for c in conditions if not (c.get("type") == condition_type and c.get("reason") == reason)]
+    if len(kept) == len(conditions):
+        return False
+    obj["status"]["conditions"] = kept
+    return True
+
+
+def set_scheduling_condition(podgroup: Raw, message: str, reasons: list[Raw], now: float) -> bool:
+    """KAI's ``UnschedulableOnNodePool`` for this node pool, last in the list, with the next transition ID."""
+    conditions = _conditions(podgroup, "schedulingConditions")
+    current = next((c for c in conditions if c.get("nodePool") == NODE_POOL), None)
+    unchanged = current is not None and current.get("message") == message and current.get("reasons") == reasons
+    if unchanged and conditions[-1] is current:
+        return False
+    last = conditions[-1] if conditions else {}
+    condition = {
+        "type": "UnschedulableOnNodePool",
+        "nodePool": NODE_POOL,
+        "reason": "Unschedulable",
+        "message": message,
+        "reasons": reasons,
+        "transitionID": str(_transition_id(last) + 1),
+        "lastTransitionTime": format_time(now),
+        "status": "True",
+    }
+    podgroup["status"]["schedulingConditions"] = [c for c in conditions if c.get("nodePool") != NODE_POOL] + [condition]
+    return True
+
+
+def clear_scheduling_conditions(podgroup: Raw, reason: str | None = None) -> bool:
+    """Removes the scheduling conditions (with ``reason``: only those whose first reason is it)."""
+    conditions = _conditions(podgroup, "schedulingConditions")
+    kept = [c for c in conditions if reason is not None and _first_reason(c) != reason]
+    if len(kept) == len(conditions):
+        return False
+    podgroup["status"]["schedulingConditions"] = kept
+    return True
+
+
+def _first_reason(condition: Raw) -> str:
+    reasons = condition.get("reasons") or [{}]
+    return str(reasons[0].get("reason", ""))
+
+
+def _transition_id(condition: Raw) -> int:
+    try:
+        return max(0, int(condition.get("transitionID", "0")))
+    except (TypeError, ValueError):  # as KAI: an unreadable ID counts as 0
+        return 0
