@@ -6,8 +6,10 @@
 
 Groups, versions, kinds, scope, short names, the status subresource and printer columns are KAI's
 (pkg/apis in NVIDIA/KAI-Scheduler), so KAI's manifests and tools work unchanged; tests/e2e/test_crds.py checks this
-against KAI's own CRDs. The OpenAPI schemas are ours: the same fields and types, with validation where a wrong
-value would otherwise reach the scheduler (enums, minimums, required fields, Topology's rules).
+against KAI's own CRDs. Printer columns add to KAI's, after them (docs/deviations.md): PodGroups get the columns a
+user looks for first (KAI's has none), and ``-o wide`` (priority 1) shows quotas and allocations. The OpenAPI
+schemas are ours: the same fields and types, with validation where a wrong value would otherwise reach the scheduler
+(enums, minimums, required fields, Topology's rules).
 Needs only PyYAML.
 """
 
@@ -130,6 +132,16 @@ def root(kind: str, plural: str, spec: Schema, status: Schema | None, required: 
     return obj(props, f"{kind} is the Schema for the {plural} API", required)
 
 
+def column(name: str, path: str, kind: str, desc: str = "", wide: bool = False) -> dict[str, Any]:
+    """A printer column; ``wide`` ones show only with ``kubectl get -o wide`` (priority 1)."""
+    spec: dict[str, Any] = {"jsonPath": path, "name": name, "type": kind}
+    if desc:
+        spec["description"] = desc
+    if wide:
+        spec["priority"] = 1
+    return spec
+
+
 def crd(
     *,
     group: str,
@@ -140,7 +152,7 @@ def crd(
     schema: Schema,
     short_names: list[str] | None = None,
     status_subresource: bool = True,
-    printer_columns: list[dict[str, str]] | None = None,
+    printer_columns: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     names: dict[str, Any] = {"kind": kind, "listKind": f"{kind}List", "plural": plural}
     if short_names:
@@ -245,6 +257,10 @@ def queue_crd() -> dict[str, Any]:
             {"jsonPath": ".spec.parentQueue", "name": "Parent", "type": "string"},
             {"jsonPath": ".status.childQueues", "name": "Children", "type": "string"},
             {"jsonPath": ".spec.displayName", "name": "DisplayName", "type": "string"},
+            column("GPU-Quota", ".spec.resources.gpu.quota", "number", "GPUs the queue deserves.", wide=True),
+            column("GPU-Limit", ".spec.resources.gpu.limit", "number", "Most GPUs it may use (-1: none).", wide=True),
+            column("GPU-Allocated", ".status.allocated.nvidia\\.com/gpu", "string", "GPUs its jobs hold.", wide=True),
+            column("Age", ".metadata.creationTimestamp", "date", wide=True),
         ],
     )
 
@@ -390,6 +406,26 @@ def podgroup_crd() -> dict[str, Any]:
         scope="Namespaced",
         short_names=["pg"],
         schema=root("PodGroup", "podgroups", spec, status),
+        printer_columns=[
+            column("Queue", ".spec.queue", "string", "The queue the group is scheduled from."),
+            column("MinMember", ".spec.minMember", "integer", "Pods that must be placed together."),
+            column(
+                "Unschedulable",
+                ".status.schedulingConditions[0].reasons[0].reason",
+                "string",
+                "Why the scheduler cannot place the group (empty once it is scheduled).",
+            ),
+            column("Age", ".metadata.creationTimestamp", "date"),
+            column("Priority", ".spec.priorityClassName", "string", "The group's priority class.", wide=True),
+            column(
+                "GPU-Allocated",
+                ".status.resourcesStatus.allocated.nvidia\\.com/gpu",
+                "string",
+                "GPUs the group's pods hold.",
+                wide=True,
+            ),
+            column("Message", ".status.schedulingConditions[0].message", "string", "The scheduler's words.", wide=True),
+        ],
     )
 
 

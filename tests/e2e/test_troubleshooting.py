@@ -1,0 +1,203 @@
+"""Troubleshooting as a KAI user does it, with `kai all` on the real control plane (issue 6, items 2 and 4):
+`kubectl describe` lists kai's events (counted, not re-created every cycle), conditions say why a pod waits and
+are gone once it binds, bad objects are reported on the object once, and `kubectl get -o wide` shows the columns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane
+from test_kai_all import REPO, Kai, apply, gpu_node, gpu_pod, kubectl_json, pods, queue, wait_until
+
+
+@pytest.fixture
+def kai(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kai]:
+    control_plane.kubectl("apply", "-f", str(REPO / "deploy" / "priority-classes.yaml"))
+    process = Kai(control_plane, tmp_path / "kai.log")
+    try:
+        yield process
+    finally:
+        process.stop()
+        print(process.log.read_text()[-20000:])  # shown when the test fails
+
+
+def events(cp: ControlPlane, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+    selector = f"involvedObject.kind={kind},involvedObject.name={name}"
+    return list(kubectl_json(cp, "get", "events", "-n", namespace, "--field-selector", selector)["items"])
+
+
+def condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == condition_type), None)
+
+
+def wait_cycles(kai: Kai, n: int) -> None:
+    """Waits for ``n`` more scheduling cycles: each one sets KAI's e2e latency gauge to its own duration."""
+    seen: list[str] = []
+
+    def latency() -> str:
+        found = re.search(r"^kai_e2e_scheduling_latency_milliseconds (\S+)$", kai.metrics(), re.MULTILINE)
+        return found.group(1) if found else ""
+
+    def counted() -> bool:
+        value = latency()
+        if not seen or value != seen[-1]:
+            seen.append(value)
+        return len(seen) > n
+
+    wait_until(f"{n} more scheduling cycles", counted)
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of `kubectl get` output, cut at the header's column starts (cells may be empty)."""
+    header, *rows = text.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+    names = header.split()
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+    return [{name: row[a:b].strip() for name, (a, b) in zip(names, bounds, strict=True)} for row in rows]
+
+
+def describe_events(text: str) -> str:
+    """The Events section of `kubectl describe` output."""
+    return text.split("\nEvents:", 1)[1]
+
+
+def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    pool, queue_name = f"wait-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    gpu_node(control_plane, tmp_path, f"{pool}-small", pool, 4)
+    apply(control_plane, tmp_path, gpu_pod(namespace, "big", queue_name, pool, 8))
+
+    def scheduled_false() -> dict[str, Any] | None:
+        found = condition(pods(control_plane, namespace)["big"], "PodScheduled")
+        return found if found and found["status"] == "False" else None
+
+    pod_condition = wait_until("the pod's PodScheduled=False condition", scheduled_false)
+    assert pod_condition["reason"] == "Unschedulable"
+    assert pod_condition["message"], "the condition says why"
+    [event] = wait_until("the pod's Unschedulable event", lambda: events(control_plane, namespace, "Pod", "big"))
+    assert (event["type"], event["reason"], event["source"]["component"]) == (
+        "Warning",
+        "Unschedulable",
+        "kai-scheduler",
+    )
+    assert event["message"] == pod_condition["message"]
+    assert "node(s) didn't have enough resources: GPUs" in event["message"]
+    assert event["involvedObject"]["uid"] == pods(control_plane, namespace)["big"]["metadata"]["uid"]
+    described = describe_events(control_plane.kubectl("describe", "pod", "big", "-n", namespace).stdout)
+    assert re.search(r"Warning\s+Unschedulable\s+.*kai-scheduler\s+", described), described
+    assert event["message"] in " ".join(described.split())
+
+    wait_cycles(kai, 5)
+    assert [e["metadata"]["name"] for e in events(control_plane, namespace, "Pod", "big")] == [
+        event["metadata"]["name"]
+    ], "repeats are counted on one Event"
+    [group] = kubectl_json(control_plane, "get", "podgroups", "-n", namespace)["items"]
+    group_name = group["metadata"]["name"]
+    assert group["status"]["schedulingConditions"][0]["type"] == "UnschedulableOnNodePool"
+    described = describe_events(control_plane.kubectl("describe", "podgroup", group_name, "-n", namespace).stdout)
+    assert re.search(r"Normal\s+Unschedulable\s+.*kai-scheduler\s+", described), described
+    assert len(events(control_plane, namespace, "PodGroup", group_name)) == 1
+
+    gpu_node(control_plane, tmp_path, f"{pool}-big", pool, 8)
+    wait_until("the pod to be bound", lambda: pods(control_plane, namespace)["big"]["spec"].get("nodeName"))
+    wait_until(
+        "the PodGroup's scheduling condition to be cleared",
+        lambda: (
+            not kubectl_json(control_plane, "get", "podgroup", group_name, "-n", namespace)
+            .get("status", {})
+            .get("schedulingConditions")
+        ),
+    )
+    scheduled = condition(pods(control_plane, namespace)["big"], "PodScheduled")
+    assert scheduled is not None and scheduled["status"] == "True" and not scheduled.get("message")
+
+
+def test_a_bad_gpu_fraction_is_reported_on_the_pod_once(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    pool, queue_name = f"frac-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    pod = gpu_pod(namespace, "bad-fraction", queue_name, pool, 0)
+    pod["spec"]["containers"][0]["resources"] = {}
+    pod["metadata"]["annotations"]["gpu-fraction"] = "1.5"
+    apply(control_plane, tmp_path, pod)
+    [event] = wait_until("the InvalidObject event", lambda: events(control_plane, namespace, "Pod", "bad-fraction"))
+    assert (event["type"], event["reason"]) == ("Warning", "InvalidObject")
+    assert "metadata.annotations.gpu-fraction" in event["message"] and "(0, 1]" in event["message"]
+    scheduled = wait_until(
+        "the pod's condition", lambda: condition(pods(control_plane, namespace)["bad-fraction"], "PodScheduled")
+    )
+    assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "False",
+        "InvalidObject",
+        event["message"],
+    )
+
+    wait_cycles(kai, 10)
+    [again] = events(control_plane, namespace, "Pod", "bad-fraction")
+    assert (again["metadata"]["name"], again["count"]) == (event["metadata"]["name"], 1), "reported once"
+    assert not pods(control_plane, namespace)["bad-fraction"]["spec"].get("nodeName")
+    skipped = [line for line in kai.log.read_text().splitlines() if "bad-fraction" in line and "skipping" in line]
+    assert len(skipped) <= 2, skipped  # once by the scheduler, at most once by the controllers
+
+
+def test_a_bad_queue_gets_an_event_and_a_status_condition(
+    control_plane: ControlPlane, kai: Kai, tmp_path: Path, namespace: str
+) -> None:
+    name = f"own-parent-{namespace}"
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    spec = {"parentQueue": name, "resources": {"gpu": unlimited, "cpu": unlimited, "memory": unlimited}}
+    apply(
+        control_plane,
+        tmp_path,
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec},
+    )
+    [event] = wait_until("the queue's event", lambda: events(control_plane, "default", "Queue", name))
+    assert (event["type"], event["reason"]) == ("Warning", "InvalidObject")
+    assert "spec.parentQueue" in event["message"]
+    valid = wait_until(
+        "the queue's condition", lambda: condition(kubectl_json(control_plane, "get", "queue", name), "Valid")
+    )
+    assert (valid["status"], valid["reason"], valid["message"]) == ("False", "InvalidObject", event["message"])
+    described = describe_events(control_plane.kubectl("describe", "queue", name).stdout)
+    assert re.search(r"Warning\s+InvalidObject\s+.*kai-scheduler\s+", described), described
+
+
+def test_get_wide_shows_the_printer_columns(
+    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+) -> None:
+    pool, queue_name = f"cols-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name, gpu_limit=2)
+    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    apply(control_plane, tmp_path, gpu_pod(namespace, "greedy", queue_name, pool, 4))
+
+    def reported() -> bool:
+        groups = kubectl_json(control_plane, "get", "podgroups", "-n", namespace)["items"]
+        return bool(groups and groups[0].get("status", {}).get("schedulingConditions"))
+
+    wait_until("the podgroup to be reported", reported)
+    [row] = table(control_plane.kubectl("get", "queue", queue_name, "-o", "wide").stdout)
+    assert list(row) == [
+        "NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME", "GPU-QUOTA", "GPU-LIMIT", "GPU-ALLOCATED", "AGE",
+    ]  # fmt: skip
+    assert (row["NAME"], row["PRIORITY"], row["PARENT"]) == (queue_name, "", "default-parent-queue")
+    assert (row["GPU-QUOTA"], row["GPU-LIMIT"]) == ("-1", "2")
+    [row] = table(control_plane.kubectl("get", "queue", queue_name).stdout)
+    assert list(row) == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"], "KAI's columns by default"
+    [row] = table(control_plane.kubectl("get", "podgroups", "-n", namespace, "-o", "wide").stdout)
+    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE", "PRIORITY", "GPU-ALLOCATED", "MESSAGE"]
+    assert (row["QUEUE"], row["MINMEMBER"], row["UNSCHEDULABLE"]) == (queue_name, "1", "OverLimit")
+    assert "quota has reached the allowable limit of GPUs" in row["MESSAGE"]
+    [row] = table(control_plane.kubectl("get", "podgroups", "-n", namespace).stdout)
+    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE"]
+    listed = json.loads(control_plane.kubectl("get", "podgroups", "-n", namespace, "-o", "json").stdout)
+    assert listed["items"][0]["spec"]["queue"] == queue_name
