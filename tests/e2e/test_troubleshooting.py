@@ -5,7 +5,6 @@ are gone once it binds, bad objects are reported on the object once, and `kubect
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,8 +52,20 @@ def wait_cycles(kai: Kai, n: int) -> None:
     wait_until(f"{n} more scheduling cycles", counted)
 
 
+def pool_with_queue(
+    cp: ControlPlane, tmp_path: Path, namespace: str, gpus: int, gpu_limit: int = -1
+) -> tuple[str, str]:
+    """A node pool of one GPU node, `<pool>-gpu`, and a queue for the test's pods: (pool, queue name)."""
+    pool, queue_name = f"pool-{namespace}", f"q-{namespace}"
+    queue(cp, tmp_path, queue_name, gpu_limit)
+    gpu_node(cp, tmp_path, f"{pool}-gpu", pool, gpus)
+    return pool, queue_name
+
+
 def table(text: str) -> list[dict[str, str]]:
     """The rows of `kubectl get` output, cut at the header's column starts (cells may be empty)."""
+    if not text.strip():
+        return []
     header, *rows = text.splitlines()
     starts = [m.start() for m in re.finditer(r"\S+", header)]
     names = header.split()
@@ -70,9 +81,7 @@ def describe_events(text: str) -> str:
 def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
     control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
 ) -> None:
-    pool, queue_name = f"wait-{namespace}", f"q-{namespace}"
-    queue(control_plane, tmp_path, queue_name)
-    gpu_node(control_plane, tmp_path, f"{pool}-small", pool, 4)
+    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 4)
     apply(control_plane, tmp_path, gpu_pod(namespace, "big", queue_name, pool, 8))
 
     def scheduled_false() -> dict[str, Any] | None:
@@ -119,13 +128,18 @@ def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
     scheduled = condition(pods(control_plane, namespace)["big"], "PodScheduled")
     assert scheduled is not None and scheduled["status"] == "True" and not scheduled.get("message")
 
+    def allocated(*args: str) -> str:
+        [row] = table(control_plane.kubectl("get", *args, "-o", "wide").stdout)
+        return row["GPU-ALLOCATED"]
+
+    wait_until("the queue's allocated GPUs in `get -o wide`", lambda: allocated("queue", queue_name) == "8")
+    wait_until("the group's allocated GPUs", lambda: allocated("podgroup", group_name, "-n", namespace) == "8")
+
 
 def test_a_bad_gpu_fraction_is_reported_on_the_pod_once(
     control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
 ) -> None:
-    pool, queue_name = f"frac-{namespace}", f"q-{namespace}"
-    queue(control_plane, tmp_path, queue_name)
-    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 8)
     pod = gpu_pod(namespace, "bad-fraction", queue_name, pool, 0)
     pod["spec"]["containers"][0]["resources"] = {}
     pod["metadata"]["annotations"]["gpu-fraction"] = "1.5"
@@ -175,16 +189,18 @@ def test_a_bad_queue_gets_an_event_and_a_status_condition(
 def test_get_wide_shows_the_printer_columns(
     control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
 ) -> None:
-    pool, queue_name = f"cols-{namespace}", f"q-{namespace}"
-    queue(control_plane, tmp_path, queue_name, gpu_limit=2)
-    gpu_node(control_plane, tmp_path, f"{pool}-gpu", pool, 8)
+    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 8, gpu_limit=2)
     apply(control_plane, tmp_path, gpu_pod(namespace, "greedy", queue_name, pool, 4))
 
-    def reported() -> bool:
-        groups = kubectl_json(control_plane, "get", "podgroups", "-n", namespace)["items"]
-        return bool(groups and groups[0].get("status", {}).get("schedulingConditions"))
+    def wide() -> list[dict[str, str]]:
+        return table(control_plane.kubectl("get", "podgroups", "-n", namespace, "-o", "wide").stdout)
 
-    wait_until("the podgroup to be reported", reported)
+    [row] = wait_until("the podgroup's unschedulable reason", lambda: [r for r in wide() if r["UNSCHEDULABLE"]])
+    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE", "PRIORITY", "GPU-ALLOCATED", "MESSAGE"]
+    assert (row["QUEUE"], row["MINMEMBER"], row["UNSCHEDULABLE"]) == (queue_name, "1", "OverLimit")
+    assert "quota has reached the allowable limit of GPUs" in row["MESSAGE"]
+    [row] = table(control_plane.kubectl("get", "podgroups", "-n", namespace).stdout)
+    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE"]
     [row] = table(control_plane.kubectl("get", "queue", queue_name, "-o", "wide").stdout)
     assert list(row) == [
         "NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME", "GPU-QUOTA", "GPU-LIMIT", "GPU-ALLOCATED", "AGE",
@@ -193,11 +209,3 @@ def test_get_wide_shows_the_printer_columns(
     assert (row["GPU-QUOTA"], row["GPU-LIMIT"]) == ("-1", "2")
     [row] = table(control_plane.kubectl("get", "queue", queue_name).stdout)
     assert list(row) == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"], "KAI's columns by default"
-    [row] = table(control_plane.kubectl("get", "podgroups", "-n", namespace, "-o", "wide").stdout)
-    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE", "PRIORITY", "GPU-ALLOCATED", "MESSAGE"]
-    assert (row["QUEUE"], row["MINMEMBER"], row["UNSCHEDULABLE"]) == (queue_name, "1", "OverLimit")
-    assert "quota has reached the allowable limit of GPUs" in row["MESSAGE"]
-    [row] = table(control_plane.kubectl("get", "podgroups", "-n", namespace).stdout)
-    assert list(row) == ["NAME", "QUEUE", "MINMEMBER", "UNSCHEDULABLE", "AGE"]
-    listed = json.loads(control_plane.kubectl("get", "podgroups", "-n", namespace, "-o", "json").stdout)
-    assert listed["items"][0]["spec"]["queue"] == queue_name
