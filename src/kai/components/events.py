@@ -82,11 +82,14 @@ class ObjectRef:
 
 @dataclass(slots=True)
 class _Logged:
-    """One Event as written (or about to be): its object, its body and when it was last written."""
+    """One Event: its object, its body as first written, its count and message now, and when it was written."""
 
     ref: ObjectRef
     event: Raw
     written_at: float
+    count: int = 1
+    last: float = 0.0
+    message: str = ""
 
 
 @dataclass(slots=True)
@@ -121,8 +124,8 @@ class EventRecorder:
         self._logged: LRUCache[tuple[str, ...], _Logged] = LRUCache(cache_size)
         self._similar: LRUCache[tuple[str, ...], _Similar] = LRUCache(cache_size)
         self._spam: LRUCache[tuple[str, ...], _Bucket] = LRUCache(cache_size)
-        self._dirty: set[tuple[str, ...]] = set()
-        """Keys whose latest count is not written yet (forgotten at the next ``flush`` once evicted)."""
+        self._dirty: dict[tuple[str, ...], _Logged] = {}
+        """Events whose latest count is not written yet (dropped at the next ``flush`` once evicted)."""
 
     def record(
         self,
@@ -138,10 +141,10 @@ class EventRecorder:
             key, message = self._aggregate(ref, event_type, reason, message, now)
             logged = self._logged.get(key)
             if logged is not None:
-                logged.event["count"] += 1
-                logged.event["lastTimestamp"] = format_time(now)
-                logged.event["message"] = message
-                self._dirty.add(key)
+                logged.count += 1
+                logged.last = now
+                logged.message = message
+                self._dirty[key] = logged
                 if now - logged.written_at < self.refresh_s or not self._take_token(ref, event_type, now):
                     return
                 write, body = self.cluster.update, self._written(key, logged, now)
@@ -149,7 +152,7 @@ class EventRecorder:
                 if not self._take_token(ref, event_type, now):
                     return
                 event = self._new_event(ref, event_type, reason, message, annotations, now)
-                logged = _Logged(ref, event, now)
+                logged = _Logged(ref, event, now, last=now, message=message)
                 self._logged[key] = logged
                 write, body = self.cluster.create, dict(event)
         self._send(key, write, body)
@@ -159,10 +162,9 @@ class EventRecorder:
         now = self.clock()
         bodies = []
         with self._lock:
-            for key in list(self._dirty):
-                logged = self._logged.get(key)
-                if logged is None:
-                    self._dirty.discard(key)
+            for key, logged in list(self._dirty.items()):
+                if key not in self._logged:  # evicted (a membership test does not touch the LRU order)
+                    del self._dirty[key]
                 elif now - logged.written_at >= self.refresh_s and self._take_token(
                     logged.ref, logged.event["type"], now
                 ):
@@ -171,10 +173,15 @@ class EventRecorder:
             self._send(key, self.cluster.update, body)
 
     def _written(self, key: tuple[str, ...], logged: _Logged, now: float) -> Raw:
-        """Marks ``logged`` as written now; the body to write."""
+        """Marks ``logged`` as written now; the body to write (timestamps are formatted only here)."""
         logged.written_at = now
-        self._dirty.discard(key)
-        return dict(logged.event)
+        self._dirty.pop(key, None)
+        return {
+            **logged.event,
+            "count": logged.count,
+            "lastTimestamp": format_time(logged.last),
+            "message": logged.message,
+        }
 
     def _send(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
         """One write; when it fails the key is forgotten, so the next occurrence starts a new Event."""
@@ -184,7 +191,7 @@ class EventRecorder:
             log.warning("event %s about %s not recorded: %s", body["reason"], body["involvedObject"]["name"], error)
             with self._lock:
                 self._logged.pop(key, None)
-                self._dirty.discard(key)
+                self._dirty.pop(key, None)
 
     def _aggregate(
         self, ref: ObjectRef, event_type: str, reason: str, message: str, now: float
@@ -193,10 +200,9 @@ class EventRecorder:
         similar_key = (self.component, *_identity(ref), event_type, reason)
         similar = self._similar.get(similar_key)
         if similar is None or now - similar.last > SIMILAR_WINDOW_S:
-            similar = _Similar()
+            similar = self._similar[similar_key] = _Similar()
         similar.messages.add(message)
         similar.last = now
-        self._similar[similar_key] = similar
         if len(similar.messages) < SIMILAR_MAX:
             return (*similar_key, message), message
         similar.messages.pop()  # like client-go: the set never grows past the threshold
