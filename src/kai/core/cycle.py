@@ -29,7 +29,7 @@ from kai.core.plugins.resourcetype import ResourceTypePlugin
 from kai.core.plugins.subgrouporder import SubGroupOrderPlugin
 from kai.core.plugins.taskorder import TaskOrderPlugin
 from kai.core.plugins.topology import TopologyPlugin
-from kai.core.state.fit_errors import render_detailed, render_short
+from kai.core.state.fit_errors import NOT_READY, JobFitError, render_detailed, render_short
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.snapshot import ClusterInfo
 
@@ -78,6 +78,10 @@ def close_session(ssn: Session) -> None:
     result = ssn.result
     result.bind_requests_to_delete.extend(ssn.cluster.bind_requests_to_delete)
     waiting = list(ssn.jobs.values()) + list(ssn.cluster.unschedulable_jobs.values())
+    for job in ssn.jobs.values():
+        waits = any(task.status in (PodStatus.PENDING, PodStatus.GATED) for task in job.tasks.values())
+        if not job.fit_errors and waits and not job.is_ready_for_scheduling():
+            job.add_fit_error(JobFitError(NOT_READY, [job.not_ready_message()]))
     for job in waiting:
         if not job.fit_errors:
             continue

@@ -34,6 +34,37 @@ DEFAULT_PLUGINS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("topology", {}),
     ("snapshot", {}),
 )
+KAI_PLUGINS = (
+    "predicates",
+    "priority",
+    "nodeplacement",
+    "nominatednode",
+    "numa",
+    "nodeavailability",
+    "gpusharingorder",
+    "gpupack",
+    "gpuspread",
+    "resourcetype",
+    "podaffinity",
+    "elastic",
+    "kubeflow",
+    "ray",
+    "taskorder",
+    "subgrouporder",
+    "dynamicresources",
+    "topology",
+    "proportion",
+    "minruntime",
+    "snapshot",
+    "sg-nodelocalgreedy",
+    "sg-multinodegang",
+    "reflectjoborder",
+)
+"""Every plugin name KAI v0.17 registers (pkg/scheduler/plugins/factory.go); any other name is a mistake."""
+NOT_IMPLEMENTED_PLUGINS = frozenset(
+    {"numa", "podaffinity", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang", "reflectjoborder"}
+)
+"""KAI plugins kai does not run yet: a config naming one is used without it, with a warning."""
 WHERE = "scheduler config"
 
 
@@ -56,6 +87,8 @@ class SchedulerConfig:
     use_scheduling_signatures: bool = True
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     metrics_namespace: str = "kai"
+    warnings: tuple[InvalidObject, ...] = ()
+    """What the config asks for that kai does not do (KAI plugins it does not implement); reported, not fatal."""
 
     @property
     def plugins(self) -> tuple[PluginOption, ...]:
@@ -87,8 +120,9 @@ def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
         options = []
         for j, plugin in enumerate(plugins):
             name = plugin.get("name") if isinstance(plugin, Mapping) else None
-            if not isinstance(name, str) or not name:
-                raise InvalidObject(WHERE, f"tiers[{i}].plugins[{j}].name", "expected a plugin name")
+            if not isinstance(name, str) or name not in KAI_PLUGINS:
+                got = f"unknown plugin {name!r}" if isinstance(name, str) and name else "expected a plugin name"
+                raise InvalidObject(WHERE, f"tiers[{i}].plugins[{j}].name", f"{got}; allowed: {', '.join(KAI_PLUGINS)}")
             arguments = plugin.get("arguments") or {}
             if not isinstance(arguments, Mapping):
                 raise InvalidObject(WHERE, f"tiers[{i}].plugins[{j}].arguments", "expected a mapping")
@@ -97,7 +131,20 @@ def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
     return tuple(tiers)
 
 
+def _plugin_warnings(tiers: tuple[tuple[PluginOption, ...], ...]) -> tuple[InvalidObject, ...]:
+    return tuple(
+        InvalidObject(
+            WHERE, f"tiers[{i}].plugins[{j}].name", f"KAI plugin {option.name!r} is not implemented by kai; not run"
+        )
+        for i, tier in enumerate(tiers)
+        for j, option in enumerate(tier)
+        if option.name in NOT_IMPLEMENTED_PLUGINS
+    )
+
+
 def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(WHERE, "<config>", f"expected a mapping (actions, tiers, ...), got {type(raw).__name__}")
     defaults = SchedulerConfig()
     actions = defaults.actions
     if raw.get("actions") is not None:
@@ -117,9 +164,10 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
     gates = raw.get("featureGates") or {}
     if not isinstance(gates, Mapping):
         raise InvalidObject(WHERE, "featureGates", "expected a mapping of gate name to true/false")
+    tiers = _tiers(raw["tiers"]) if raw.get("tiers") is not None else defaults.tiers
     return SchedulerConfig(
         actions=actions,
-        tiers=_tiers(raw["tiers"]) if raw.get("tiers") is not None else defaults.tiers,
+        tiers=tiers,
         queue_depth_per_action=dict(depth),
         scheduler_name=str(raw.get("schedulerName") or defaults.scheduler_name),
         queue_label_key=str(raw.get("queueLabelKey") or defaults.queue_label_key),
@@ -130,4 +178,5 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
         ),
         use_scheduling_signatures=_bool(raw, "useSchedulingSignatures", True),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
+        warnings=_plugin_warnings(tiers) if raw.get("tiers") is not None else (),
     )

@@ -56,6 +56,8 @@ class Pod:
     is_reservation: bool
     is_legacy_mig: bool
     claims: tuple[PodClaim, ...] = ()
+    warnings: tuple[InvalidObject, ...] = ()
+    """Problems the scheduler works around (the pod is used as parsed); reported, never fatal."""
 
     @property
     def key(self) -> str:
@@ -81,7 +83,12 @@ def _container_requests(container: Raw, obj: str, field: str) -> dict[str, float
 def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
     """Sum of containers, raised to the largest init container, plus pod overhead (KAI/k8s effective request)."""
     total: dict[str, float] = {}
-    for i, container in enumerate(sequence(spec, "containers", obj, "spec.containers")):
+    containers = sequence(spec, "containers", obj, "spec.containers")
+    if not containers:
+        raise InvalidObject(obj, "spec.containers", "is required: a pod has at least one container")
+    for i, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            raise InvalidObject(obj, f"spec.containers[{i}]", f"got {container!r}; expected a container (a mapping)")
         for name, amount in _container_requests(container, obj, f"spec.containers[{i}]").items():
             total[name] = total.get(name, 0.0) + amount
     for i, container in enumerate(sequence(spec, "initContainers", obj, "spec.initContainers")):
@@ -93,51 +100,93 @@ def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
     return total
 
 
-def _gpu_request(amounts: dict[str, float], annotations: Mapping[str, str], obj: str) -> ResourceRequest:
+def _gpu_fraction(annotations: Mapping[str, str], obj: str) -> float:
+    """The ``gpu-fraction`` annotation (0 when absent); an unusable value names the annotation and its range."""
+    text = annotations.get(names.GPU_FRACTION_ANNOTATION, "")
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise InvalidObject(
+            obj,
+            f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}",
+            f'got {text!r}; allowed: a number in (0, 1], e.g. "0.5"',
+        )
+    return value
+
+
+def _positive_whole(annotations: Mapping[str, str], name: str, obj: str, example: str) -> int:
+    """A whole-number GPU annotation (0 when absent); an unusable value names the annotation and what is allowed."""
+    text = annotations.get(name, "")
+    if not text:
+        return 0
+    if not text.isdecimal() or int(text) <= 0:
+        raise InvalidObject(obj, f"metadata.annotations.{name}", f"got {text!r}; allowed: {example}")
+    return int(text)
+
+
+def _gpu_request(
+    amounts: dict[str, float], annotations: Mapping[str, str], obj: str
+) -> tuple[ResourceRequest, list[InvalidObject]]:
+    """The GPU request and what was ignored to make it: KAI's admission rejects such mixes, kai uses the annotation."""
     mig = {name: amount for name, amount in amounts.items() if mig_gpu_portion(name)}
     whole = amounts.pop(names.GPU, 0.0)
-    devices = 1
-    raw_devices = annotations.get(names.GPU_NUM_DEVICES_ANNOTATION, "")
-    fraction_text = annotations.get(names.GPU_FRACTION_ANNOTATION, "")
-    memory_text = annotations.get(names.GPU_MEMORY_ANNOTATION, "")
-    fraction = 0.0
-    memory_mib = 0
-    if fraction_text:
-        try:
-            fraction = float(fraction_text)
-        except ValueError as err:
-            raise InvalidObject(
-                obj, f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}", "must be a number in (0, 1]"
-            ) from err
-        if not 0 < fraction <= 1:
-            raise InvalidObject(
-                obj,
-                f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}",
-                f"got {fraction}; must be in (0, 1]",
-            )
-    if memory_text:
-        if not memory_text.isdigit() or int(memory_text) <= 0:
-            raise InvalidObject(
-                obj, f"metadata.annotations.{names.GPU_MEMORY_ANNOTATION}", "must be a positive integer (MiB)"
-            )
-        memory_mib = int(memory_text)
-    if raw_devices:
-        if not raw_devices.isdigit() or int(raw_devices) <= 0:
-            raise InvalidObject(
-                obj, f"metadata.annotations.{names.GPU_NUM_DEVICES_ANNOTATION}", "must be a positive integer"
-            )
-        devices = int(raw_devices)
+    fraction = _gpu_fraction(annotations, obj)
+    memory = _positive_whole(
+        annotations, names.GPU_MEMORY_ANNOTATION, obj, 'a whole number of MiB above 0, e.g. "4096"'
+    )
+    devices = _positive_whole(annotations, names.GPU_NUM_DEVICES_ANNOTATION, obj, 'a whole number above 0, e.g. "2"')
+    warnings = _ignored_gpu_requests(whole, fraction, memory, devices, obj)
+    count = devices or 1
     if fraction:
-        return ResourceRequest(amounts, GpuRequestKind.FRACTION, devices, fraction, memory_mib, mig)
-    if memory_mib:
-        return ResourceRequest(amounts, GpuRequestKind.MEMORY, devices, 0.0, memory_mib, mig)
+        return ResourceRequest(amounts, GpuRequestKind.FRACTION, count, fraction, 0, mig), warnings
+    if memory:
+        return ResourceRequest(amounts, GpuRequestKind.MEMORY, count, 0.0, memory, mig), warnings
     if mig:
-        return ResourceRequest(amounts, GpuRequestKind.MIG, 0, 0.0, 0, mig)
+        return ResourceRequest(amounts, GpuRequestKind.MIG, 0, 0.0, 0, mig), warnings
     if whole > 0:
         if whole.is_integer():
-            return ResourceRequest(amounts, GpuRequestKind.REGULAR, int(whole), 1.0, 0, mig)
-        return ResourceRequest(amounts, GpuRequestKind.FRACTION, 1, whole, 0, mig)
-    return ResourceRequest(amounts, GpuRequestKind.NONE, 0, 0.0, 0, mig)
+            return ResourceRequest(amounts, GpuRequestKind.REGULAR, int(whole), 1.0, 0, mig), warnings
+        return ResourceRequest(amounts, GpuRequestKind.FRACTION, 1, whole, 0, mig), warnings
+    return ResourceRequest(amounts, GpuRequestKind.NONE, 0, 0.0, 0, mig), warnings
+
+
+def _ignored_gpu_requests(whole: float, fraction: float, memory: int, devices: int, obj: str) -> list[InvalidObject]:
+    """Warnings for GPU requests KAI's admission would refuse together (kai-reference.md §1.3; docs/deviations.md)."""
+    warnings: list[InvalidObject] = []
+    sharing = names.GPU_FRACTION_ANNOTATION if fraction else names.GPU_MEMORY_ANNOTATION if memory else ""
+    if sharing and whole > 0:
+        warnings.append(
+            InvalidObject(
+                obj,
+                f"metadata.annotations.{sharing}",
+                f"set together with an {names.GPU} request of {whole:g}: the annotation decides (the pod shares a "
+                f"GPU) and the {names.GPU} request is ignored; KAI's admission rejects such a pod. Allowed: the "
+                f"annotation or an {names.GPU} request, not both",
+            )
+        )
+    if fraction and memory:
+        warnings.append(
+            InvalidObject(
+                obj,
+                f"metadata.annotations.{names.GPU_MEMORY_ANNOTATION}",
+                f"ignored: {names.GPU_FRACTION_ANNOTATION} is also set and decides; KAI's admission rejects a pod "
+                "with both. Allowed: one of the two",
+            )
+        )
+    if devices and not sharing:
+        warnings.append(
+            InvalidObject(
+                obj,
+                f"metadata.annotations.{names.GPU_NUM_DEVICES_ANNOTATION}",
+                f"ignored: it only counts devices of a {names.GPU_FRACTION_ANNOTATION} or "
+                f"{names.GPU_MEMORY_ANNOTATION} request, and the pod has neither",
+            )
+        )
+    return warnings
 
 
 def _host_ports(spec: Raw, obj: str) -> tuple[HostPort, ...]:
@@ -159,7 +208,7 @@ def parse_pod(raw: Raw) -> Pod:
     status = mapping(raw, "status", obj, "status")
     annotations = meta.annotations
     amounts = _pod_amounts(spec, obj)
-    request = _gpu_request(amounts, annotations, obj)
+    request, warnings = _gpu_request(amounts, annotations, obj)
     legacy_mig = any(mig_gpu_portion(name) for name in annotations)
     return Pod(
         meta=meta,
@@ -181,6 +230,7 @@ def parse_pod(raw: Raw) -> Pod:
         is_reservation=meta.labels.get("app") == names.RESERVATION_APP_LABEL_VALUE,
         is_legacy_mig=legacy_mig,
         claims=pod_claims(spec, status, obj),
+        warnings=tuple(warnings),
     )
 
 
@@ -282,18 +332,37 @@ class Queue:
     memory: QueueResource
     preempt_min_runtime_s: float | None = None
     reclaim_min_runtime_s: float | None = None
+    warnings: tuple[InvalidObject, ...] = ()
+    """Values used as written but reported (a negative over-quota weight)."""
 
     @property
     def name(self) -> str:
         return self.meta.name
 
 
-def _queue_resource(resources: Raw, key: str, obj: str, scale: float) -> QueueResource:
-    block = mapping(resources, key, obj, f"spec.resources.{key}")
+def _queue_amount(block: Raw, key: str, obj: str, field: str) -> float:
+    """A quota or limit: -1 (unlimited) or a number of at least 0; unset is 0 as in KAI."""
+    value = number(block, key, obj, f"{field}.{key}", 0.0)
+    if value < 0 and value != names.UNLIMITED:
+        raise InvalidObject(obj, f"{field}.{key}", f"got {value:g}; allowed: -1 (unlimited) or a number of at least 0")
+    return value
+
+
+def _queue_resource(resources: Raw, key: str, obj: str, scale: float, warnings: list[InvalidObject]) -> QueueResource:
     field = f"spec.resources.{key}"
-    quota = number(block, "quota", obj, f"{field}.quota", 0.0)
-    limit = number(block, "limit", obj, f"{field}.limit", 0.0)
+    block = mapping(resources, key, obj, field)
+    quota = _queue_amount(block, "quota", obj, field)
+    limit = _queue_amount(block, "limit", obj, field)
     weight = number(block, "overQuotaWeight", obj, f"{field}.overQuotaWeight", 0.0)
+    if weight < 0:
+        warnings.append(
+            InvalidObject(
+                obj,
+                f"{field}.overQuotaWeight",
+                f"got {weight:g}; allowed: a number of at least 0 (0: no share above quota). Used as written, as "
+                "KAI does: weights are divided by their siblings' sum, so a negative one gives surprising shares",
+            )
+        )
     return QueueResource(max(names.UNLIMITED, quota * scale), max(names.UNLIMITED, limit * scale), weight)
 
 
@@ -305,18 +374,21 @@ def parse_queue(raw: Raw) -> Queue:
     resources = mapping(spec, "resources", obj, "spec.resources")
     priority = integer(spec, "priority", obj, "spec.priority", names.DEFAULT_QUEUE_PRIORITY)
     parent = string(spec, "parentQueue", obj, "spec.parentQueue")
-    if parent == meta.name:
-        raise InvalidObject(obj, "spec.parentQueue", "a queue cannot be its own parent")
+    warnings: list[InvalidObject] = []
+    gpu = _queue_resource(resources, "gpu", obj, 1.0, warnings)
+    cpu = _queue_resource(resources, "cpu", obj, 1.0, warnings)
+    memory = _queue_resource(resources, "memory", obj, float(names.MEGABYTE), warnings)
     return Queue(
         meta=meta,
         display_name=string(spec, "displayName", obj, "spec.displayName"),
         parent=parent,
         priority=names.DEFAULT_QUEUE_PRIORITY if priority is None else priority,
-        gpu=_queue_resource(resources, "gpu", obj, 1.0),
-        cpu=_queue_resource(resources, "cpu", obj, 1.0),
-        memory=_queue_resource(resources, "memory", obj, float(names.MEGABYTE)),
+        gpu=gpu,
+        cpu=cpu,
+        memory=memory,
         preempt_min_runtime_s=_optional_duration(spec, "preemptMinRuntime", obj),
         reclaim_min_runtime_s=_optional_duration(spec, "reclaimMinRuntime", obj),
+        warnings=tuple(warnings),
     )
 
 

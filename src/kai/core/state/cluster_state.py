@@ -1,12 +1,17 @@
 """Cluster state kept up to date from object events: each object is parsed once, when it changes.
 
 A malformed object is kept out of the state and recorded in ``invalid`` with its error, so one bad object never
-stops the scheduler and is reported by name (DESIGN.md §8).
+stops the scheduler and is reported by name (DESIGN.md §8). A parsed object whose reference cannot be resolved is
+kept in its store but also recorded in ``invalid``, and is not scheduled: a queue whose ancestors are missing or
+form a cycle (with its subtree), a pod naming a PodGroup that does not exist (it still occupies its node).
+Problems kai works around are in ``warnings``: the object is used and the warning reported. Both are kept up to
+date on every change, never recomputed per cycle.
 """
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kai.core.model import names
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import Raw, object_ref
@@ -26,6 +31,7 @@ from kai.core.model.objects import (
     parse_queue,
     parse_topology,
 )
+from kai.core.state.queue_tree import queue_tree_problems
 
 KINDS: dict[str, Callable[[Raw], Any]] = {
     "ResourceSlice": parse_resource_slice,
@@ -61,6 +67,10 @@ class ClusterState:
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
+        self.unusable_queues: dict[str, InvalidObject] = {}
+        """Parsed queues the hierarchy cannot use (also in ``invalid``), with the reason."""
+        self._pods_by_podgroup: dict[str, set[str]] = {}
+        self._podgroup_of_pod: dict[str, str] = {}
         self._stores: Mapping[str, dict[str, Any]] = {
             "Pod": self.pods,
             "Node": self.nodes,
@@ -79,20 +89,74 @@ class ClusterState:
         if store is None:
             return None
         key = _key(raw)
+        error: InvalidObject | None = None
+        self.warnings.pop((kind, key), None)
         if deleted:
             store.pop(key, None)
             self.invalid.pop((kind, key), None)
-            return None
-        try:
-            store[key] = KINDS[kind](raw)
-        except InvalidObject as error:
-            store.pop(key, None)
-            self.invalid[(kind, key)] = error
-            return error
-        except (TypeError, AttributeError, ValueError) as error:
-            store.pop(key, None)
-            wrapped = InvalidObject(object_ref(kind, raw), "<object>", f"cannot be read: {error}")
-            self.invalid[(kind, key)] = wrapped
-            return wrapped
-        self.invalid.pop((kind, key), None)
-        return None
+        else:
+            try:
+                parsed = KINDS[kind](raw)
+            except InvalidObject as invalid:
+                error = invalid
+            except (TypeError, AttributeError, ValueError) as unreadable:
+                error = InvalidObject(object_ref(kind, raw), "<object>", f"cannot be read: {unreadable}")
+            if error is None:
+                store[key] = parsed
+                self.invalid.pop((kind, key), None)
+                if getattr(parsed, "warnings", ()):
+                    self.warnings[(kind, key)] = list(parsed.warnings)
+            else:
+                store.pop(key, None)
+                self.invalid[(kind, key)] = error
+        if kind == "Pod":
+            self._index_pod(key)
+        elif kind == "PodGroup":
+            for pod_key in self._pods_by_podgroup.get(key, ()):
+                self._check_podgroup_of(pod_key)
+        elif kind == "Queue":
+            self._check_queue_tree()
+        return error
+
+    def _index_pod(self, key: str) -> None:
+        """Keep the pods-by-podgroup index and the pod's reference check up to date."""
+        previous = self._podgroup_of_pod.pop(key, None)
+        if previous is not None:
+            pods = self._pods_by_podgroup[previous]
+            pods.discard(key)
+            if not pods:
+                del self._pods_by_podgroup[previous]
+        pod = self.pods.get(key)
+        if pod is not None and pod.podgroup_name:
+            podgroup_key = _podgroup_key(pod)
+            self._podgroup_of_pod[key] = podgroup_key
+            self._pods_by_podgroup.setdefault(podgroup_key, set()).add(key)
+            self._check_podgroup_of(key)
+
+    def _check_podgroup_of(self, pod_key: str) -> None:
+        pod = self.pods.get(pod_key)
+        if pod is None:
+            return
+        podgroup_key = _podgroup_key(pod)
+        if podgroup_key in self.podgroups or pod.phase in ("Succeeded", "Failed"):
+            self.invalid.pop(("Pod", pod_key), None)
+            return
+        state = "is invalid (see its own error)" if ("PodGroup", podgroup_key) in self.invalid else "does not exist"
+        self.invalid[("Pod", pod_key)] = InvalidObject(
+            f"Pod {pod_key}",
+            f"metadata.annotations.{names.POD_GROUP_ANNOTATION}",
+            f"PodGroup '{pod.podgroup_name}' {state} in namespace {pod.meta.namespace}; the pod is not scheduled "
+            "until it does",
+        )
+
+    def _check_queue_tree(self) -> None:
+        for name in self.unusable_queues:
+            self.invalid.pop(("Queue", name), None)
+        unparsed = {key for kind, key in self.invalid if kind == "Queue"}
+        self.unusable_queues = queue_tree_problems(self.queues, unparsed)
+        for name, problem in self.unusable_queues.items():
+            self.invalid[("Queue", name)] = problem
+
+
+def _podgroup_key(pod: Pod) -> str:
+    return f"{pod.meta.namespace}/{pod.podgroup_name}"

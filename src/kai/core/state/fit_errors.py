@@ -14,6 +14,8 @@ POD_SCHEDULING_ERRORS = "PodSchedulingErrors"
 OVER_LIMIT = "OverLimit"
 NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
+NOT_READY = "NotReady"
+"""KAI's PodGroup event reason for a gang with fewer pods than its minimum (kai treats it as a fit error)."""
 
 
 @dataclass(slots=True)

@@ -12,6 +12,8 @@ from kai.core.state.fit_errors import JobFitError, TaskFitErrors
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, ALIVE, ALLOCATED, PodStatus
 from kai.core.state.task import TaskInfo
 
+GATED = frozenset({PodStatus.GATED})
+
 
 class PodSet:
     """A set of pods with one gang size (``min_available``)."""
@@ -138,6 +140,22 @@ class PodGroupInfo:
 
     def is_ready_for_scheduling(self) -> bool:
         return all(pod_set.is_ready_for_scheduling() for pod_set in self.pod_sets.values())
+
+    def not_ready_message(self) -> str:
+        """KAI's NotReady explanation: which pod sets have fewer live, ungated pods than their gang size."""
+        message = "Job is not ready for scheduling."
+        for pod_set in self.pod_sets.values():
+            if pod_set.is_ready_for_scheduling():
+                continue
+            alive, gated = pod_set.count(ALIVE), pod_set.count(GATED)
+            if pod_set.name == names.DEFAULT_SUBGROUP:
+                message += f" Waiting for {pod_set.min_available} pods, currently {alive} exist, {gated} are gated"
+            else:
+                message += (
+                    f" Waiting for {pod_set.min_available} pods for SubGroup {pod_set.name}, currently {alive} "
+                    f"exist, {gated} are gated."
+                )
+        return message
 
     def has_pending(self) -> bool:
         return any(task.status is PodStatus.PENDING for task in self.tasks.values())

@@ -70,25 +70,25 @@ def _priority(state: ClusterState, class_name: str) -> int:
 
 
 def _queues(state: ClusterState) -> dict[str, QueueInfo]:
-    """Queues whose ancestors all exist (KAI drops a queue whose parent is missing, with its subtree)."""
-    infos = {name: QueueInfo(queue) for name, queue in state.queues.items()}
-    alive: dict[str, QueueInfo] = {}
-
-    def reachable(info: QueueInfo, seen: set[str]) -> bool:
-        if not info.parent:
-            return True
-        parent = infos.get(info.parent)
-        if parent is None or info.uid in seen:
-            return False
-        return reachable(parent, seen | {info.uid})
-
-    for name, info in infos.items():
-        if reachable(info, set()):
-            alive[name] = info
+    """The usable queues with their children (KAI drops a queue whose parent is missing, with its subtree)."""
+    alive = {name: QueueInfo(queue) for name, queue in state.queues.items() if name not in state.unusable_queues}
     for info in alive.values():
         if info.parent:
             alive[info.parent].children.append(info.uid)
     return alive
+
+
+def _queue_error(state: ClusterState, queue: str) -> JobFitError:
+    """KAI's reason for a podgroup whose queue cannot be used; the message says why when the queue exists."""
+    problem = state.unusable_queues.get(queue)
+    if problem is not None:
+        message = f"Queue '{queue}' is not usable: {problem.problem}"
+    elif ("Queue", queue) in state.invalid:
+        error = state.invalid[("Queue", queue)]
+        message = f"Queue '{queue}' is invalid: field {error.field}: {error.problem}"
+    else:
+        message = f"Queue '{queue}' does not exist"
+    return JobFitError(QUEUE_DOES_NOT_EXIST, [message], subgroup="")
 
 
 def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
@@ -111,9 +111,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
         if podgroup.queue in queues:
             jobs[key] = job
         else:
-            job.add_fit_error(
-                JobFitError(QUEUE_DOES_NOT_EXIST, [f"Queue '{podgroup.queue}' does not exist"], subgroup="")
-            )
+            job.add_fit_error(_queue_error(state, podgroup.queue))
             missing_queue[key] = job
     bind_requests = {br.pod_key: br for br in state.bind_requests.values()}
     info = ClusterInfo(table, jobs, queues, state.topologies, missing_queue)
