@@ -16,6 +16,7 @@ import uuid
 from prometheus_client import CollectorRegistry
 
 from kai.cluster.kube.client import KubeCluster
+from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
 from kai.components.endpoints import Endpoints, Health
 from kai.components.runtime import RuntimeOptions, kinds_for, run
@@ -55,7 +56,10 @@ def serve(
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
-    cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
+    try:
+        cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
+    except KubeconfigError as error:
+        raise ServeError(str(error)) from error
     registry, health = CollectorRegistry(), Health()
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None

@@ -22,26 +22,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube import resources as api
 from kai.cluster.kube.decode import PRUNED_KINDS, Decoder, copy_json, decode_any
 from kai.cluster.kube.errors import ApiError, Conflict, NotFound
 from kai.cluster.kube.informer import Informer, list_all
+from kai.cluster.kube.kubeconfig import load_config
 from kai.cluster.kube.patch import view_patch
 from kai.cluster.kube.runtime import Dispatcher, LoopThread
 from kai.cluster.kube.transport import DEFAULT_RETRY, RetryPolicy, Transport, connect
 from kai.cluster.port import Listener, Raw
 from kai.core.model.meta import format_time
-
-
-def load_config(kubeconfig: str | Path | None = None, context: str | None = None) -> SingleConfig:
-    """A kubeconfig file's context, or with no file: in-cluster config, then $KUBECONFIG, then ~/.kube/config."""
-    config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
-    single = config.get(context)
-    if single is None:  # lightkube returns None only when given a default, which we do not pass
-        raise ValueError(f"no context {context!r} in the kubeconfig")
-    return single
 
 
 class KubeCluster:

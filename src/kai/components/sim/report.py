@@ -1,10 +1,12 @@
 """Rendering a simulation for people (tables) and for programs (JSON)."""
 
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from kai.components.sim.problems import ERROR
 from kai.components.sim.runner import ScenarioRun
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 
@@ -15,7 +17,7 @@ def as_json(run: ScenarioRun) -> dict[str, Any]:
         "name": run.scenario.name,
         "passed": run.passed if run.scenario.expect else None,
         "mismatches": run.mismatches,
-        "invalidObjects": run.invalid,
+        "problems": [asdict(problem) for problem in run.problems],
         "cycles": [
             {
                 "cycle": record.number,
@@ -35,8 +37,13 @@ def print_tables(run: ScenarioRun, console: Console) -> None:
     session, outcome = record.session, record.outcome
     result = session.result
     console.print(f"[bold]{run.scenario.name}[/bold] — after cycle {record.number}")
-    for problem in run.invalid:
-        console.print(f"[red]skipped invalid object:[/red] {problem}")
+    if run.problems:
+        problems = Table("", "object", "field", "problem", title="Problems (errors: skipped; warnings: used as said)")
+        for problem in run.problems:
+            style = "red" if problem.severity == ERROR else "yellow"
+            severity = f"[{style}]{problem.severity}[/{style}]"
+            problems.add_row(severity, f"{problem.kind} {problem.name}".strip(), problem.field, problem.problem)
+        console.print(problems)
     pods = Table("pod", "podgroup", "queue", "status", "node", "GPUs", "why it waits", title="Pods")
     for key, pod in sorted(outcome.pods.items()):
         group = outcome.podgroups.get(pod["podgroup"], {})
@@ -79,5 +86,3 @@ def print_tables(run: ScenarioRun, console: Console) -> None:
             humanize(shares["fairShare"]["memory"], BYTES_PER_GB),
         )
     console.print(queues)
-    if result.skipped:
-        console.print(f"[dim]not implemented yet, not run: {', '.join(result.skipped)}[/dim]")

@@ -14,6 +14,7 @@ from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.expect import check
 from kai.components.sim.outcome import Outcome, observe
+from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.world import run_workload
 from kai.core.cycle import run_cycle
@@ -21,8 +22,6 @@ from kai.core.framework.session import Session
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
-
-NAMESPACED = ("Pod", "PodGroup", "BindRequest", "ResourceClaim", "Event")
 
 
 @dataclass
@@ -37,7 +36,9 @@ class ScenarioRun:
     scenario: Scenario
     cycles: list[CycleRecord] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    """What was wrong with the input: the file's unusable entries, the config's warnings, and the objects the
+    scheduler skipped or used with a warning, as they stand after the last cycle."""
 
     @property
     def passed(self) -> bool:
@@ -54,9 +55,7 @@ class Simulation:
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
         for obj in scenario.objects:
-            if obj["kind"] in NAMESPACED and not (obj.get("metadata") or {}).get("namespace"):
-                obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": "default"}}  # as kubectl does
-            self.cluster.create(str(obj["kind"]), obj)
+            self.cluster.create(obj["kind"], obj)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         self.state.apply(kind, obj, deleted)
@@ -76,19 +75,41 @@ class Simulation:
     def observe_cluster(self) -> Outcome:
         return observe(take_snapshot(self.state, self.scenario.config.scheduler_name), None)
 
+    def problems(self) -> list[Problem]:
+        found = list(self.scenario.problems)
+        found += [Problem.of(WARNING, "SchedulerConfig", "config", w) for w in self.scenario.config.warnings]
+        found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
+        for (kind, key), warnings in sorted(self.state.warnings.items()):
+            found += [Problem.of(WARNING, kind, key, warning) for warning in warnings]
+        return found
+
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:
     sim = Simulation(scenario)
-    run = ScenarioRun(scenario, invalid=[str(error) for error in sim.state.invalid.values()])
+    run = ScenarioRun(scenario)
+    if scenario.runner.multi_cycle:
+        _run_multi_cycle(sim, run)
+    else:
+        _run_single_check(sim, run)
+    run.problems = sim.problems()
+    return run
+
+
+def _run_single_check(sim: Simulation, run: ScenarioRun) -> None:
+    """Run ``cyclesBeforeCheck`` cycles (default 1) and check ``expect`` right after the last one (§4.1)."""
+    scenario = run.scenario
+    for number in range(1, scenario.runner.cycles_before_check + 1):
+        record = sim.cycle(number)
+        run.cycles.append(record)
+        if number < scenario.runner.cycles_before_check:
+            sim.advance(record)
+    run.mismatches = check(scenario.expect, run.cycles[-1].outcome, scenario.now, f"cycle {len(run.cycles)}")
+
+
+def _run_multi_cycle(sim: Simulation, run: ScenarioRun) -> None:
+    """The runner block (§4.2): cycles, a check of the cluster as it then is, then checked cycles."""
+    scenario = run.scenario
     runner, expect = scenario.runner, scenario.expect
-    if not runner.multi_cycle:
-        for number in range(1, runner.cycles_before_check + 1):
-            record = sim.cycle(number)
-            run.cycles.append(record)
-            if number < runner.cycles_before_check:
-                sim.advance(record)
-        run.mismatches = check(expect, run.cycles[-1].outcome, scenario.now, f"cycle {len(run.cycles)}")
-        return run
     for number in range(1, runner.cycles_before_check + 1):
         record = sim.cycle(number)
         run.cycles.append(record)
@@ -105,4 +126,3 @@ def run_scenario(scenario: Scenario) -> ScenarioRun:
         run.cycles.append(record)
         run.mismatches += check(expect, record.outcome, scenario.now, f"cycle {number}")
         sim.advance(record)
-    return run

@@ -1,14 +1,16 @@
 """Scenario files (docs/scenario-format.md): plain Kubernetes objects, the scheduler config, and expectations.
 
-A file that cannot be used gets one clear error naming the file, the field and what is allowed.
+A file that cannot be used gets one clear error naming the file, the field and what is allowed; an object in it
+that cannot be used is reported in ``Scenario.problems`` and skipped (``envelope``).
 """
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kai.cluster.yamlfile import YamlFileError, read_documents
+from kai.components.sim.envelope import usable_objects
+from kai.components.sim.problems import Problem
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import parse_time
@@ -35,6 +37,8 @@ class Scenario:
     objects: list[dict[str, Any]]
     expect: dict[str, Any]
     runner: Runner
+    problems: list[Problem] = field(default_factory=list)
+    """Entries of the file that are not usable objects (skipped), in file order."""
 
 
 def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> int:
@@ -48,19 +52,24 @@ def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
     """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
     where = str(path)
     try:
-        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{where}: not valid YAML: {err}") from err
+        documents = read_documents(path)
+    except YamlFileError as err:
+        raise ScenarioError(str(err)) from err
     raw: Any = documents[0] if len(documents) == 1 else documents
     if isinstance(raw, list):
         raw = {"objects": raw}
     if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: expected a mapping with objects (or a list of objects)")
+        raise ScenarioError(
+            f"{where}: expected Kubernetes objects (one, a list, several YAML documents) or a scenario with objects"
+        )
     if "objects" not in raw and "kind" in raw:
         raw = {"objects": [raw]}
-    objects = raw.get("objects") or []
-    if not isinstance(objects, list) or not all(isinstance(o, dict) and "kind" in o for o in objects):
-        raise ScenarioError(f"{where}: field objects: expected a list of Kubernetes objects, each with a kind")
+    entries = raw.get("objects") or []
+    if not isinstance(entries, list):
+        raise ScenarioError(f"{where}: field objects: expected a list of Kubernetes objects")
+    if not entries:
+        raise ScenarioError(f"{where}: holds no Kubernetes objects (an empty file, or a scenario without objects)")
+    objects, problems = usable_objects(entries)
     try:
         config = parse_config(raw.get("config") or {})
         now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0
@@ -71,6 +80,8 @@ def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
         raise ScenarioError(f"{where}: field runner: expected a mapping")
     if runner_raw:
         deleting = runner_raw.get("podGroupsBeingDeleted") or []
+        if not isinstance(deleting, list):
+            raise ScenarioError(f"{where}: field runner.podGroupsBeingDeleted: expected a list of namespace/name")
         runner = Runner(
             _expect_int(runner_raw, "cyclesBeforeCheck", 2, where),
             _expect_int(runner_raw, "checkCycles", 5, where),
@@ -84,7 +95,7 @@ def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):
         raise ScenarioError(f"{where}: field expect: expected a mapping")
-    return Scenario(path, str(raw.get("name") or path.stem), config, now, objects, expect, runner)
+    return Scenario(path, str(raw.get("name") or path.stem), config, now, objects, expect, runner, problems)
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
