@@ -43,6 +43,7 @@ e2e: $(STAMP) controlplane
 
 bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py
+	$(BIN)/python bench/simulate_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

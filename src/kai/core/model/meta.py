@@ -112,10 +112,12 @@ def optional_time(raw: Raw, key: str, obj: str, field: str) -> float | None:
 class Metadata:
     """The metadata fields the scheduler reads: name, namespace, uid, creation time, labels, annotations."""
 
-    __slots__ = ("annotations", "creation_ts", "deletion_ts", "labels", "name", "namespace", "uid")
+    __slots__ = ("annotations", "creation_ts", "deletion_ts", "labels", "name", "namespace", "ref", "uid")
 
     def __init__(self, raw: Raw, kind: str, namespaced: bool) -> None:
         obj = object_ref(kind, raw)
+        self.ref = obj
+        """How errors name the object (``object_ref``), kept for the parse of the rest of it."""
         meta = mapping(raw, "metadata", obj, "metadata")
         self.name = string(meta, "name", obj, "metadata.name")
         if not self.name:

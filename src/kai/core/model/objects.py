@@ -203,7 +203,7 @@ def _host_ports(spec: Raw, obj: str) -> tuple[HostPort, ...]:
 
 def parse_pod(raw: Raw) -> Pod:
     meta = Metadata(raw, "Pod", namespaced=True)
-    obj = object_ref("Pod", raw)
+    obj = meta.ref
     spec = mapping(raw, "spec", obj, "spec")
     status = mapping(raw, "status", obj, "status")
     annotations = meta.annotations
@@ -283,7 +283,7 @@ def _gpu_memory(labels: Mapping[str, str]) -> tuple[int, bool]:
 
 def parse_node(raw: Raw) -> Node:
     meta = Metadata(raw, "Node", namespaced=False)
-    obj = object_ref("Node", raw)
+    obj = meta.ref
     spec = mapping(raw, "spec", obj, "spec")
     status = mapping(raw, "status", obj, "status")
     allocatable = {

@@ -54,11 +54,21 @@ def parse_quantity(value: object, obj: str, field: str) -> Decimal:
     return base * _SUFFIXES[suffix or ""]
 
 
+_AMOUNTS: dict[tuple[str, str], float] = {}
+"""Amounts already parsed, by resource and text: a cluster's pods and nodes repeat a few hundred quantities."""
+_AMOUNTS_KEPT = 4096
+
+
 def resource_amount(name: str, value: object, obj: str, field: str) -> float:
     """A resource quantity in the scheduler's unit for that resource: millicores for cpu, counts otherwise."""
+    if isinstance(value, str):
+        known = _AMOUNTS.get((name, value))
+        if known is not None:
+            return known
     quantity = parse_quantity(value, obj, field)
     if quantity < 0:
         raise InvalidObject(obj, field, f"got {value!r}; a resource quantity cannot be negative")
-    if name == "cpu":
-        return float(quantity * 1000)
-    return float(quantity)
+    amount = float(quantity * 1000) if name == "cpu" else float(quantity)
+    if isinstance(value, str) and len(_AMOUNTS) < _AMOUNTS_KEPT:
+        _AMOUNTS[(name, value)] = amount
+    return amount

@@ -142,20 +142,33 @@ class ClusterState:
             self.invalid.pop(("Pod", pod_key), None)
             return
         state = "is invalid (see its own error)" if ("PodGroup", podgroup_key) in self.invalid else "does not exist"
-        self.invalid[("Pod", pod_key)] = InvalidObject(
-            f"Pod {pod_key}",
-            f"metadata.annotations.{names.POD_GROUP_ANNOTATION}",
-            f"PodGroup '{pod.podgroup_name}' {state} in namespace {pod.meta.namespace}; the pod is not scheduled "
-            "until it does",
+        self._set_invalid(
+            ("Pod", pod_key),
+            InvalidObject(
+                f"Pod {pod_key}",
+                f"metadata.annotations.{names.POD_GROUP_ANNOTATION}",
+                f"PodGroup '{pod.podgroup_name}' {state} in namespace {pod.meta.namespace}; the pod is not scheduled "
+                "until it does",
+            ),
         )
 
     def _check_queue_tree(self) -> None:
-        for name in self.unusable_queues:
+        before = self.unusable_queues
+        for name in before:
             self.invalid.pop(("Queue", name), None)
         unparsed = {key for kind, key in self.invalid if kind == "Queue"}
-        self.unusable_queues = queue_tree_problems(self.queues, unparsed)
+        self.unusable_queues = {
+            name: kept if (kept := before.get(name)) is not None and str(kept) == str(problem) else problem
+            for name, problem in queue_tree_problems(self.queues, unparsed).items()
+        }  # unchanged problems keep their instance: reporters compare instances
         for name, problem in self.unusable_queues.items():
             self.invalid[("Queue", name)] = problem
+
+    def _set_invalid(self, key: tuple[str, str], problem: InvalidObject) -> None:
+        """Record a problem, keeping the recorded instance when nothing changed."""
+        kept = self.invalid.get(key)
+        if kept is None or str(kept) != str(problem):
+            self.invalid[key] = problem
 
 
 def _podgroup_key(pod: Pod) -> str:
