@@ -71,3 +71,15 @@ def test_warnings_are_replaced_on_update_and_dropped_on_delete() -> None:
     state.apply("Queue", {"metadata": {"name": "q"}, "spec": {"resources": weights}})
     state.apply("Queue", {"metadata": {"name": "q"}}, deleted=True)
     assert not state.warnings
+
+
+def test_a_status_update_keeps_the_queue_problem_and_a_parse_error_replaces_it() -> None:
+    state = ClusterState()
+    state.apply("Queue", _queue("leaf", "dept"))
+    problem = state.invalid[("Queue", "leaf")]
+    state.apply("Queue", {**_queue("leaf", "dept"), "status": {"allocated": {"cpu": "1"}}})
+    assert state.invalid[("Queue", "leaf")] is problem, "unchanged: the same problem, not a new one"
+    state.apply("Queue", {"metadata": {"name": "leaf"}, "spec": {"parentQueue": "dept", "priority": "high"}})
+    assert state.invalid[("Queue", "leaf")].field == "spec.priority"
+    state.apply("Queue", _queue("leaf"))
+    assert not state.invalid

@@ -90,6 +90,7 @@ class ClusterState:
             return None
         key = _key(raw)
         error: InvalidObject | None = None
+        parent_before = self._parent_of(kind, key)
         self.warnings.pop((kind, key), None)
         if deleted:
             store.pop(key, None)
@@ -115,8 +116,16 @@ class ClusterState:
             for pod_key in self._pods_by_podgroup.get(key, ()):
                 self._check_podgroup_of(pod_key)
         elif kind == "Queue":
-            self._check_queue_tree()
+            if self._parent_of(kind, key) != parent_before:  # a status update leaves the tree as it is
+                self._check_queue_tree()
+            elif key in self.unusable_queues:
+                self.invalid[(kind, key)] = self.unusable_queues[key]
         return error
+
+    def _parent_of(self, kind: str, key: str) -> str | None:
+        """A usable queue's parent ("" at the top), None when there is no parsed queue: what the tree depends on."""
+        queue = self.queues.get(key) if kind == "Queue" else None
+        return None if queue is None else queue.parent
 
     def _index_pod(self, key: str) -> None:
         """Keep the pods-by-podgroup index and the pod's reference check up to date."""
@@ -154,8 +163,9 @@ class ClusterState:
 
     def _check_queue_tree(self) -> None:
         before = self.unusable_queues
-        for name in before:
-            self.invalid.pop(("Queue", name), None)
+        for name, problem in before.items():
+            if self.invalid.get(("Queue", name)) is problem:  # not a parse error recorded since
+                del self.invalid[("Queue", name)]
         unparsed = {key for kind, key in self.invalid if kind == "Queue"}
         self.unusable_queues = {
             name: kept if (kept := before.get(name)) is not None and str(kept) == str(problem) else problem
