@@ -14,7 +14,7 @@ from kai.components.runtime import COMPONENTS, RuntimeOptions
 from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
-from kai.components.sim.scenario import ScenarioError, load_scenario, scenario_files
+from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.core.framework.config import parse_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -31,13 +31,17 @@ def main() -> None:
 @click.option("--check", is_flag=True, help="Compare each scenario's expect block; one PASS/FAIL line each.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print every cycle's outcome as JSON.")
 def simulate(paths: tuple[Path, ...], cycles: int | None, check: bool, as_json_output: bool) -> None:
-    """Run the scheduler on scenario files or folders against the embedded cluster."""
+    """Run the scheduler on scenario files or folders against the embedded cluster.
+
+    Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster."""
     console = Console(width=200)
     passed = failed = 0
     documents = []
-    for path in scenario_files(list(paths)):
+    for path, scenario in load_scenarios(scenario_files(list(paths)), cycles):
         try:
-            run = _simulate(path, cycles)
+            if isinstance(scenario, ScenarioError):
+                raise scenario
+            run = _simulate(scenario)
         except ScenarioError as error:
             failed += 1
             if check:
@@ -66,9 +70,9 @@ def simulate(paths: tuple[Path, ...], cycles: int | None, check: bool, as_json_o
         sys.exit(1)
 
 
-def _simulate(path: Path, cycles: int | None) -> ScenarioRun:
-    """One file's run; whatever goes wrong is one line naming the file (no input may produce a traceback)."""
-    scenario = load_scenario(path, cycles)
+def _simulate(scenario: Scenario) -> ScenarioRun:
+    """One run; whatever goes wrong is one line naming the file (no input may produce a traceback)."""
+    path = scenario.path
     try:
         return run_scenario(scenario)
     except Exception as error:  # a kai bug: still one line for the user, with what is needed to report it

@@ -18,14 +18,13 @@ _MAPPINGS = ("spec", "status")
 _METADATA_MAPPINGS = ("labels", "annotations")
 
 
-def usable_objects(entries: list[Any]) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """The entries that can be created (namespaced kinds defaulted to ``default``, as kubectl does) and the
-    problems of the others."""
+def usable_objects(entries: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Of ``(where, entry)`` pairs (``where`` says where the entry is, such as ``objects[3]``), the entries that can be
+    created (namespaced kinds defaulted to ``default``, as kubectl does) and the problems of the others."""
     objects: list[dict[str, Any]] = []
     problems: list[Problem] = []
-    first: dict[tuple[str, str], int] = {}
-    for index, entry in enumerate(entries):
-        where = f"objects[{index}]"
+    first: dict[tuple[str, str], str] = {}
+    for where, entry in entries:
         try:
             obj = _envelope(entry, where)
         except InvalidObject as error:
@@ -35,11 +34,11 @@ def usable_objects(entries: list[Any]) -> tuple[list[dict[str, Any]], list[Probl
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
         if (kind, key) in first:
             duplicate = InvalidObject(
-                f"{kind} {key}", "metadata.name", f"duplicate of objects[{first[kind, key]}]; the first is kept"
+                f"{kind} {key}", "metadata.name", f"duplicate of {first[kind, key]}; the first is kept"
             )
             problems.append(Problem.of(ERROR, kind, key, duplicate))
             continue
-        first[kind, key] = index
+        first[kind, key] = where
         objects.append(obj)
     return objects, problems
 

@@ -48,8 +48,8 @@ def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> in
     return value
 
 
-def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
-    """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
+def _read(path: Path) -> tuple[dict[str, Any], bool]:
+    """A file as a scenario mapping with ``objects``, and whether it was plain manifests (no scenario keys)."""
     where = str(path)
     try:
         documents = read_documents(path)
@@ -57,18 +57,63 @@ def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
         raise ScenarioError(str(err)) from err
     raw: Any = documents[0] if len(documents) == 1 else documents
     if isinstance(raw, list):
-        raw = {"objects": raw}
+        return {"objects": raw}, True
     if not isinstance(raw, dict):
         raise ScenarioError(
             f"{where}: expected Kubernetes objects (one, a list, several YAML documents) or a scenario with objects"
         )
     if "objects" not in raw and "kind" in raw:
-        raw = {"objects": [raw]}
+        return {"objects": [raw]}, True
+    return raw, False
+
+
+def _entries(path: Path, raw: dict[str, Any], label: str = "") -> list[tuple[str, Any]]:
     entries = raw.get("objects") or []
     if not isinstance(entries, list):
-        raise ScenarioError(f"{where}: field objects: expected a list of Kubernetes objects")
+        raise ScenarioError(f"{path}: field objects: expected a list of Kubernetes objects")
     if not entries:
-        raise ScenarioError(f"{where}: holds no Kubernetes objects (an empty file, or a scenario without objects)")
+        raise ScenarioError(f"{path}: holds no Kubernetes objects (an empty file, or a scenario without objects)")
+    return [(f"{label}objects[{index}]", entry) for index, entry in enumerate(entries)]
+
+
+def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
+    """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
+    raw, _ = _read(path)
+    return _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles)
+
+
+def load_scenarios(paths: list[Path], cycles: int | None = None) -> list[tuple[Path, Scenario | ScenarioError]]:
+    """What ``kai simulate PATH...`` runs, in order: each scenario file on its own, and all plain manifests together
+    as one cluster (as ``kubectl apply -f a.yaml -f b.yaml`` would build it), at the place of the first of them.
+    A file that cannot be used is its own error; the others still run."""
+    runs: list[tuple[Path, Scenario | ScenarioError] | None] = []  # None: the place of the combined manifests
+    manifests: list[tuple[Path, list[tuple[str, Any]]]] = []
+    for path in paths:
+        try:
+            raw, plain = _read(path)
+            if not plain:
+                runs.append((path, _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles)))
+                continue
+            if not manifests:
+                runs.append(None)
+            manifests.append((path, _entries(path, raw, f"{path} " if len(paths) > 1 else "")))
+        except ScenarioError as error:
+            runs.append((path, error))
+    if manifests:
+        first = manifests[0][0]
+        name = " + ".join(path.stem for path, _ in manifests)
+        entries = [entry for _, file_entries in manifests for entry in file_entries]
+        combined: Scenario | ScenarioError
+        try:
+            combined = _build(first, name, {}, entries, cycles)
+        except ScenarioError as error:
+            combined = error
+        runs[runs.index(None)] = (first, combined)
+    return [run for run in runs if run is not None]
+
+
+def _build(path: Path, name: str, raw: dict[str, Any], entries: list[tuple[str, Any]], cycles: int | None) -> Scenario:
+    where = str(path)
     objects, problems = usable_objects(entries)
     try:
         config = parse_config(raw.get("config") or {})
@@ -95,7 +140,7 @@ def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):
         raise ScenarioError(f"{where}: field expect: expected a mapping")
-    return Scenario(path, str(raw.get("name") or path.stem), config, now, objects, expect, runner, problems)
+    return Scenario(path, name, config, now, objects, expect, runner, problems)
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
