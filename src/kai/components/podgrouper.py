@@ -2,15 +2,23 @@
 
 The PodGroup is named after the pod's top owner (``pg-<owner>-<uid>``, the pod itself when it has no owner), has
 gang size 1, the queue from the ``kai.scheduler/queue`` label (owner's, then pod's; else ``default-queue``) and the
-priority class from the ``priorityClassName`` label or the pod's own class when it exists (else ``train``). Then the
-pod is annotated with the PodGroup's name. Workload-specific groupers (Jobs, PyTorchJobs, RayClusters…) come later.
+priority class from the ``priorityClassName`` label or the pod's own class when it exists (else ``train``); the
+pod's ``kai.scheduler/preemption-delay`` and ``kai.scheduler/staleness-grace-period`` annotations become the
+PodGroup's ``preemptionDelay`` and ``stalenessGracePeriod`` (an invalid value is logged and ignored, as in KAI).
+Then the pod is annotated with the PodGroup's name. Workload-specific groupers (Jobs, PyTorchJobs, RayClusters…)
+come later.
 """
 
+import logging
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
 from kai.components.parallel import Writes
 from kai.core.model import names
+from kai.core.model.duration import parse_duration
+from kai.core.model.errors import InvalidObject
+
+log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = "default-queue"
 DEFAULT_PRIORITY_CLASS = "train"
@@ -29,6 +37,26 @@ def podgroup_for(pod: Raw, priority_classes: set[str], queue_label: str = names.
     }
     if labels.get(PREEMPTIBILITY_LABEL) in ("preemptible", "non-preemptible"):
         spec["preemptibility"] = labels[PREEMPTIBILITY_LABEL]
+    annotations: dict[str, str] = meta.get("annotations") or {}
+    for annotation, key, allow_negative in (
+        (names.PREEMPTION_DELAY_ANNOTATION, "preemptionDelay", False),
+        (names.STALENESS_GRACE_ANNOTATION, "stalenessGracePeriod", True),
+    ):
+        text = annotations.get(annotation)
+        if text is None:
+            continue
+        if _valid_duration(text, allow_negative):
+            spec[key] = text
+        else:
+            allowed = "a Go duration such as 30s or 5m" + ("" if allow_negative else ", not negative")
+            log.warning(
+                "pod %s/%s: ignoring annotation %s=%r: expected %s",
+                meta["namespace"],
+                meta["name"],
+                annotation,
+                text,
+                allowed,
+            )
     podgroup: Raw = {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
@@ -46,6 +74,14 @@ def podgroup_for(pod: Raw, priority_classes: set[str], queue_label: str = names.
             {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
         ]
     return podgroup
+
+
+def _valid_duration(text: str, allow_negative: bool) -> bool:
+    try:
+        seconds = parse_duration(text, "Pod", "metadata.annotations")
+    except InvalidObject:
+        return False
+    return allow_negative or seconds >= 0
 
 
 def _priority_class(pod: Raw, priority_classes: set[str]) -> str:

@@ -52,11 +52,12 @@ class SchedulerLoop:
 
     def run_once(self) -> Session:
         started = time.perf_counter()
+        now = self.clock()
         with self._lock:
-            cluster = take_snapshot(self.state, self.config.scheduler_name)
+            cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
-        session = run_cycle(cluster, self.config, self.clock(), time.perf_counter)
+        session = run_cycle(cluster, self.config, now, time.perf_counter)
         self.writer.write(session.result, session.jobs)
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:

@@ -75,6 +75,11 @@ class DecisionWriter:
             "stale", result.stale_since.items(), lambda item: self._annotate(item[0], names.STALE_ANNOTATION, item[1])
         )
         writes.each(
+            "last eviction",
+            result.last_eviction.items(),
+            lambda item: self._annotate(item[0], names.LAST_EVICTION_ANNOTATION, item[1]),
+        )
+        writes.each(
             "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
         )
         writes.each("podgroup condition", result.unschedulable.values(), self._podgroup_condition)

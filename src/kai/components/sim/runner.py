@@ -21,7 +21,7 @@ from kai.core.cycle import run_cycle
 from kai.core.framework.session import Session
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
-from kai.core.state.snapshot import take_snapshot
+from kai.core.state.snapshot import ClusterInfo, take_snapshot
 
 
 @dataclass
@@ -62,18 +62,23 @@ class Simulation:
 
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()
-        cluster_info = take_snapshot(self.state, self.scenario.config.scheduler_name)
+        cluster_info = self._snapshot()
         session = run_cycle(cluster_info, self.scenario.config, self.scenario.now)
         return CycleRecord(number, observe(session.cluster, session.result), session)
 
     def advance(self, record: CycleRecord) -> None:
         self.writer.write(record.session.result)
         self.binder.reconcile()
-        run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted)
+        stuck_before = self.scenario.now - self.scenario.config.stuck_in_releasing_s
+        run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before)
         self.binder.sync_reservations()
 
     def observe_cluster(self) -> Outcome:
-        return observe(take_snapshot(self.state, self.scenario.config.scheduler_name), None)
+        return observe(self._snapshot(), None)
+
+    def _snapshot(self) -> ClusterInfo:
+        config = self.scenario.config
+        return take_snapshot(self.state, config.scheduler_name, self.scenario.now, config.stuck_in_releasing_s)
 
     def problems(self) -> list[Problem]:
         found = list(self.scenario.problems)

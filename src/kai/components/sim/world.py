@@ -1,7 +1,8 @@
 """The parts of a cluster the simulator stands in for: kubelets and workload controllers.
 
 Bound pods start running; terminating pods finish and are re-created Pending by their controller (unless their
-podgroup is being deleted), as scenario-format.md §4.2 describes. The scheduler's writer and the binder are the
+podgroup is being deleted, or they are stuck terminating: running pods deleted before ``stuck_before``), as
+scenario-format.md §4.2 describes. The scheduler's writer and the binder are the
 real components.
 """
 
@@ -9,9 +10,10 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.core.model import names
+from kai.core.model.meta import parse_time
 
 
-def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str]) -> None:
+def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str], stuck_before: float) -> None:
     for pod in cluster.list("Pod"):
         meta: dict[str, Any] = pod["metadata"]
         spec: dict[str, Any] = pod.setdefault("spec", {})
@@ -20,6 +22,9 @@ def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str]) -> N
         podgroup = f"{meta['namespace']}/{meta.get('annotations', {}).get(names.POD_GROUP_ANNOTATION, '')}"
         if meta.get("deletionTimestamp"):
             if podgroup in podgroups_being_deleted:
+                continue
+            deleted = parse_time(meta["deletionTimestamp"], key, "metadata.deletionTimestamp")
+            if status.get("phase") == "Running" and deleted < stuck_before:
                 continue
             cluster.finalize("Pod", key)
             if meta.get("namespace") == names.RESERVATION_NAMESPACE:

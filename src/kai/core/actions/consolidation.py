@@ -77,6 +77,7 @@ def execute(ssn: Session) -> None:
             filter_non_pending=True,
             filter_unready=True,
             filter_non_preemptible=True,
+            filter_within_preemption_delay=True,
             max_jobs_queue_depth=ssn.queue_depth(NAME),
         ),
         lambda job: _enough_gpus(ssn, job),

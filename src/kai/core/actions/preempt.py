@@ -36,7 +36,12 @@ def execute(ssn: Session) -> None:
     run_solver_action(
         ssn,
         NAME,
-        JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
+        JobQueueOptions(
+            filter_non_pending=True,
+            filter_unready=True,
+            filter_within_preemption_delay=True,
+            max_jobs_queue_depth=ssn.queue_depth(NAME),
+        ),
         attempt,
         victims,
         all_of(ssn.preempt_validators),

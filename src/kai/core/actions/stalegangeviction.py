@@ -2,7 +2,9 @@
 
 A job is stale when it has running pods but some pod set is below its gang size (and nothing succeeded). The
 first cycle that sees it stale records since when; once the grace period has passed, every remaining pod is
-evicted so the gang can start again whole. A negative grace period never evicts.
+evicted so the gang can start again whole. The grace period is the podgroup's ``stalenessGracePeriod``, else the
+scheduler's global default; a negative one never evicts. These evictions do not re-arm the podgroup's preemption
+delay (KAI evicts them outside a statement).
 """
 
 from kai.core.framework.session import Session
@@ -41,7 +43,6 @@ def eviction_message(task: TaskInfo, job: PodGroupInfo) -> str:
 
 
 def execute(ssn: Session) -> None:
-    grace = ssn.config.staleness_grace_s
     for job in ssn.jobs.values():
         if not is_stale(job):
             if job.stale_ts is not None:
@@ -51,9 +52,12 @@ def execute(ssn: Session) -> None:
         if job.stale_ts is None:
             job.stale_ts = ssn.now
             ssn.result.stale_since[job.key] = ssn.now
+        grace = job.podgroup.stale_grace_s
+        if grace is None:
+            grace = ssn.config.staleness_grace_s
         if grace < 0 or ssn.now - job.stale_ts < grace:
             continue
         stmt = Statement(ssn)
         for task in [t for t in job.tasks.values() if t.status in ACTIVE_ALLOCATED]:
             stmt.evict(task, eviction_message(task, job))
-        stmt.commit(NAME)
+        stmt.commit(NAME, rearm_preemption_delay=False)

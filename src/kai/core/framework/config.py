@@ -11,6 +11,7 @@ from typing import Any
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
+from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
 KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_ACTIONS = KNOWN_ACTIONS
@@ -85,6 +86,7 @@ class SchedulerConfig:
     max_consolidation_preemptees: int = 16
     staleness_grace_s: float = 60.0
     use_scheduling_signatures: bool = True
+    stuck_in_releasing_s: float = STUCK_IN_RELEASING_S
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     metrics_namespace: str = "kai"
     warnings: tuple[InvalidObject, ...] = ()
@@ -107,6 +109,15 @@ def _int(raw: Mapping[str, Any], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidObject(WHERE, key, f"got {value!r}; expected an integer")
     return value
+
+
+def _positive_duration(raw: Mapping[str, Any], key: str, default: float) -> float:
+    """A Go duration; as in KAI, zero or negative falls back to the default."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    seconds = parse_duration(str(value), WHERE, key)
+    return seconds if seconds > 0 else default
 
 
 def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
@@ -177,6 +188,7 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
             parse_duration(str(grace), WHERE, "globalDefaultStalenessGracePeriod") if grace is not None else 60.0
         ),
         use_scheduling_signatures=_bool(raw, "useSchedulingSignatures", True),
+        stuck_in_releasing_s=_positive_duration(raw, "stuckInReleasingThreshold", STUCK_IN_RELEASING_S),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
         warnings=_plugin_warnings(tiers) if raw.get("tiers") is not None else (),
     )

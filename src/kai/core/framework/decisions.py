@@ -63,6 +63,9 @@ class CycleResult:
     """Podgroups that started running this cycle, with the new last-start timestamp."""
     stale_since: dict[str, float | None] = field(default_factory=dict)
     """Podgroups whose staleness timestamp changed (None: no longer stale)."""
+    last_eviction: dict[str, float] = field(default_factory=dict)
+    """Podgroups that lost pods to reclaim, preempt or consolidation this cycle, with the time: it re-arms their
+    preemption delay (KAI's last-eviction-timestamp annotation)."""
     unschedulable: dict[str, Unschedulable] = field(default_factory=dict)
     pod_errors: dict[str, str] = field(default_factory=dict)
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""

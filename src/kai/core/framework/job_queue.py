@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 from kai.core.framework.go_heap import GoHeap
 from kai.core.framework.session import Session
+from kai.core.model.duration import format_duration
+from kai.core.model.meta import format_time
+from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 
@@ -34,6 +37,8 @@ class JobQueueOptions:
     filter_unready: bool = False
     filter_non_preemptible: bool = False
     filter_non_active_allocated: bool = False
+    filter_within_preemption_delay: bool = False
+    """Eviction-triggering actions skip jobs still within their preemption delay (and say so in their fit errors)."""
     victim_queue: bool = False
     max_jobs_queue_depth: int = -1
 
@@ -62,6 +67,9 @@ class JobsOrderByQueues:
             if opts.filter_non_preemptible and not job.preemptible:
                 continue
             if opts.filter_non_active_allocated and not job.has_active_allocated():
+                continue
+            if opts.filter_within_preemption_delay and job.within_preemption_delay(self.ssn.now):
+                _record_preemption_delay(job)
                 continue
             self.push(job)
 
@@ -178,3 +186,18 @@ class JobsOrderByQueues:
         while node is not None:
             node.needs_reorder = True
             node = node.parent
+
+
+def _record_preemption_delay(job: PodGroupInfo) -> None:
+    if any(error.reason == PREEMPTION_DELAY_NOT_ELAPSED for error in job.fit_errors):
+        return
+    delay, end = job.podgroup.preemption_delay_s or 0.0, job.preemption_delay_end() or 0.0
+    job.add_fit_error(
+        JobFitError(
+            PREEMPTION_DELAY_NOT_ELAPSED,
+            [
+                f"Workload is within its preemption delay window ({format_duration(delay)}) and may not trigger "
+                f"evictions before {format_time(end)}"
+            ],
+        )
+    )

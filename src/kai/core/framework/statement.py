@@ -148,8 +148,11 @@ class Statement:
         for op, gpu_groups in zip(converted, groups, strict=True):
             self.pipeline(op.task, op.node, gpu_groups)
 
-    def commit(self, action: str) -> None:
-        result = self.ssn.result
+    def commit(self, action: str, rearm_preemption_delay: bool = True) -> None:
+        """Turn the surviving operations into decisions. A podgroup that loses pods records when (KAI's
+        last-eviction time), which restarts its own preemption delay."""
+        ssn = self.ssn
+        result = ssn.result
         for op in self.operations:
             task = op.task
             if not op.valid or op.kind == "undo":
@@ -158,6 +161,9 @@ class Statement:
                 result.evictions.append(
                     Eviction(task.key, task.job_key, task.node_name, action, op.message, op.evictor)
                 )
+                if rearm_preemption_delay:
+                    ssn.jobs[task.job_key].last_eviction_ts = ssn.now
+                    result.last_eviction[task.job_key] = ssn.now
             elif op.kind == "pipeline":
                 result.pipelined.append(Pipeline(task.key, op.node, op.message))
             else:

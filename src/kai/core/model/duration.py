@@ -21,3 +21,31 @@ def parse_duration(text: str, where: str, field_name: str, days: bool = False) -
     if not parts or "".join(n + u for n, u in parts) != body or any(u not in units for _, u in parts):
         raise InvalidObject(where, field_name, f"got {text!r}; expected a duration such as {allowed}")
     return sign * sum(float(n) * units[u] for n, u in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String()``: "10m0s", "1h30m0s", "45s", "1.5s", "0s"."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    nanos = round(abs(seconds) * 1e9)
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{_decimal(nanos, size)}{unit}"
+    hours, rest = divmod(nanos, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = f"{_decimal(rest, 10**9)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, fraction = divmod(value, unit)
+    if not fraction:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}.{str(fraction).rjust(digits, '0').rstrip('0')}"

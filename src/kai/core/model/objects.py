@@ -410,6 +410,7 @@ class SubGroupSpec:
     min_member: int | None
     parent: str
     topology: TopologyConstraint | None
+    min_subgroup: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +426,12 @@ class PodGroup:
     stale_ts: float | None
     mark_unschedulable: bool
     scheduling_backoff: int
+    min_subgroup: int | None = None
+    """How many direct child sub-groups make the gang (KAI's elastic gang tree); None: all of them."""
+    preemption_delay_s: float | None = None
+    stale_grace_s: float | None = None
+    """Per-podgroup staleness grace period; None: the scheduler's global default."""
+    last_eviction_ts: float | None = None
 
     @property
     def key(self) -> str:
@@ -470,6 +477,7 @@ def parse_podgroup(raw: Raw) -> PodGroup:
                 min_member=integer(entry, "minMember", obj, f"{field}.minMember"),
                 parent=string(entry, "parent", obj, f"{field}.parent"),
                 topology=_topology_constraint(entry, "topologyConstraint", obj, f"{field}.topologyConstraint"),
+                min_subgroup=integer(entry, "minSubGroup", obj, f"{field}.minSubGroup"),
             )
         )
     for i, sub in enumerate(subgroups):
@@ -489,6 +497,10 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         stale_ts=optional_time(annotations, names.STALE_ANNOTATION, obj, "metadata.annotations"),
         mark_unschedulable=spec.get("markUnschedulable") is not False,
         scheduling_backoff=-1 if backoff is None else backoff,
+        min_subgroup=integer(spec, "minSubGroup", obj, "spec.minSubGroup"),
+        preemption_delay_s=_optional_duration(spec, "preemptionDelay", obj),
+        stale_grace_s=_optional_duration(spec, "stalenessGracePeriod", obj),
+        last_eviction_ts=optional_time(annotations, names.LAST_EVICTION_ANNOTATION, obj, "metadata.annotations"),
     )
 
 

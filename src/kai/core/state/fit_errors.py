@@ -16,6 +16,7 @@ NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
 NOT_READY = "NotReady"
 """KAI's PodGroup event reason for a gang with fewer pods than its minimum (kai treats it as a fit error)."""
+PREEMPTION_DELAY_NOT_ELAPSED = "PreemptionDelayNotElapsed"
 
 
 @dataclass(slots=True)

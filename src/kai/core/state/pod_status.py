@@ -12,6 +12,9 @@ class PodStatus(Enum):
     BOUND = "Bound"
     RUNNING = "Running"
     RELEASING = "Releasing"
+    STUCK_IN_RELEASING = "StuckInReleasing"
+    """Terminating for longer than ``stuckInReleasingThreshold``: it holds its node, but its resources are not
+    counted as about to be freed (nothing is pipelined onto them)."""
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     UNKNOWN = "Unknown"
@@ -25,10 +28,11 @@ ACTIVE_USED = frozenset(
         PodStatus.BOUND,
         PodStatus.RUNNING,
         PodStatus.RELEASING,
+        PodStatus.STUCK_IN_RELEASING,
     }
 )
 """Statuses that occupy a node."""
-ACTIVE_ALLOCATED = ACTIVE_USED - {PodStatus.RELEASING}
+ACTIVE_ALLOCATED = ACTIVE_USED - {PodStatus.RELEASING, PodStatus.STUCK_IN_RELEASING}
 ALIVE = frozenset(
     {
         PodStatus.ALLOCATED,

@@ -67,6 +67,7 @@ class PodGroupInfo:
         "fit_errors",
         "init_request_cache",
         "key",
+        "last_eviction_ts",
         "last_start_ts",
         "name",
         "namespace",
@@ -95,6 +96,7 @@ class PodGroupInfo:
         else:
             self.preemptible = priority < names.PREEMPTIBLE_BELOW_PRIORITY
         self.last_start_ts = podgroup.last_start_ts
+        self.last_eviction_ts = podgroup.last_eviction_ts
         self.stale_ts = podgroup.stale_ts
         self.tasks: dict[str, TaskInfo] = {}
         self.fit_errors: list[JobFitError] = []
@@ -178,6 +180,21 @@ class PodGroupInfo:
 
     def is_gang(self) -> bool:
         return any(ps.min_available > 1 for ps in self.pod_sets.values())
+
+    def preemption_delay_end(self) -> float | None:
+        """When this podgroup may first make others be evicted: its preemption delay after its creation or its own
+        last eviction, whichever is later; None without a (positive) delay."""
+        delay = self.podgroup.preemption_delay_s
+        if delay is None or delay <= 0:
+            return None
+        anchor = self.creation_ts
+        if self.last_eviction_ts is not None and self.last_eviction_ts > anchor:
+            anchor = self.last_eviction_ts
+        return anchor + delay
+
+    def within_preemption_delay(self, now: float) -> bool:
+        end = self.preemption_delay_end()
+        return end is not None and now < end
 
     def add_fit_error(self, error: JobFitError) -> None:
         self.fit_errors.append(error)

@@ -21,6 +21,8 @@ from kai.core.state.task import TaskInfo
 
 MIN_NODE_GPU_MEMORY_MIB = 100
 """KAI's MinNodeGPUMemory is always 100 in practice (kai-reference.md §3.2); kept as the quirk it is."""
+STUCK_IN_RELEASING_S = 120.0
+"""KAI's default ``--stuck-in-releasing-threshold`` (2m)."""
 
 
 @dataclass
@@ -38,10 +40,14 @@ class ClusterInfo:
     """DRA devices per node name, from ResourceSlices."""
 
 
-def _status(pod: Pod, bind_request: BindRequest | None) -> PodStatus:
+def _status(pod: Pod, bind_request: BindRequest | None, stuck_before: float) -> PodStatus:
+    """KAI's pod status; a running pod terminating since before ``stuck_before`` is StuckInReleasing."""
     phase = pod.phase
     if phase == "Running":
-        return PodStatus.RELEASING if pod.deleting else PodStatus.RUNNING
+        deleted = pod.meta.deletion_ts
+        if deleted is None:
+            return PodStatus.RUNNING
+        return PodStatus.STUCK_IN_RELEASING if deleted < stuck_before else PodStatus.RELEASING
     if phase == "Pending":
         if pod.deleting:
             return PodStatus.RELEASING
@@ -91,7 +97,11 @@ def _queue_error(state: ClusterState, queue: str) -> JobFitError:
     return JobFitError(QUEUE_DOES_NOT_EXIST, [message], subgroup="")
 
 
-def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
+def take_snapshot(
+    state: ClusterState, scheduler_name: str, now: float = 0.0, stuck_in_releasing_s: float = STUCK_IN_RELEASING_S
+) -> ClusterInfo:
+    """The cycle's view of ``state`` at ``now`` (which decides which terminating pods are StuckInReleasing)."""
+    stuck_before = now - stuck_in_releasing_s
     extra: set[str] = set()
     for node in state.nodes.values():
         extra.update(node.allocatable)
@@ -121,7 +131,7 @@ def take_snapshot(state: ClusterState, scheduler_name: str) -> ClusterInfo:
             info.bind_requests_to_delete.append(br_key)
     for pod in state.pods.values():
         bind_request = bind_requests.get(pod.key)
-        status = _status(pod, bind_request)
+        status = _status(pod, bind_request, stuck_before)
         node_name = pod.node_name
         if status is PodStatus.BINDING and bind_request is not None:
             node_name = bind_request.selected_node
