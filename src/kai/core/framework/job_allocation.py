@@ -4,7 +4,7 @@ A job is placed atomically up to its gang sizes: the pod sets that are below the
 they need (one task otherwise); any task that fits nowhere fails the attempt and records why.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import cmp_to_key
 
 import numpy as np
@@ -15,7 +15,7 @@ from kai.core.model import names
 from kai.core.state.fit_errors import DEFAULT_POD_ERROR, POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
 from kai.core.state.gpu_sharing import WHOLE_GPU, task_gpu_memory
 from kai.core.state.node_table import Mask, NodeInfo
-from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
+from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
 
@@ -27,39 +27,46 @@ _SHORT_REASONS = {
 
 
 def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) -> list[TaskInfo]:
-    """The next tasks to place: enough to reach each unsatisfied pod set's gang size, else one (elastic growth).
+    """The next tasks to place, walking the gang tree (KAI's GetTasksToAllocate): a set below its gang takes the
+    tasks that bring its most wanted unsatisfied members to theirs; a satisfied set grows by its most wanted member
+    that still has tasks (one pod from a satisfied pod set).
 
     Cached until a task of the job changes status; like KAI, the cache does not distinguish real allocations
     from simulations.
     """
-    if job.tasks_to_allocate_cache is not None:
-        return job.tasks_to_allocate_cache
-    pod_sets = sorted(job.pod_sets.values(), key=cmp_to_key(_pod_set_cmp(ssn)))
-    unsatisfied = sum(1 for ps in pod_sets if ps.active_allocated < ps.min_available)
-    limit = unsatisfied or 1
-    chosen: list[TaskInfo] = []
-    taken = 0
-    for pod_set in pod_sets:
-        if taken >= limit:
-            break
-        candidates = [t for t in pod_set.tasks.values() if t.should_allocate(real_allocation)]
-        if not candidates:
-            continue
-        allocated = pod_set.active_allocated
-        count = pod_set.min_available - allocated if allocated < pod_set.min_available else 1
-        chosen.extend(ssn.ordered_tasks(candidates)[:count])
-        taken += 1
-    job.tasks_to_allocate_cache = chosen
-    return chosen
+    if job.tasks_to_allocate_cache is None:
+        job.tasks_to_allocate_cache = _from_set(ssn, job.root, real_allocation)
+    return job.tasks_to_allocate_cache
 
 
-def _pod_set_cmp(ssn: Session) -> Callable[[PodSet, PodSet], int]:
-    def cmp(left: PodSet, right: PodSet) -> int:
-        if ssn.pod_set_less(left, right):
-            return -1
-        return 1 if ssn.pod_set_less(right, left) else 0
+def _ordered_members(ssn: Session, group: SubGroupSet) -> list[Member]:
+    return sorted(group.members(), key=cmp_to_key(ssn.subgroup_cmp))
 
-    return cmp
+
+def _from_set(ssn: Session, group: SubGroupSet, real_allocation: bool) -> list[TaskInfo]:
+    members = _ordered_members(ssn, group)
+    if not group.is_min_satisfied():
+        tasks: list[TaskInfo] = []
+        for member in members[: group.members_to_satisfy]:
+            if not member.is_min_satisfied():
+                tasks.extend(_from_member(ssn, member, real_allocation))
+        return tasks
+    for member in members:
+        tasks = _from_member(ssn, member, real_allocation)
+        if tasks:
+            return tasks
+    return []
+
+
+def _from_member(ssn: Session, member: Member, real_allocation: bool) -> list[TaskInfo]:
+    if isinstance(member, SubGroupSet):
+        return _from_set(ssn, member, real_allocation)
+    candidates = [t for t in member.tasks.values() if t.should_allocate(real_allocation)]
+    if not candidates:
+        return []
+    allocated = member.active_allocated
+    count = member.min_available - allocated if allocated < member.min_available else 1
+    return ssn.ordered_tasks(candidates)[:count]
 
 
 def init_request(ssn: Session, job: PodGroupInfo | None, real_allocation: bool = False) -> tuple[float, float, float]:
@@ -90,6 +97,8 @@ def allocate_job(
     for pre in ssn.pre_job_allocation_fns:
         pre(job)
     tasks = tasks_to_allocate(ssn, job, not pipeline_only)
+    if not tasks:
+        return False
     over = ssn.job_over_capacity(job, tasks)
     if over is not None:
         if not pipeline_only:
@@ -113,17 +122,22 @@ def _allocate_set(
     tasks: list[TaskInfo],
     pipeline_only: bool,
 ) -> bool:
-    """A set of sub-groups: try each candidate node set (topology domains) until all its members fit in one."""
-    pod_sets = list(subgroup_set.all_pod_sets())
+    """A set of sub-groups: try each candidate node set (topology domains) until all its members that have tasks
+    to place fit in one."""
+    if not tasks:
+        return True
+    subtree = {ps.name: ps for ps in subgroup_set.all_pod_sets()}
+    wanted = {t.subgroup or names.DEFAULT_SUBGROUP for t in tasks}
+    pod_sets = [ps for name, ps in subtree.items() if name in wanted]
     for node_set in ssn.subset_nodes(job, subgroup_set, pod_sets, tasks, candidates):
         checkpoint = stmt.checkpoint()
-        if _allocate_set_on(ssn, stmt, node_set, job, subgroup_set, tasks, pipeline_only):
+        if _allocate_members_on(ssn, stmt, node_set, job, subgroup_set, tasks, pipeline_only):
             return True
         stmt.rollback(checkpoint)
     return False
 
 
-def _allocate_set_on(
+def _allocate_members_on(
     ssn: Session,
     stmt: Statement,
     nodes: Mask,
@@ -132,12 +146,14 @@ def _allocate_set_on(
     tasks: list[TaskInfo],
     pipeline_only: bool,
 ) -> bool:
-    for child in sorted(subgroup_set.children, key=lambda s: s.name):
-        child_tasks = _tasks_of(tasks, list(child.all_pod_sets()))
-        if not _allocate_set(ssn, stmt, nodes, job, child, child_tasks, pipeline_only):
-            return False
-    for pod_set in sorted(subgroup_set.pod_sets, key=cmp_to_key(_pod_set_cmp(ssn))):
-        if not _allocate_pod_set(ssn, stmt, nodes, job, pod_set, _tasks_of(tasks, [pod_set]), pipeline_only):
+    for member in _ordered_members(ssn, subgroup_set):
+        if isinstance(member, SubGroupSet):
+            placed = _allocate_set(
+                ssn, stmt, nodes, job, member, _tasks_of(tasks, list(member.all_pod_sets())), pipeline_only
+            )
+        else:
+            placed = _allocate_pod_set(ssn, stmt, nodes, job, member, _tasks_of(tasks, [member]), pipeline_only)
+        if not placed:
             return False
     return True
 
@@ -151,6 +167,8 @@ def _allocate_pod_set(
     tasks: list[TaskInfo],
     pipeline_only: bool,
 ) -> bool:
+    if not tasks:
+        return True
     for node_set in ssn.subset_nodes(job, pod_set, [pod_set], tasks, nodes):
         checkpoint = stmt.checkpoint()
         if _allocate_tasks(ssn, stmt, node_set, job, tasks, pipeline_only):

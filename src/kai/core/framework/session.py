@@ -14,7 +14,7 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
-from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
+from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import Vector
 from kai.core.state.snapshot import ClusterInfo
@@ -63,7 +63,7 @@ class Session:
         self.result = CycleResult()
         self.job_order_keys: list[Callable[[PodGroupInfo], Any]] = []
         self.task_order_fns: list[Cmp] = []
-        self.pod_set_order_fns: list[Cmp] = []
+        self.subgroup_order_fns: list[Cmp] = []
         self.queue_order_fns: list[QueueOrderFn] = []
         self.pre_predicates: list[Callable[[TaskInfo, PodGroupInfo], str | None]] = []
         self.node_filters: list[NodeFilter] = []
@@ -115,12 +115,18 @@ class Session:
     def ordered_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
         return sorted(tasks, key=cmp_to_key(self.task_cmp))
 
-    def pod_set_less(self, left: PodSet, right: PodSet) -> bool:
-        for fn in self.pod_set_order_fns:
+    def subgroup_less(self, left: Member, right: Member) -> bool:
+        """KAI's SubGroupOrderFn over sub-group members (pod sets and sets alike); ties by name."""
+        for fn in self.subgroup_order_fns:
             result = fn(left, right)
             if result:
                 return bool(result < 0)
         return left.name < right.name
+
+    def subgroup_cmp(self, left: Member, right: Member) -> int:
+        if self.subgroup_less(left, right):
+            return -1
+        return 1 if self.subgroup_less(right, left) else 0
 
     def queue_less(
         self,

@@ -5,38 +5,78 @@ solution, and potential victims accumulated job by job from the victim queue (wo
 victim job makes a new, larger scenario.
 """
 
+from collections.abc import Callable, Iterable
 from functools import cmp_to_key
 
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
-from kai.core.state.podgroup_info import PodGroupInfo, PodSet
+from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.task import TaskInfo
 
 
 def tasks_to_evict(ssn: Session, job: PodGroupInfo) -> tuple[list[TaskInfo], bool]:
-    """The next tasks to take from a victim job, and whether it has more: one task from an elastic job above its
-    gang size, else every running task (a gang is evicted whole). Orders are the allocation orders reversed."""
-
-    def reverse_pod_set(left: PodSet, right: PodSet) -> int:
-        if ssn.pod_set_less(right, left):
-            return -1
-        return 1 if ssn.pod_set_less(left, right) else 0
+    """The next tasks to take from a victim job, and whether it has more (KAI's GetTasksToEvict): elastic surplus
+    first, deepest in the gang tree (one pod of a pod set above its gang, or a whole member a set has more of
+    than it needs), else every running task (a gang is evicted whole). Orders are the allocation orders reversed."""
 
     def reverse_task(left: TaskInfo, right: TaskInfo) -> int:
         return ssn.task_cmp(right, left)
 
-    pod_sets = sorted(job.pod_sets.values(), key=cmp_to_key(reverse_pod_set))
-    above = any(ps.active_allocated > ps.min_available for ps in pod_sets)
-    limit = 1 if above else len(pod_sets)
+    tasks = _elastic_from_set(ssn, job.root, reverse_task) or _running(job.root.all_pod_sets(), reverse_task)
+    return tasks, len(tasks) < job.count(ACTIVE_ALLOCATED)
+
+
+TaskCmp = Callable[[TaskInfo, TaskInfo], int]
+
+
+def _running(pod_sets: Iterable[PodSet], reverse_task: TaskCmp) -> list[TaskInfo]:
     chosen: list[TaskInfo] = []
-    for pod_set in pod_sets[:limit]:
+    for pod_set in pod_sets:
         running = [t for t in pod_set.tasks.values() if t.status in ACTIVE_ALLOCATED]
-        ordered = sorted(running, key=cmp_to_key(reverse_task))
-        count = 1 if pod_set.active_allocated > pod_set.min_available else pod_set.active_allocated
-        chosen.extend(ordered[:count])
-    return chosen, len(chosen) < job.count(ACTIVE_ALLOCATED)
+        chosen.extend(sorted(running, key=cmp_to_key(reverse_task)))
+    return chosen
+
+
+def _elastic_from_set(ssn: Session, group: SubGroupSet, reverse_task: TaskCmp) -> list[TaskInfo]:
+    satisfied = group.satisfied_members
+    if satisfied == 0:
+        return []
+
+    def reverse_member(left: Member, right: Member) -> int:
+        return ssn.subgroup_cmp(right, left)
+
+    members = sorted(group.members(), key=cmp_to_key(reverse_member))
+    if _has_surplus(group):
+        for member in members:
+            if isinstance(member, SubGroupSet):
+                tasks = _elastic_from_set(ssn, member, reverse_task)
+            elif member.active_allocated > member.min_available:
+                tasks = _running([member], reverse_task)[:1]
+            else:
+                tasks = []
+            if tasks:
+                return tasks
+    if group.members_to_satisfy < satisfied:
+        for member in members:
+            pod_sets = member.all_pod_sets() if isinstance(member, SubGroupSet) else [member]
+            tasks = _running(pod_sets, reverse_task)
+            if tasks:
+                return tasks
+    return []
+
+
+def _has_surplus(group: SubGroupSet) -> bool:
+    if group.satisfied_members > group.members_to_satisfy:
+        return True
+    for member in group.members():
+        if isinstance(member, SubGroupSet):
+            if _has_surplus(member):
+                return True
+        elif member.active_allocated > member.min_available:
+            return True
+    return False
 
 
 class Scenario:

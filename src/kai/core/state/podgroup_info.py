@@ -16,13 +16,13 @@ GATED = frozenset({PodStatus.GATED})
 
 
 class PodSet:
-    """A set of pods with one gang size (``min_available``)."""
+    """A set of pods with one gang size (``min_available``; 0 for a sub-group whose pods are all elastic)."""
 
     __slots__ = ("min_available", "name", "parent", "tasks", "topology")
 
     def __init__(self, name: str, min_available: int, topology: TopologyConstraint | None) -> None:
         self.name = name
-        self.min_available = max(min_available, 1)
+        self.min_available = max(min_available, 0)
         self.topology = topology
         self.tasks: dict[str, TaskInfo] = {}
         self.parent: SubGroupSet | None = None
@@ -38,27 +38,69 @@ class PodSet:
     def active_used(self) -> int:
         return self.count(ACTIVE_USED)
 
+    @property
+    def members_to_satisfy(self) -> int:
+        """KAI's GetMinMembersToSatisfy: for a pod set, its gang size in pods."""
+        return self.min_available
+
+    @property
+    def satisfied_members(self) -> int:
+        """KAI's GetNumActiveAllocatedMembers: for a pod set, its placed pods."""
+        return self.active_allocated
+
+    def is_min_satisfied(self) -> bool:
+        return self.active_allocated >= self.min_available
+
     def is_ready_for_scheduling(self) -> bool:
         alive = sum(1 for task in self.tasks.values() if task.status in ALIVE and task.status is not PodStatus.GATED)
         return alive >= self.min_available
 
 
 class SubGroupSet:
-    """A sub-group with children: other sets and pod sets, possibly under its own topology constraint."""
+    """A sub-group with children: other sets and pod sets, possibly under its own topology constraint.
 
-    __slots__ = ("children", "name", "parent", "pod_sets", "topology")
+    Its gang is ``min_subgroup`` of its direct members (all of them when unset): KAI's elastic gang tree.
+    """
 
-    def __init__(self, name: str, topology: TopologyConstraint | None) -> None:
+    __slots__ = ("children", "min_subgroup", "name", "parent", "pod_sets", "topology")
+
+    def __init__(self, name: str, topology: TopologyConstraint | None, min_subgroup: int | None = None) -> None:
         self.name = name
         self.topology = topology
+        self.min_subgroup = min_subgroup
         self.children: list[SubGroupSet] = []
         self.pod_sets: list[PodSet] = []
         self.parent: SubGroupSet | None = None
+
+    def members(self) -> "list[Member]":
+        return [*self.children, *self.pod_sets]
 
     def all_pod_sets(self) -> Iterator[PodSet]:
         yield from self.pod_sets
         for child in self.children:
             yield from child.all_pod_sets()
+
+    @property
+    def members_to_satisfy(self) -> int:
+        if self.min_subgroup is not None:
+            return self.min_subgroup
+        return len(self.children) + len(self.pod_sets)
+
+    @property
+    def satisfied_members(self) -> int:
+        """Direct members that reached their own gang (KAI's GetNumActiveAllocatedDirectSubGroups)."""
+        return sum(1 for member in self.members() if member.is_min_satisfied())
+
+    def is_min_satisfied(self) -> bool:
+        return self.satisfied_members >= self.members_to_satisfy
+
+    def is_ready_for_scheduling(self) -> bool:
+        ready = sum(1 for member in self.members() if member.is_ready_for_scheduling())
+        return ready >= self.members_to_satisfy
+
+
+Member = SubGroupSet | PodSet
+"""A direct child of a sub-group set (KAI's SubGroupMember)."""
 
 
 class PodGroupInfo:
@@ -141,7 +183,7 @@ class PodGroupInfo:
         return self.count(ALLOCATED)
 
     def is_ready_for_scheduling(self) -> bool:
-        return all(pod_set.is_ready_for_scheduling() for pod_set in self.pod_sets.values())
+        return self.root.is_ready_for_scheduling()
 
     def not_ready_message(self) -> str:
         """KAI's NotReady explanation: which pod sets have fewer live, ungated pods than their gang size."""
@@ -204,9 +246,11 @@ class PodGroupInfo:
 
 
 def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
-    root = SubGroupSet(names.DEFAULT_SUBGROUP, podgroup.topology)
+    """The gang tree. Without sub-groups, one pod set of ``minMember`` pods (at least 1); with them, a leaf
+    without ``minMember`` has gang size 0 (KAI v0.17)."""
+    root = SubGroupSet(names.DEFAULT_SUBGROUP, podgroup.topology, podgroup.min_subgroup)
     if not podgroup.subgroups:
-        pod_set = PodSet(names.DEFAULT_SUBGROUP, podgroup.min_member, None)
+        pod_set = PodSet(names.DEFAULT_SUBGROUP, max(podgroup.min_member, 1), None)
         pod_set.parent = root
         root.pod_sets.append(pod_set)
         return root, {pod_set.name: pod_set}
@@ -215,9 +259,9 @@ def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
     pod_sets: dict[str, PodSet] = {}
     for sub in podgroup.subgroups:
         if sub.name.lower() in parents:
-            sets[sub.name.lower()] = SubGroupSet(sub.name, sub.topology)
+            sets[sub.name.lower()] = SubGroupSet(sub.name, sub.topology, sub.min_subgroup)
         else:
-            pod_sets[sub.name] = PodSet(sub.name, sub.min_member or 1, sub.topology)
+            pod_sets[sub.name] = PodSet(sub.name, sub.min_member or 0, sub.topology)
     for sub in podgroup.subgroups:
         parent = sets.get(sub.parent.lower()) if sub.parent else root
         if parent is None:
