@@ -96,7 +96,9 @@ class PredicatesPlugin:
 
     def capacity(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
         over = self.ssn.task_over_capacity_on_node(task, job, node)
-        return over.messages[0] if over is not None else None
+        if over is None:
+            return None
+        return f"node does not have enough capacity. Reason: {over.reason}, Details: {over.messages[0]}"
 
     def host_ports(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
         wanted = task.pod.host_ports

@@ -16,6 +16,8 @@ NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
 QUEUE_DOES_NOT_EXIST = "QueueDoesNotExist"
 NOT_READY = "NotReady"
 """KAI's PodGroup event reason for a gang with fewer pods than its minimum (kai treats it as a fit error)."""
+_REASON_SEPARATOR = ". \n"
+"""Between the per-node reason counts of one pod (KAI v0.17's TasksFitErrors)."""
 PREEMPTION_DELAY_NOT_ELAPSED = "PreemptionDelayNotElapsed"
 
 
@@ -71,4 +73,4 @@ class TaskFitErrors:
     def error(self) -> str:
         text = self.headline or RESOURCES_NOT_FOUND
         histogram = sorted(f"{n} {reason}" for reason, n in self.counts.items())
-        return f"{text}: {'. '.join(histogram)}." if histogram else text
+        return f"{text}: {_REASON_SEPARATOR.join(histogram)}." if histogram else text

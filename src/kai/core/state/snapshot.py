@@ -19,8 +19,6 @@ from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import GPU_ROW, ResourceIndex
 from kai.core.state.task import TaskInfo
 
-MIN_NODE_GPU_MEMORY_MIB = 100
-"""KAI's MinNodeGPUMemory is always 100 in practice (kai-reference.md §3.2); kept as the quirk it is."""
 STUCK_IN_RELEASING_S = 120.0
 """KAI's default ``--stuck-in-releasing-threshold`` (2m)."""
 
@@ -34,7 +32,11 @@ class ClusterInfo:
     unschedulable_jobs: dict[str, PodGroupInfo] = field(default_factory=dict)
     """Jobs the scheduler cannot consider (missing queue): reported, never scheduled."""
     bind_requests_to_delete: list[str] = field(default_factory=list)
-    min_node_gpu_memory: int = MIN_NODE_GPU_MEMORY_MIB
+    min_node_gpu_memory: int = names.DEFAULT_GPU_MEMORY_MIB
+    """The smallest GPU memory (MiB) of a node whose GPUs report more than the default 100 MiB, else 100: turns
+    GPU-memory requests into GPUs where the node is not known yet (queue order, reclaim, init requests)."""
+    max_node_gpu_memory: int = names.DEFAULT_GPU_MEMORY_MIB
+    """The largest such GPU memory: the conservative divisor for job-level queue capacity checks."""
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     devices: dict[str, list[Device]] = field(default_factory=dict)
     """DRA devices per node name, from ResourceSlices."""
@@ -126,6 +128,11 @@ def take_snapshot(
     bind_requests = {br.pod_key: br for br in state.bind_requests.values()}
     info = ClusterInfo(table, jobs, queues, state.topologies, missing_queue)
     info.claims, info.devices = state.resource_claims, devices
+    reported = [
+        node.gpu_memory_mib for node in state.nodes.values() if node.gpu_memory_mib > names.DEFAULT_GPU_MEMORY_MIB
+    ]
+    if reported:
+        info.min_node_gpu_memory, info.max_node_gpu_memory = min(reported), max(reported)
     for br_key, br in state.bind_requests.items():
         if br.selected_node not in table.by_name or br.failed:
             info.bind_requests_to_delete.append(br_key)

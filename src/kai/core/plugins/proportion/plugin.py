@@ -5,12 +5,13 @@ every queue's jobs hold and ask for, and divides the cluster level by level. Dur
 deallocate events keep each queue's allocated amounts (and its ancestors') in step.
 """
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
-from kai.core.model.resources import mig_gpu_portion
+from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.queue_order import queue_order
@@ -161,19 +162,24 @@ class ProportionPlugin:
         )
 
     def job_over_capacity(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
-        requested = _required_quota(tasks)
+        requested = _required_quota(tasks, self.ssn.cluster.max_node_gpu_memory)
         return over_limit(self.queues, job.queue, requested, job.preemptible) or non_preemptible_over_quota(
             self.queues, job.queue, requested, job.preemptible
         )
 
     def non_preemptible_over_quota(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
-        return non_preemptible_over_quota(self.queues, job.queue, _required_quota(tasks), job.preemptible)
+        requested = _required_quota(tasks, self.ssn.cluster.max_node_gpu_memory)
+        return non_preemptible_over_quota(self.queues, job.queue, requested, job.preemptible)
 
     def _task_over_capacity_on_node(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> JobFitError | None:
+        """The task as it would be charged on ``node`` (KAI's GetRequiredInitQuota): each device's share of this
+        node's GPU memory, rounded up to hundredths."""
         request = task.request
-        gpus = task.gpus_quota
-        if request.gpu_memory_mib:
-            gpus = request.gpu_memory_mib / node.gpu_memory_mib
+        if request.gpu_kind is GpuRequestKind.MIG:
+            gpus = task.gpus_quota
+        else:
+            memory = request.gpu_memory_mib or int(request.gpu_portion * node.gpu_memory_mib)
+            gpus = request.gpu_devices * math.ceil(memory / node.gpu_memory_mib * 100) / 100
         requested = (request.milli_cpu, request.memory_bytes, gpus)
         return over_limit(self.queues, job.queue, requested, job.preemptible) or non_preemptible_over_quota(
             self.queues, job.queue, requested, job.preemptible
@@ -252,12 +258,18 @@ def _victim_chunks(job: PodGroupInfo, tasks: list[TaskInfo], consolidating: bool
     return chunks
 
 
-def _required_quota(tasks: list[TaskInfo]) -> Quantities:
+def _required_quota(tasks: list[TaskInfo], max_gpu_memory: int) -> Quantities:
+    """What the tasks would charge their queue at least: a GPU-memory request as its share of the largest GPU in
+    the cluster (KAI's getRequiredQuota: if even that is over a limit, no node can help)."""
     cpu = memory = gpu = 0.0
     for task in tasks:
-        cpu += task.request.milli_cpu
-        memory += task.request.memory_bytes
-        gpu += task.gpus_quota
+        request = task.request
+        cpu += request.milli_cpu
+        memory += request.memory_bytes
+        if request.gpu_memory_mib:
+            gpu += request.gpu_devices * request.gpu_memory_mib / max_gpu_memory
+        else:
+            gpu += task.gpus_quota
     return (cpu, memory, gpu)
 
 
