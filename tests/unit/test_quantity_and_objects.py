@@ -75,3 +75,28 @@ def test_bad_object_is_skipped_and_reported_others_kept() -> None:
     assert error is not None and "Queue bad: field spec.priority" in str(error)
     assert list(state.queues) == ["good"]
     assert ("Queue", "bad") in state.invalid
+
+
+def test_native_sidecars_add_to_the_pod_request() -> None:
+    """Init containers with restartPolicy Always run beside the main containers (KAI v0.17, kubelet's
+    aggregation): they add up; a plain init container only raises the peak, with the sidecars started before it."""
+    pod = parse_pod(
+        {
+            "metadata": {"name": "p", "namespace": "d"},
+            "spec": {
+                "initContainers": [
+                    {"name": "setup", "resources": {"requests": {"cpu": "3"}}},
+                    {
+                        "name": "proxy",
+                        "restartPolicy": "Always",
+                        "resources": {"requests": {"cpu": "500m", "memory": "1G"}},
+                    },
+                    {"name": "migrate", "resources": {"requests": {"cpu": "2", "memory": "1G"}}},
+                ],
+                "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "2G"}}}],
+            },
+        }
+    )
+    # steady state: 1 + 0.5 CPU, 2G + 1G; "setup" peaks at 3 CPU; "migrate" at 2 + 0.5 CPU and 1G + 1G
+    assert pod.request.milli_cpu == 3000
+    assert pod.request.memory_bytes == 3e9

@@ -1,8 +1,11 @@
 """Prometheus metrics with KAI's names (kai-reference.md §8), prefixed by the metrics namespace (``kai``)."""
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kai.core.framework.session import Session
+
+SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
+"""Actions that search for victims under a scenario search budget."""
 
 
 class SchedulerMetrics:
@@ -21,10 +24,33 @@ class SchedulerMetrics:
         self.evicted = counter(
             "pod_group_evicted_pods", "Pods evicted", ("podgroup", "namespace", "uid", "nodepool", "action")
         )
-        self.fair_share_gpu = gauge("queue_fair_share_gpu", "Fair share of GPUs per queue", ("queue_name",))
-        self.fair_share_cpu = gauge("queue_fair_share_cpu_cores", "Fair share of CPU cores per queue", ("queue_name",))
-        self.fair_share_memory = gauge(
-            "queue_fair_share_memory_gb", "Fair share of memory (GB) per queue", ("queue_name",)
+        queue = ("queue_name", "queue_metadata_name", "queue_display_name")
+        self.fair_share_gpu = gauge("queue_fair_share_gpu", "Fair share of GPUs per queue", queue)
+        self.fair_share_cpu = gauge("queue_fair_share_cpu_cores", "Fair share of CPU cores per queue", queue)
+        self.fair_share_memory = gauge("queue_fair_share_memory_gb", "Fair share of memory (GB) per queue", queue)
+        self.search_jobs = counter(
+            "scenario_search_jobs", "Jobs considered by bounded scenario search", ("action", "result", "reduced_budget")
+        )
+        self.search_scenarios = counter(
+            "scenario_search_scenarios", "Bounded-search scenarios by state", ("action", "generator", "state")
+        )
+        self.search_exhausted = counter(
+            "scenario_search_action_budget_exhausted", "Action-level scenario search budget exhaustions", ("action",)
+        )
+        self.search_duration = Histogram(
+            "scenario_search_duration_seconds",
+            "Elapsed generator-search duration in seconds",
+            ("action", "generator", "result"),
+            namespace=namespace,
+            registry=registry,
+            buckets=[0.001 * 2**i for i in range(16)],
+        )
+        self.action_budget = gauge(
+            "scenario_search_action_budget_configured_seconds", "Configured action search budget", ("action",)
+        )
+        self.job_budget = gauge("scenario_search_job_budget_configured_seconds", "Configured per-job search budget")
+        self.generator_budget = gauge(
+            "scenario_search_generator_budget_configured_seconds", "Configured generator search budget", ("generator",)
         )
 
     def observe(self, ssn: Session, cycle_ms: float) -> None:
@@ -43,6 +69,25 @@ class SchedulerMetrics:
             if not ssn.queue_share_fns:
                 break
             fair = ssn.queue_share_fns[0](uid)["fairShare"]
-            self.fair_share_gpu.labels(queue.name).set(fair["gpu"])
-            self.fair_share_cpu.labels(queue.name).set(fair["cpu"] / 1000)
-            self.fair_share_memory.labels(queue.name).set(fair["memory"] / 1e9)
+            labels = (queue.name, queue.uid, queue.queue.display_name)
+            self.fair_share_gpu.labels(*labels).set(fair["gpu"])
+            self.fair_share_cpu.labels(*labels).set(fair["cpu"] / 1000)
+            self.fair_share_memory.labels(*labels).set(fair["memory"] / 1e9)
+        self._observe_search(ssn)
+
+    def _observe_search(self, ssn: Session) -> None:
+        search, budgets = ssn.result.search, ssn.config.search_budgets
+        for (action, result, reduced), count in search.jobs.items():
+            self.search_jobs.labels(action, result, str(reduced).lower()).inc(count)
+        for (action, generator, state), count in search.scenarios.items():
+            self.search_scenarios.labels(action, generator, state).inc(count)
+        for action, count in search.budget_exhausted.items():
+            self.search_exhausted.labels(action).inc(count)
+        for action, generator, result, seconds in search.durations:
+            self.search_duration.labels(action, generator, result).observe(seconds)
+        for action in ssn.config.actions:
+            if action in SEARCHING_ACTIONS:
+                self.action_budget.labels(action).set(budgets.action_limit(action))
+        self.job_budget.set(budgets.job_s)
+        for generator, seconds in budgets.generator_limits().items():
+            self.generator_budget.labels(generator).set(seconds)

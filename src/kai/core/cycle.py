@@ -26,6 +26,8 @@ from kai.core.plugins.priority import PriorityPlugin
 from kai.core.plugins.proportion.plugin import ProportionPlugin
 from kai.core.plugins.ray import RayPlugin
 from kai.core.plugins.resourcetype import ResourceTypePlugin
+from kai.core.plugins.sg_multinodegang import MultiNodeGangPlugin
+from kai.core.plugins.sg_nodelocalgreedy import NodeLocalGreedyPlugin
 from kai.core.plugins.subgrouporder import SubGroupOrderPlugin
 from kai.core.plugins.taskorder import TaskOrderPlugin
 from kai.core.plugins.topology import TopologyPlugin
@@ -52,6 +54,8 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "topology": lambda _args: TopologyPlugin(),
     "dynamicresources": DynamicResourcesPlugin,
     "minruntime": MinRuntimePlugin,
+    "sg-nodelocalgreedy": lambda _args: NodeLocalGreedyPlugin(),
+    "sg-multinodegang": lambda _args: MultiNodeGangPlugin(),
 }
 ACTIONS: Mapping[str, Callable[[Session], None]] = {
     allocate.NAME: allocate.execute,
@@ -62,8 +66,10 @@ ACTIONS: Mapping[str, Callable[[Session], None]] = {
 }
 
 
-def open_session(cluster: ClusterInfo, config: SchedulerConfig, now: float) -> Session:
-    ssn = Session(cluster, config, now)
+def open_session(
+    cluster: ClusterInfo, config: SchedulerConfig, now: float, clock: Callable[[], float] = lambda: 0.0
+) -> Session:
+    ssn = Session(cluster, config, now, clock)
     for option in config.plugins:
         factory = PLUGINS.get(option.name)
         if factory is None:
@@ -102,10 +108,10 @@ def close_session(ssn: Session) -> None:
 def run_cycle(
     cluster: ClusterInfo, config: SchedulerConfig, now: float, timer: Callable[[], float] = lambda: 0.0
 ) -> Session:
-    """``timer`` measures session open, each action and session close (milliseconds) for metrics; the scheduler's
-    clock itself comes in as ``now``."""
+    """``timer`` (seconds, monotonic) measures session open, each action and session close for metrics and bounds
+    the victim search; the scheduler's clock itself comes in as ``now``."""
     started = timer()
-    ssn = open_session(cluster, config, now)
+    ssn = open_session(cluster, config, now, timer)
     ssn.result.open_ms = (timer() - started) * 1000
     for name in config.actions:
         action = ACTIONS.get(name)

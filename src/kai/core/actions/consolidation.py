@@ -6,14 +6,13 @@ At most ``maxNumberConsolidationPreemptees`` (+1, as in KAI) victim jobs are con
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import run_solver_action, victims_queue
+from kai.core.framework.eviction import pending_jobs, run_solver_action, victims_queue
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
-from kai.core.state.resource_index import GPU_ROW
 
 NAME = "consolidation"
 
@@ -25,22 +24,11 @@ def _everything_moved(scenario: Scenario) -> bool:
 def _enough_gpus(ssn: Session, job: PodGroupInfo) -> bool:
     """Cheap check: the cluster's idle and releasing GPUs (whole and shared) cover what the job asks for."""
     nodes = ssn.nodes
-    available = 0.0
-    memory = 0.0
+    available = memory = 0.0
     for info in nodes.infos:
-        if not info.node.ready:
-            continue
-        whole = nodes.idle[GPU_ROW, info.column] + nodes.releasing[GPU_ROW, info.column]
-        available += whole
-        memory += int(whole) * info.gpu_memory_mib
-        for group, allocated in info.shared.allocated.items():
-            if allocated > 0:
-                available += 1 - allocated / info.gpu_memory_mib
-                memory += info.gpu_memory_mib - allocated
-            released = info.shared.releasing.get(group, 0)
-            if released > 0 and not info.shared.releasing_from_shared_tasks(group):
-                available += released / info.gpu_memory_mib
-                memory += released
+        if info.node.ready:
+            gpus, mib = nodes.idle_or_releasing_gpus(info)
+            available, memory = available + gpus, memory + mib
     tasks = tasks_to_allocate(ssn, job, False)
     wanted = sum(t.gpus_quota for t in tasks)
     wanted_memory = sum(t.request.gpu_memory_mib for t in tasks)
@@ -73,13 +61,8 @@ def execute(ssn: Session) -> None:
     run_solver_action(
         ssn,
         NAME,
-        JobQueueOptions(
-            filter_non_pending=True,
-            filter_unready=True,
-            filter_non_preemptible=True,
-            filter_within_preemption_delay=True,
-            max_jobs_queue_depth=ssn.queue_depth(NAME),
-        ),
+        pending_jobs(ssn, NAME, preemptible_only=True),
+        None,
         lambda job: _enough_gpus(ssn, job),
         victims,
         _everything_moved,

@@ -6,9 +6,9 @@ strictly lower priority.
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, run_solver_action, victims_queue
+from kai.core.framework.eviction import all_of, pending_jobs, run_solver_action, victims_queue
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -36,12 +36,8 @@ def execute(ssn: Session) -> None:
     run_solver_action(
         ssn,
         NAME,
-        JobQueueOptions(
-            filter_non_pending=True,
-            filter_unready=True,
-            filter_within_preemption_delay=True,
-            max_jobs_queue_depth=ssn.queue_depth(NAME),
-        ),
+        pending_jobs(ssn, NAME),
+        None,
         attempt,
         victims,
         all_of(ssn.preempt_validators),

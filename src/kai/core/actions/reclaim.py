@@ -6,7 +6,7 @@ other queues, worst first; the proportion plugin judges each scenario fair or no
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, run_solver_action
+from kai.core.framework.eviction import all_of, pending_jobs, run_solver_action
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
@@ -62,13 +62,9 @@ def execute(ssn: Session) -> None:
     run_solver_action(
         ssn,
         NAME,
-        JobQueueOptions(
-            filter_non_pending=True,
-            filter_unready=True,
-            filter_within_preemption_delay=True,
-            max_jobs_queue_depth=ssn.queue_depth(NAME),
-        ),
+        pending_jobs(ssn, NAME),
         ssn.can_reclaim,
+        None,
         victims,
         all_of(ssn.reclaim_validators),
         lambda task, job: message(ssn, task, job),

@@ -15,6 +15,8 @@ from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
 KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_ACTIONS = KNOWN_ACTIONS
+GENERATOR_NODE_LOCAL_GREEDY = "NodeLocalGreedy"
+GENERATOR_MULTI_NODE_GANG = "MultiNodeGang"
 DEFAULT_PLUGINS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("predicates", {}),
     ("proportion", {}),
@@ -34,6 +36,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("minruntime", {}),
     ("topology", {}),
     ("snapshot", {}),
+    ("sg-nodelocalgreedy", {}),
+    ("sg-multinodegang", {}),
 )
 KAI_PLUGINS = (
     "predicates",
@@ -76,6 +80,35 @@ class PluginOption:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchBudgets:
+    """KAI's ``scenarioSearchBudgets``: how long reclaim, preempt and consolidation may search for victims, in
+    seconds (0 = unlimited). Per action (``default`` as the fallback), per pending job (with a guaranteed minimum)
+    and per scenario generator."""
+
+    action_s: Mapping[str, float] = field(default_factory=dict)
+    job_s: float = 240.0
+    min_job_s: float = 0.0
+    generator_s: Mapping[str, float] = field(default_factory=dict)
+
+    def action_limit(self, action: str) -> float:
+        return self.action_s.get(action, self.action_s.get("default", 300.0))
+
+    def generator_limit(self, generator: str) -> float:
+        """A generator's own limit; else the configured default; else KAI's built-in one (NodeLocalGreedy 30s,
+        MultiNodeGang and any other 2m)."""
+        if generator in self.generator_s:
+            return self.generator_s[generator]
+        if "default" in self.generator_s:
+            return self.generator_s["default"]
+        return 30.0 if generator == GENERATOR_NODE_LOCAL_GREEDY else 120.0
+
+    def generator_limits(self) -> dict[str, float]:
+        """Every generator limit in force, ``default`` included (what KAI reports as configured)."""
+        names = {"default", GENERATOR_NODE_LOCAL_GREEDY, GENERATOR_MULTI_NODE_GANG, *self.generator_s}
+        return {name: self.generator_limit(name) for name in sorted(names)}
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     actions: tuple[str, ...] = DEFAULT_ACTIONS
     tiers: tuple[tuple[PluginOption, ...], ...] = (tuple(PluginOption(n, a) for n, a in DEFAULT_PLUGINS),)
@@ -87,6 +120,7 @@ class SchedulerConfig:
     staleness_grace_s: float = 60.0
     use_scheduling_signatures: bool = True
     stuck_in_releasing_s: float = STUCK_IN_RELEASING_S
+    search_budgets: SearchBudgets = field(default_factory=SearchBudgets)
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     metrics_namespace: str = "kai"
     warnings: tuple[InvalidObject, ...] = ()
@@ -118,6 +152,39 @@ def _positive_duration(raw: Mapping[str, Any], key: str, default: float) -> floa
         return default
     seconds = parse_duration(str(value), WHERE, key)
     return seconds if seconds > 0 else default
+
+
+def _search_budgets(raw: object) -> SearchBudgets:
+    key = "scenarioSearchBudgets"
+    if raw is None:
+        return SearchBudgets()
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(WHERE, key, "expected a mapping with maxActionSearchDuration, maxJobSearchDuration, ...")
+
+    def seconds(value: object, field_name: str) -> float:
+        amount = parse_duration(str(value), WHERE, field_name)
+        if amount < 0:
+            raise InvalidObject(WHERE, field_name, f"got {value!r}; must not be negative")
+        return amount
+
+    def per_name(name: str) -> dict[str, float]:
+        values = raw.get(name) or {}
+        if not isinstance(values, Mapping):
+            raise InvalidObject(WHERE, f"{key}.{name}", "expected a mapping of name to a duration")
+        return {str(k): seconds(v, f"{key}.{name}.{k}") for k, v in values.items()}
+
+    defaults = SearchBudgets()
+    job = raw.get("maxJobSearchDuration")
+    minimum = raw.get("minJobSearchDuration")
+    budgets = SearchBudgets(
+        action_s=per_name("maxActionSearchDuration"),
+        job_s=defaults.job_s if job is None else seconds(job, f"{key}.maxJobSearchDuration"),
+        min_job_s=defaults.min_job_s if minimum is None else seconds(minimum, f"{key}.minJobSearchDuration"),
+        generator_s=per_name("maxGeneratorSearchDuration"),
+    )
+    if budgets.job_s and budgets.min_job_s >= budgets.job_s:
+        raise InvalidObject(WHERE, f"{key}.minJobSearchDuration", "must be less than maxJobSearchDuration")
+    return budgets
 
 
 def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
@@ -189,6 +256,7 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
         ),
         use_scheduling_signatures=_bool(raw, "useSchedulingSignatures", True),
         stuck_in_releasing_s=_positive_duration(raw, "stuckInReleasingThreshold", STUCK_IN_RELEASING_S),
+        search_budgets=_search_budgets(raw.get("scenarioSearchBudgets")),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
         warnings=_plugin_warnings(tiers) if raw.get("tiers") is not None else (),
     )

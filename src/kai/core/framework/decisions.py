@@ -1,5 +1,6 @@
 """What a cycle decided, as data: the writer turns it into BindRequests, deletions, events and conditions."""
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -55,6 +56,20 @@ class Unschedulable:
 
 
 @dataclass
+class ScenarioSearchStats:
+    """What the bounded victim search did this cycle (KAI's ``scenario_search_*`` metrics)."""
+
+    jobs: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    """(action, result, reduced budget) per pending job searched for."""
+    scenarios: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(action, generator, state): emitted, simulated, duplicate, validator_rejected."""
+    durations: list[tuple[str, str, str, float]] = field(default_factory=list)
+    """(action, generator, result, seconds) of each generator attempt."""
+    budget_exhausted: Counter[str] = field(default_factory=Counter)
+    """Actions whose whole search budget ran out."""
+
+
+@dataclass
 class CycleResult:
     binds: list[Bind] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
@@ -74,6 +89,7 @@ class CycleResult:
     bind_requests_to_delete: list[str] = field(default_factory=list)
     scheduled: dict[str, int] = field(default_factory=dict)
     """Podgroups each action placed or found room for (KAI's podgroups_scheduled_by_action)."""
+    search: ScenarioSearchStats = field(default_factory=ScenarioSearchStats)
     action_ms: dict[str, float] = field(default_factory=dict)
     open_ms: float = 0.0
     close_ms: float = 0.0

@@ -4,9 +4,11 @@ share (KAI's actions/*/ Execute loops differ only in filters, victims and valida
 from collections.abc import Callable
 
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.scenario_search import JobSolver
+from kai.core.framework.search_budget import ActionBudget
 from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
-from kai.core.framework.victim_solver import EvictionMessage, JobSolver, Validator, feasible_nodes
+from kai.core.framework.victim_solver import EvictionMessage, ScenarioSolver, Validator, feasible_nodes
 from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -27,6 +29,18 @@ def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
     return queue
 
 
+def pending_jobs(ssn: Session, action: str, preemptible_only: bool = False) -> JobQueueOptions:
+    """The jobs an evicting action tries: ready, pending, past their preemption delay (and preemptible, for
+    consolidation), at most the action's queue depth per queue."""
+    return JobQueueOptions(
+        filter_non_pending=True,
+        filter_unready=True,
+        filter_non_preemptible=preemptible_only,
+        filter_within_preemption_delay=True,
+        max_jobs_queue_depth=ssn.queue_depth(action),
+    )
+
+
 def all_of(checks: list[Validator]) -> Validator:
     """A scenario validator that accepts only what every registered validator accepts."""
 
@@ -40,35 +54,45 @@ def run_solver_action(
     ssn: Session,
     action: str,
     options: JobQueueOptions,
-    attempt: Callable[[PodGroupInfo], bool],
+    eligible: JobFilter | None,
+    attempt: JobFilter | None,
     victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
     validator: Validator,
     message: EvictionMessage,
     signature_scope: Callable[[PodGroupInfo], str],
 ) -> None:
-    """For each pending job in fair-share order that ``attempt`` admits, find victims and commit the solution.
+    """For each pending job in fair-share order, find victims and commit the solution.
 
-    With scheduling signatures on, a job no easier than one that already failed in the same scope (its queue, or
-    the whole cluster for consolidation) is skipped."""
+    A job that is not ``eligible`` is passed over. With scheduling signatures on, a job no easier than one that
+    already failed in the same scope (its queue, or the whole cluster for consolidation) is skipped. A job that
+    fails ``attempt`` (a cheap check) or the search counts as failed. The action stops when its search budget is
+    spent."""
     jobs = JobsOrderByQueues(ssn, options)
     jobs.initialize(ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
+    budget = ActionBudget(ssn.config.search_budgets, action, ssn.clock)
+    solver = ScenarioSolver(ssn, validator, message)
     while not jobs.empty():
         job = jobs.pop()
         if job is None:
             break
-        if not attempt(job):
+        if eligible is not None and not eligible(job):
             continue
         failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
         if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
             continue
+        if attempt is not None and not attempt(job):
+            failed.failed(job)
+            continue
         ssn.job_solution_start()
-        solver = JobSolver(ssn, feasible_nodes(ssn, job), validator, victims(job), action, message)
-        solution = solver.solve(job)
+        search = JobSolver(ssn, feasible_nodes(ssn, job), solver, victims(job), action, budget)
+        solution, result = search.solve(job)
         if solution.solved and solution.statement is not None:
             solution.statement.commit(action)
             ssn.result.scheduled[action] = ssn.result.scheduled.get(action, 0) + 1
-        else:
-            if solution.statement is not None:
-                solution.statement.discard()
-            failed.failed(job)
+            continue
+        if solution.statement is not None:
+            solution.statement.discard()
+        if result.stops_action:
+            return
+        failed.failed(job)

@@ -55,10 +55,15 @@ class Plugin(Protocol):
 
 
 class Session:
-    def __init__(self, cluster: ClusterInfo, config: SchedulerConfig, now: float) -> None:
+    def __init__(
+        self, cluster: ClusterInfo, config: SchedulerConfig, now: float, clock: Callable[[], float] = lambda: 0.0
+    ) -> None:
+        """``now`` is the scheduler's time (timestamps, delays); ``clock`` a monotonic clock in seconds for search
+        budgets (a constant one, the default, never runs them out)."""
         self.cluster = cluster
         self.config = config
         self.now = now
+        self.clock = clock
         self.nodes: NodeTable = cluster.nodes
         self.result = CycleResult()
         self.job_order_keys: list[Callable[[PodGroupInfo], Any]] = []
@@ -85,6 +90,8 @@ class Session:
         self.job_solution_start_fns: list[Callable[[], None]] = []
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
+        self.scenario_generators: list[tuple[str, Callable[[Any], Any]]] = []
+        """Victim-scenario generators in plugin order (name, factory of a generator for one solve context)."""
         self.claim_allocations: dict[str, tuple[ClaimAllocation, ...]] = {}
         """DRA devices chosen for a placed pod's claims, carried into its BindRequest."""
 

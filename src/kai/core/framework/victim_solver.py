@@ -1,10 +1,7 @@
-"""Finding victims for a pending job (KAI's JobSolver and byPodSolver), shared by reclaim, preempt, consolidation.
+"""Simulating one victim scenario (KAI's byPodSolver) and the partial job representatives it is run for.
 
-The job's tasks are solved one more at a time. For each step, scenarios grow victim job by victim job; a scenario
-is simulated node by node: the victims on that node (plus those already recorded) are evicted virtually, then the
-victims and the preemptor are re-placed in pipeline-only mode. The preemptor must fit whole; victims that fit again
-are moved (pipelined), the rest are real victims. A validator (fair share for reclaim, "everything moved" for
-consolidation) must accept the result. Nothing is bound here: the preemptor is placed by allocate in a later cycle.
+A validator (fair share for reclaim, "everything moved" for consolidation) must accept the result. Nothing is
+bound here: the preemptor is placed by allocate in a later cycle.
 """
 
 from collections.abc import Callable
@@ -12,14 +9,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kai.core.framework.job_allocation import allocate_job, tasks_to_allocate
+from kai.core.framework.job_allocation import allocate_job
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
-from kai.core.framework.victims import Scenario, ScenarioBuilder
+from kai.core.framework.victims import Scenario
 from kai.core.state.node_table import Mask
-from kai.core.state.pod_status import ACTIVE_USED, PodStatus
-from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo, SubGroupSet
 from kai.core.state.resource_index import GPU_ROW
 from kai.core.state.task import TaskInfo
 
@@ -49,93 +46,56 @@ def feasible_nodes(ssn: Session, job: PodGroupInfo) -> Mask:
 
 
 def partial_job(job: PodGroupInfo, pending: list[TaskInfo]) -> PodGroupInfo:
-    """The job restricted to ``pending``, each pod set's gang size being the number of its tasks taken."""
-    partial = job.clone_with_tasks(pending)
+    """The job as far as the solver has got: its placed tasks plus ``pending``, every gang size cut down to what
+    the representative holds (pod sets to their pods, sets of sub-groups to their non-empty members)."""
+    placed = [task for task in job.tasks.values() if task.status in ACTIVE_ALLOCATED]
+    partial = job.clone_with_tasks(placed + pending)
     for pod_set in partial.pod_sets.values():
         if pod_set.tasks:
-            pod_set.min_available = len(pod_set.tasks)
+            pod_set.min_available = min(pod_set.min_available, len(pod_set.tasks))
+    _cut_min_subgroups(partial.root)
     return partial
 
 
-class JobSolver:
-    def __init__(
-        self,
-        ssn: Session,
-        nodes: Mask,
-        validator: Validator | None,
-        victims_queue: Callable[[], JobsOrderByQueues],
-        action: str,
-        message: EvictionMessage,
-    ) -> None:
+def _cut_min_subgroups(group: SubGroupSet) -> bool:
+    """Cap each set's ``min_subgroup`` at its members that hold tasks; whether ``group`` holds any."""
+    filled = sum(1 for pod_set in group.pod_sets if pod_set.tasks)
+    filled += sum(1 for child in group.children if _cut_min_subgroups(child))
+    if group.min_subgroup is not None:
+        group.min_subgroup = min(group.min_subgroup, filled)
+    return filled > 0
+
+
+class ScenarioSolver:
+    """Simulates one scenario (KAI's byPodSolver): its victims are evicted virtually, then the victims' jobs and the
+    preemptor are re-placed in pipeline-only mode. The preemptor must fit whole; victims that fit again are moved
+    (pipelined), the rest are real victims; the validator must accept the result."""
+
+    def __init__(self, ssn: Session, validator: Validator | None, message: EvictionMessage) -> None:
         self.ssn = ssn
-        self.nodes = nodes
         self.validator = validator
-        self.victims_queue = victims_queue
-        self.action = action
         self.message = message
+        self.rejected = False
+        """The last scenario was placeable but the validator refused it."""
 
-    def solve(self, job: PodGroupInfo) -> Solution:
-        before = job.count(ACTIVE_USED)
-        tasks = tasks_to_allocate(self.ssn, job, False)
-        recorded_jobs: list[PodGroupInfo] = []
-        recorded_tasks: list[TaskInfo] = []
-        statement: Statement | None = None
-        for count in range(1, len(tasks) + 1):
-            result = self._solve_partial(partial_job(job, tasks[:count]), recorded_jobs, recorded_tasks)
-            if result is None:
-                break
-            if count < len(tasks) and result.statement is not None:
-                result.statement.discard()
-            statement = result.statement
-            recorded_tasks, recorded_jobs = result.victim_tasks, result.victim_jobs
-        solved = job.is_gang_satisfied() and job.count(ACTIVE_USED) > before
-        return Solution(solved, statement, recorded_tasks, recorded_jobs)
-
-    def _solve_partial(
-        self, partial: PodGroupInfo, recorded_jobs: list[PodGroupInfo], recorded_tasks: list[TaskInfo]
-    ) -> Solution | None:
-        feasible = self.nodes.copy()
-        for task in recorded_tasks:
-            node = self.ssn.nodes.by_name.get(task.node_name)
-            if node is not None:
-                feasible[node.column] = True
-        builder = ScenarioBuilder(self.ssn, partial, recorded_jobs, self.victims_queue())
-        scenario = builder.first()
-        while scenario is not None:
-            result = self._solve_scenario(scenario, feasible)
-            if result.solved:
-                return result
-            scenario = builder.next()
-        return None
-
-    def _solve_scenario(self, scenario: Scenario, feasible: Mask) -> Solution:
+    def solve(self, scenario: Scenario, feasible: Mask) -> Solution:
+        self.rejected = False
+        victims = scenario.recorded_tasks + scenario.potential_tasks
+        if not victims:
+            return Solution(False)
         ssn = self.ssn
         statement = Statement(ssn)
-        self._evict(scenario.recorded_tasks, scenario.preemptor, statement)
-        latest = scenario.latest_potential_job()
-        if latest is None:
-            if scenario.recorded_tasks:
-                result = self._simulate(scenario, statement, feasible, scenario.recorded_tasks)
-                if result is not None:
-                    return result
-        else:
-            for node_name in sorted({task.node_name for task in latest.tasks.values() if task.node_name}):
-                checkpoint = statement.checkpoint()
-                potential = scenario.tasks_from_node(node_name)
-                self._evict(potential, scenario.preemptor, statement)
-                added = [
-                    ssn.nodes.by_name[t.node_name].column
-                    for t in potential
-                    if t.node_name in ssn.nodes.by_name and not feasible[ssn.nodes.by_name[t.node_name].column]
-                ]
-                feasible[added] = True
-                result = self._simulate(scenario, statement, feasible, scenario.recorded_tasks + potential)
-                if result is not None:
-                    return result
-                feasible[added] = False
-                statement.rollback(checkpoint)
-        statement.discard()
-        return Solution(False)
+        self._evict(victims, scenario.preemptor, statement)
+        nodes = feasible.copy()
+        for task in victims:
+            node = ssn.nodes.by_name.get(task.node_name)
+            if node is not None:
+                nodes[node.column] = True
+        result = self._simulate(scenario, statement, nodes, victims)
+        if result is None:
+            statement.discard()
+            return Solution(False)
+        return result
 
     def _evict(self, tasks: list[TaskInfo], preemptor: PodGroupInfo, statement: Statement) -> None:
         messages = [self.message(task, preemptor) for task in tasks]
@@ -150,6 +110,7 @@ class JobSolver:
         preempted = [t for t in victims if t.status is PodStatus.RELEASING]
         moved = [t for t in victims if t.status is PodStatus.PIPELINED]
         if self.validator is not None and not self.validator(scenario):
+            self.rejected = True
             statement.discard()
             return Solution(False)
         victim_tasks = preempted + moved

@@ -2,15 +2,18 @@
 
 A scenario is the preemptor's pending tasks plus victims: victims already recorded by earlier steps of the same
 solution, and potential victims accumulated job by job from the victim queue (worst job first). Each new potential
-victim job makes a new, larger scenario.
+victim job makes a new, larger accumulated scenario; the scenario generators (plugins ``sg-*``) turn accumulated
+scenarios into the ones actually simulated.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cmp_to_key
 
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
+from kai.core.framework.sub_scenarios import SubScenarioEmitter
+from kai.core.state.node_table import Mask
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.task import TaskInfo
@@ -80,17 +83,33 @@ def _has_surplus(group: SubGroupSet) -> bool:
 
 
 class Scenario:
-    def __init__(self, ssn: Session, preemptor: PodGroupInfo, recorded_jobs: list[PodGroupInfo]) -> None:
+    def __init__(
+        self, ssn: Session, preemptor: PodGroupInfo, pending: list[TaskInfo], recorded_jobs: list[PodGroupInfo]
+    ) -> None:
         self.ssn = ssn
         self.preemptor = preemptor
+        self.pending_tasks = list(pending)
         self.recorded_jobs = list(recorded_jobs)
         self.recorded_tasks = [task for job in recorded_jobs for task in job.tasks.values()]
         self.potential_tasks: list[TaskInfo] = []
         self.victims: dict[str, list[TaskInfo]] = {}
+        """Every victim task (recorded and potential) by victim job."""
         self.task_groups: dict[str, list[PodGroupInfo]] = {}
+        """Per victim job, one representative per batch of its tasks taken together."""
         self.jobs_by_node: dict[str, list[str]] = {}
         for job in recorded_jobs:
             self._add_victim_group(list(job.tasks.values()))
+
+    def derived(self, potential: list[TaskInfo]) -> "Scenario":
+        """The same preemptor, pending tasks and recorded victims with other potential victims, added batch by
+        batch (one batch per victim job, in first-seen order)."""
+        scenario = Scenario(self.ssn, self.preemptor, self.pending_tasks, self.recorded_jobs)
+        batches: dict[str, list[TaskInfo]] = {}
+        for task in potential:
+            batches.setdefault(task.job_key, []).append(task)
+        for batch in batches.values():
+            scenario.add_potential(batch)
+        return scenario
 
     def _add_victim_group(self, tasks: list[TaskInfo]) -> None:
         original = self.ssn.jobs[tasks[0].job_key]
@@ -129,27 +148,44 @@ class Scenario:
 
 
 class ScenarioBuilder:
-    """Yields ever larger scenarios: recorded victims first, then one more potential victim job at a time."""
+    """Accumulates potential victims one victim job at a time (KAI's PodAccumulatedScenarioBuilder).
+
+    ``accumulated()`` yields the growing scenarios themselves; ``scenarios()`` expands each into node-picked
+    sub-scenarios first (``SubScenarioEmitter``). Either starts with the recorded victims alone.
+    """
 
     def __init__(
-        self, ssn: Session, preemptor: PodGroupInfo, recorded_jobs: list[PodGroupInfo], victims: JobsOrderByQueues
+        self,
+        ssn: Session,
+        preemptor: PodGroupInfo,
+        recorded_jobs: list[PodGroupInfo],
+        victims: JobsOrderByQueues,
+        feasible: Mask,
     ) -> None:
         self.ssn = ssn
         self.victims = victims
+        self.feasible = feasible
         self.scenario: Scenario | None = None
         self.recorded: set[str] = set()
-        if tasks_to_allocate(ssn, preemptor, False):
-            self.scenario = Scenario(ssn, preemptor, recorded_jobs)
+        pending = tasks_to_allocate(ssn, preemptor, False)
+        if pending:
+            self.scenario = Scenario(ssn, preemptor, pending, recorded_jobs)
             self.recorded = {task.key for job in recorded_jobs for task in job.tasks.values()}
 
-    def first(self) -> Scenario | None:
-        return self.scenario
-
-    def next(self) -> Scenario | None:
+    def accumulated(self) -> Iterator[Scenario]:
+        if self.scenario is None:
+            return
+        yield self.scenario
         while not self.victims.empty():
             if self._add_next_victim():
-                return self.scenario
-        return None
+                yield self.scenario
+
+    def scenarios(self) -> Iterator[Scenario]:
+        for scenario in self.accumulated():
+            if not scenario.potential_tasks:
+                yield scenario
+            else:
+                yield from SubScenarioEmitter(self.ssn, scenario, self.feasible).scenarios()
 
     def _add_next_victim(self) -> bool:
         job = self.victims.pop()

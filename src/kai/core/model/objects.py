@@ -81,7 +81,9 @@ def _container_requests(container: Raw, obj: str, field: str) -> dict[str, float
 
 
 def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
-    """Sum of containers, raised to the largest init container, plus pod overhead (KAI/k8s effective request)."""
+    """The pod's effective request as kubelet aggregates it (KAI v0.17): containers plus native sidecars (init
+    containers with ``restartPolicy: Always``, which keep running), raised to the peak of any other init container
+    together with the sidecars started before it, plus pod overhead."""
     total: dict[str, float] = {}
     containers = sequence(spec, "containers", obj, "spec.containers")
     if not containers:
@@ -89,15 +91,33 @@ def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
     for i, container in enumerate(containers):
         if not isinstance(container, Mapping):
             raise InvalidObject(obj, f"spec.containers[{i}]", f"got {container!r}; expected a container (a mapping)")
-        for name, amount in _container_requests(container, obj, f"spec.containers[{i}]").items():
-            total[name] = total.get(name, 0.0) + amount
+        _add(total, _container_requests(container, obj, f"spec.containers[{i}]"))
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
     for i, container in enumerate(sequence(spec, "initContainers", obj, "spec.initContainers")):
-        for name, amount in _container_requests(container, obj, f"spec.initContainers[{i}]").items():
-            total[name] = max(total.get(name, 0.0), amount)
+        if not isinstance(container, Mapping):
+            raise InvalidObject(
+                obj, f"spec.initContainers[{i}]", f"got {container!r}; expected a container (a mapping)"
+            )
+        requests = _container_requests(container, obj, f"spec.initContainers[{i}]")
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, requests)
+            continue
+        _add(requests, sidecars)
+        for name, amount in requests.items():
+            init_peak[name] = max(init_peak.get(name, 0.0), amount)
+    _add(total, sidecars)
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, 0.0), amount)
     for name, value in mapping(spec, "overhead", obj, "spec.overhead").items():
         total[name] = total.get(name, 0.0) + resource_amount(name, value, obj, f"spec.overhead.{name}")
     total[names.PODS] = 1.0
     return total
+
+
+def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0.0) + amount
 
 
 def _gpu_fraction(annotations: Mapping[str, str], obj: str) -> float:

@@ -221,6 +221,23 @@ class NodeTable:
         self._fit_cache[key] = (version, mask)
         return mask
 
+    def idle_or_releasing_gpus(self, info: NodeInfo) -> tuple[float, float]:
+        """GPUs (and their MiB) of a node that are free or being freed: whole GPUs, the free part of shared GPUs
+        and memory released by shared pods (KAI's GetSumOfIdleGPUs + GetSumOfReleasingGPUs)."""
+        whole = self.idle[GPU_ROW, info.column] + self.releasing[GPU_ROW, info.column]
+        gpu_memory = info.gpu_memory_mib
+        gpus, memory = float(whole), float(int(whole) * gpu_memory)
+        shared = info.shared
+        for group, allocated in shared.allocated.items():
+            if allocated > 0:
+                gpus += 1 - allocated / gpu_memory
+                memory += gpu_memory - allocated
+            released = shared.releasing.get(group, 0)
+            if released > 0 and not shared.releasing_from_shared_tasks(group):
+                gpus += released / gpu_memory
+                memory += released
+        return gpus, memory
+
     def shared_fit_counts(self, task: TaskInfo) -> npt.NDArray[np.float64]:
         """Per node, how many GPU groups already in use could also hold this shared request."""
         counts = np.zeros(len(self.infos))
