@@ -134,6 +134,35 @@ class JobSolver:
         return last or Outcome(SearchResult.GENERATORS_EXHAUSTED, reduced_budget=job_budget.reduced)
 
 
+def largest_solvable(n: int, probe: Callable[[int], Outcome]) -> tuple[int, Outcome | None]:
+    """The largest k in [0, n] whose probe solves, in O(log n) probes: k doubles from 1 until a probe fails (or k
+    reaches n), then a binary search between the last success and that failure. Returns the last failure too,
+    or (0, outcome) as soon as a probe says the search must stop."""
+    low, k = 0, 1
+    last_failure: Outcome | None = None
+    while True:
+        outcome = probe(k)
+        if outcome.result.stops_search:
+            return 0, outcome
+        if outcome.result is not SearchResult.SOLVED:
+            last_failure, high = outcome, k
+            break
+        low = k
+        if k == n:
+            return n, last_failure
+        k = min(k * 2, n)
+    while high - low > 1:
+        middle = (low + high) // 2
+        outcome = probe(middle)
+        if outcome.result.stops_search:
+            return 0, outcome
+        if outcome.result is SearchResult.SOLVED:
+            low = middle
+        else:
+            last_failure, high = outcome, middle
+    return low, last_failure
+
+
 class _GeneratorSearch:
     """The logarithmic search over k with one generator."""
 
@@ -163,29 +192,7 @@ class _GeneratorSearch:
         return self._probe(n)
 
     def _largest_solvable(self, n: int) -> tuple[int, Outcome | None]:
-        low, k = 0, 1
-        last_failure: Outcome | None = None
-        while True:
-            outcome = self._probe_and_discard(k)
-            if outcome.result.stops_search:
-                return 0, outcome
-            if outcome.result is not SearchResult.SOLVED:
-                last_failure, high = outcome, k
-                break
-            low = k
-            if k == n:
-                return n, last_failure
-            k = min(k * 2, n)
-        while high - low > 1:
-            middle = (low + high) // 2
-            outcome = self._probe_and_discard(middle)
-            if outcome.result.stops_search:
-                return 0, outcome
-            if outcome.result is SearchResult.SOLVED:
-                low = middle
-            else:
-                last_failure, high = outcome, middle
-        return low, last_failure
+        return largest_solvable(n, self._probe_and_discard)
 
     def _probe_and_discard(self, k: int) -> Outcome:
         outcome = self._probe(k)
