@@ -47,8 +47,13 @@ def test_over_limit_pod_waits_with_kai_reason() -> None:
     podgroup = cluster.get("PodGroup", "ml/training-job")
     assert podgroup is not None
     condition = podgroup["status"]["schedulingConditions"][0]
-    assert condition["reasons"][0]["reason"] == "OverLimit"
+    # allocate says OverLimit; as in KAI v0.17, the evicting actions add that no node is large enough (21 GPUs in
+    # one pod, 8 per node at most), so the podgroup carries both reasons
+    assert condition["reasons"][0]["reason"] == "Unschedulable"
     assert "equipe-training quota has reached the allowable limit of GPUs" in condition["message"]
+    assert (
+        "Max GPU resources available in a single node in the default node-pool is topped at 8" in condition["message"]
+    )
     pod = cluster.get("Pod", "ml/training-job")
     assert pod is not None
     scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")

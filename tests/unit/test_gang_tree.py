@@ -124,3 +124,19 @@ def test_not_ready_until_enough_members_can_run() -> None:
     IsReadyForScheduling over the tree)."""
     assert _readiness(0)
     assert not _readiness(1)
+
+
+def test_podgroup_min_member_is_optional_and_zero_means_one() -> None:
+    """KAI v0.17: spec.minMember may be absent or 0; the podgroup's one pod set then has a gang of 1."""
+    for spec in ({}, {"minMember": 0}):
+        objects = [
+            ("Queue", queue("root")),
+            ("Queue", queue("q", parent="root")),
+            ("Node", node("n0", 1)),
+            ("PodGroup", podgroup("job", "q", T0, **spec)),
+            ("Pod", pod("job-0", "job")),
+        ]
+        ssn = open_session(take_snapshot(cluster(*objects), "kai-scheduler", T0), SchedulerConfig(), T0)
+        job = ssn.jobs["default/job"]
+        assert job.pod_sets["default"].min_available == 1
+        assert _names(tasks_to_allocate(ssn, job, True)) == ["job-0"]

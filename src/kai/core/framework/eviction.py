@@ -3,6 +3,7 @@ share (KAI's actions/*/ Execute loops differ only in filters, victims and valida
 
 from collections.abc import Callable
 
+from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.scenario_search import JobSolver
 from kai.core.framework.search_budget import ActionBudget
@@ -10,6 +11,7 @@ from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
 from kai.core.framework.victim_solver import EvictionMessage, ScenarioSolver, Validator, feasible_nodes
 from kai.core.framework.victims import Scenario
+from kai.core.state.fit_errors import POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
 
@@ -64,7 +66,8 @@ def run_solver_action(
     """For each pending job in fair-share order, find victims and commit the solution.
 
     A job that is not ``eligible`` is passed over. With scheduling signatures on, a job no easier than one that
-    already failed in the same scope (its queue, or the whole cluster for consolidation) is skipped. A job that
+    already failed in the same scope (its queue, or the whole cluster for consolidation) is skipped; so is one that
+    no eviction could help (a victim-invariant pre-predicate fails), which says why in its fit errors. A job that
     fails ``attempt`` (a cheap check) or the search counts as failed. The action stops when its search budget is
     spent."""
     jobs = JobsOrderByQueues(ssn, options)
@@ -81,6 +84,8 @@ def run_solver_action(
         failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
         if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
             continue
+        if _blocked_for_good(ssn, job):
+            continue
         if attempt is not None and not attempt(job):
             failed.failed(job)
             continue
@@ -96,3 +101,23 @@ def run_solver_action(
         if result.stops_action:
             return
         failed.failed(job)
+
+
+def _blocked_for_good(ssn: Session, job: PodGroupInfo) -> bool:
+    """KAI's VictimInvariantPrePredicateFailureForTasks: the first of the job's next tasks that a victim-invariant
+    pre-predicate rejects makes the job's fit error (its text as the pod's reason)."""
+    for task in tasks_to_allocate(ssn, job, False):
+        for check in ssn.victim_invariant_fns:
+            failure = check(task)
+            if failure is None:
+                continue
+            if task.key not in job.task_fit_errors:
+                job.task_fit_errors[task.key] = TaskFitErrors(headline=failure)
+            job.add_fit_error(
+                JobFitError(
+                    POD_SCHEDULING_ERRORS,
+                    [f"Resources were not found for pod {task.namespace}/{task.name} due to: {failure}"],
+                )
+            )
+            return True
+    return False

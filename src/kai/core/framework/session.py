@@ -71,6 +71,9 @@ class Session:
         self.subgroup_order_fns: list[Cmp] = []
         self.queue_order_fns: list[QueueOrderFn] = []
         self.pre_predicates: list[Callable[[TaskInfo, PodGroupInfo], str | None]] = []
+        self.victim_invariant_fns: list[Callable[[TaskInfo], str | None]] = []
+        """Pre-predicates no eviction can change: a job failing one is not tried by reclaim, preempt or
+        consolidation (the failure text goes into its fit errors)."""
         self.node_filters: list[NodeFilter] = []
         self.predicates: list[Predicate] = []
         self.node_pre_order_fns: list[Callable[[TaskInfo, Mask], None]] = []

@@ -10,6 +10,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from kai.core.framework.max_node_resources import MaxNodeResources
 from kai.core.framework.session import Session
 from kai.core.model.pod_affinity import PlacedPod, PodAffinityFilter
 from kai.core.model.resources import GpuRequestKind
@@ -54,12 +55,22 @@ class PredicatesPlugin:
         self._anti_affinity_placed = any(
             not task.pod.pod_affinity.is_empty for info in ssn.nodes.infos for task in info.tasks.values()
         )
+        self._max_resources = MaxNodeResources(ssn.nodes)
+        self._conditions: dict[str, str | None] = {}
+        ssn.pre_predicates.append(self.max_node_resources)
+        ssn.victim_invariant_fns.append(self._max_resources.failure)
         ssn.node_filters.append(self.node_mask)
         ssn.predicates.append(self.capacity)
         ssn.predicates.append(self.host_ports)
         ssn.predicates.append(self.pod_affinity)
         ssn.allocate_handlers.append(self._changed)
         ssn.deallocate_handlers.append(self._changed)
+
+    def max_node_resources(self, task: TaskInfo, job: PodGroupInfo) -> str | None:
+        """A pod larger than every node (KAI's MaxNodePoolResources), checked once per pod and session."""
+        if task.key not in self._conditions:
+            self._conditions[task.key] = self._max_resources.condition(task)
+        return self._conditions[task.key]
 
     def _changed(self, task: TaskInfo) -> None:
         self._version += 1
