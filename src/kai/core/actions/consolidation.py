@@ -6,7 +6,14 @@ At most ``maxNumberConsolidationPreemptees`` (+1, as in KAI) victim jobs are con
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import pending_jobs, run_solver_action, victims_queue
+from kai.core.framework.eviction import (
+    JobFilter,
+    cached_victims,
+    pending_jobs,
+    run_solver_action,
+    victim_candidates,
+    victims_queue,
+)
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
@@ -41,7 +48,10 @@ def execute(ssn: Session) -> None:
         return
 
     def victims(preemptor: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
-        def build() -> JobsOrderByQueues:
+        """Up to ``limit`` (+1) candidate jobs, counted afresh for every queue; without a limit the candidates are
+        found once per pending job (as KAI does)."""
+
+        def accept_first() -> JobFilter:
             taken = [0]
 
             def accept(job: PodGroupInfo) -> bool:
@@ -54,9 +64,11 @@ def execute(ssn: Session) -> None:
                 taken[0] += 1
                 return True
 
-            return victims_queue(ssn, accept)
+            return accept
 
-        return build
+        if limit == -1:
+            return cached_victims(ssn, lambda: victim_candidates(ssn, accept_first()))
+        return lambda: victims_queue(ssn, accept_first())
 
     run_solver_action(
         ssn,

@@ -6,7 +6,7 @@ strictly lower priority.
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, pending_jobs, run_solver_action, victims_queue
+from kai.core.framework.eviction import all_of, cached_victims, pending_jobs, run_solver_action, victim_candidates
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
@@ -31,7 +31,7 @@ def execute(ssn: Session) -> None:
                 and all(keep(preemptor, job) for keep in ssn.preempt_victim_filters)
             )
 
-        return lambda: victims_queue(ssn, accept)
+        return cached_victims(ssn, lambda: victim_candidates(ssn, accept))
 
     run_solver_action(
         ssn,

@@ -6,8 +6,8 @@ other queues, worst first; the proportion plugin judges each scenario fair or no
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, pending_jobs, run_solver_action
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.eviction import all_of, cached_victims, pending_jobs, run_solver_action
+from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -44,20 +44,14 @@ def message(ssn: Session, task: TaskInfo, reclaimer: PodGroupInfo) -> str:
 
 def execute(ssn: Session) -> None:
     def victims(reclaimer: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
-        def build() -> JobsOrderByQueues:
-            queue = JobsOrderByQueues(
-                ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
-            )
-            queue.initialize(
-                {
-                    key: job
-                    for key, job in ssn.jobs.items()
-                    if job.queue != reclaimer.queue and all(keep(reclaimer, job) for keep in ssn.reclaim_victim_filters)
-                }
-            )
-            return queue
+        def candidates() -> dict[str, PodGroupInfo]:
+            return {
+                key: job
+                for key, job in ssn.jobs.items()
+                if job.queue != reclaimer.queue and all(keep(reclaimer, job) for keep in ssn.reclaim_victim_filters)
+            }
 
-        return build
+        return cached_victims(ssn, candidates)
 
     run_solver_action(
         ssn,

@@ -18,17 +18,39 @@ from kai.core.state.podgroup_info import PodGroupInfo
 JobFilter = Callable[[PodGroupInfo], bool]
 
 
-def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
-    """Jobs that may lose pods, worst first: those with a live pod that pass ``accept`` (KAI's GetVictimsQueue)."""
-    queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
-    candidates = {
+def victim_candidates(ssn: Session, accept: JobFilter) -> dict[str, PodGroupInfo]:
+    """Jobs with a live pod that pass ``accept`` (KAI's GetVictimCandidates)."""
+    return {
         job.key: job
         for job in ssn.jobs.values()
         if any(t.status in ALIVE and (not t.node_name or t.node_name in ssn.nodes.by_name) for t in job.tasks.values())
         and accept(job)
     }
-    queue.initialize(candidates)
+
+
+def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
+    """Jobs that may lose pods, worst first (KAI's GetVictimsQueue)."""
+    queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
+    queue.initialize(victim_candidates(ssn, accept))
     return queue
+
+
+def cached_victims(ssn: Session, candidates: Callable[[], dict[str, PodGroupInfo]]) -> Callable[[], JobsOrderByQueues]:
+    """A fresh victims queue per call over candidates found once, on the first call (KAI's
+    NewCachedVictimsQueueGenerator): a job's solver asks for one queue per probe and per generator."""
+    found: dict[str, PodGroupInfo] | None = None
+
+    def build() -> JobsOrderByQueues:
+        nonlocal found
+        if found is None:
+            found = candidates()
+        queue = JobsOrderByQueues(
+            ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
+        )
+        queue.initialize(found)
+        return queue
+
+    return build
 
 
 def pending_jobs(ssn: Session, action: str, preemptible_only: bool = False) -> JobQueueOptions:

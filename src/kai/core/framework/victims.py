@@ -159,11 +159,13 @@ class ScenarioBuilder:
         ssn: Session,
         preemptor: PodGroupInfo,
         recorded_jobs: list[PodGroupInfo],
-        victims: JobsOrderByQueues,
+        victims: Callable[[], JobsOrderByQueues],
         feasible: Mask,
     ) -> None:
+        """``victims`` builds the victim queue, only once a scenario needs more than the recorded victims."""
         self.ssn = ssn
-        self.victims = victims
+        self._make_victims = victims
+        self._victims: JobsOrderByQueues | None = None
         self.feasible = feasible
         self.scenario: Scenario | None = None
         self.recorded: set[str] = set()
@@ -171,6 +173,12 @@ class ScenarioBuilder:
         if pending:
             self.scenario = Scenario(ssn, preemptor, pending, recorded_jobs)
             self.recorded = {task.key for job in recorded_jobs for task in job.tasks.values()}
+
+    @property
+    def victims(self) -> JobsOrderByQueues:
+        if self._victims is None:
+            self._victims = self._make_victims()
+        return self._victims
 
     def accumulated(self) -> Iterator[Scenario]:
         if self.scenario is None:

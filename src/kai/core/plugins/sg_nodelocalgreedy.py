@@ -14,9 +14,7 @@ from kai.core.framework.victims import Scenario, ScenarioBuilder
 
 
 def node_local_scenarios(context: SolveContext) -> Iterator[Scenario]:
-    builder = ScenarioBuilder(
-        context.ssn, context.preemptor, context.recorded_jobs, context.victims(), context.feasible
-    )
+    builder = ScenarioBuilder(context.ssn, context.preemptor, context.recorded_jobs, context.victims, context.feasible)
     for accumulated in builder.accumulated():
         yield from _per_node(accumulated)
 
