@@ -3,6 +3,8 @@ creation or since it last lost pods itself, whichever is later; each eviction re
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.cluster.memory import MemoryCluster
+from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.meta import format_time
@@ -84,3 +86,29 @@ def test_plain_allocation_ignores_the_delay() -> None:
     state.apply("Node", node("n1", 1))
     result = run_cycle(take_snapshot(state, CONFIG.scheduler_name, T0), CONFIG, T0).result
     assert [bind.pod_key for bind in result.binds] == ["default/preemptor-0"]
+
+
+def test_the_scheduler_records_the_eviction_on_the_podgroup_and_re_arms_its_delay() -> None:
+    """Through the real scheduler loop and writer: the victim's PodGroup gets kai.scheduler/last-eviction-timestamp,
+    and the next snapshot counts the victim's own 10m delay from that moment."""
+    now = T0 + DELAY
+    objects = [
+        ("Queue", queue("root")),
+        ("Queue", queue("q", parent="root")),
+        ("Node", node("n0", 1)),
+        ("PodGroup", podgroup("victim", "q", T0 - 3600, minMember=1, preemptionDelay="10m")),
+        ("Pod", pod("victim-0", "victim", node_name="n0")),
+        ("PodGroup", podgroup("preemptor", "q", T0, minMember=1, priority_class="build")),
+        ("Pod", pod("preemptor-0", "preemptor")),
+        ("PriorityClass", {"metadata": {"name": "train"}, "value": 50}),
+        ("PriorityClass", {"metadata": {"name": "build"}, "value": 100}),
+    ]
+    memory = MemoryCluster([{"kind": kind, **raw} for kind, raw in objects])
+    loop = SchedulerLoop(memory, CONFIG, clock=lambda: now)
+    assert [e.pod_key for e in loop.run_once().result.evictions] == ["default/victim-0"]
+    victim = memory.get("PodGroup", "default/victim")
+    assert victim is not None
+    assert victim["metadata"]["annotations"]["kai.scheduler/last-eviction-timestamp"] == format_time(now)
+    assert loop.state.podgroups["default/victim"].last_eviction_ts == now
+    job = take_snapshot(loop.state, CONFIG.scheduler_name, now).jobs["default/victim"]
+    assert job.preemption_delay_end() == now + DELAY

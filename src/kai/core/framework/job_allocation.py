@@ -40,7 +40,8 @@ def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) ->
 
 
 def _ordered_members(ssn: Session, group: SubGroupSet) -> list[Member]:
-    return sorted(group.members(), key=cmp_to_key(ssn.subgroup_cmp))
+    members = group.members()
+    return members if len(members) < 2 else sorted(members, key=cmp_to_key(ssn.subgroup_cmp))
 
 
 def _from_set(ssn: Session, group: SubGroupSet, real_allocation: bool) -> list[TaskInfo]:
@@ -126,9 +127,10 @@ def _allocate_set(
     to place fit in one."""
     if not tasks:
         return True
-    subtree = {ps.name: ps for ps in subgroup_set.all_pod_sets()}
-    wanted = {t.subgroup or names.DEFAULT_SUBGROUP for t in tasks}
-    pod_sets = [ps for name, ps in subtree.items() if name in wanted]
+    pod_sets = list(subgroup_set.all_pod_sets())
+    if len(pod_sets) > 1:
+        wanted = {t.subgroup or names.DEFAULT_SUBGROUP for t in tasks}
+        pod_sets = [ps for ps in pod_sets if ps.name in wanted]
     for node_set in ssn.subset_nodes(job, subgroup_set, pod_sets, tasks, candidates):
         checkpoint = stmt.checkpoint()
         if _allocate_members_on(ssn, stmt, node_set, job, subgroup_set, tasks, pipeline_only):
