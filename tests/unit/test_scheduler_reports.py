@@ -56,7 +56,8 @@ def request_gpus(gpus: str) -> Any:
 
 def test_a_waiting_pod_has_one_counted_event_and_its_condition_until_it_is_scheduled() -> None:
     cluster, clock = department(), Clock()
-    change(cluster, "Pod", "ml/training-job", request_gpus("21"))
+    # 5 GPUs: over the queue's limit (16 of 20 in use) yet within a node's 8, so OverLimit stays the only reason
+    change(cluster, "Pod", "ml/training-job", request_gpus("5"))
     loop = SchedulerLoop(cluster, SchedulerConfig(), clock=clock)
     for _ in range(70):  # cycles a second apart
         loop.run_once()
