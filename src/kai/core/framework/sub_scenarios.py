@@ -71,7 +71,7 @@ class SubScenarioEmitter:
         k, step = self.first_k, 1
         while k <= len(self.nodes):
             picked = sorted({b for name in self.nodes[:k] for b in self.node_batches[name]})
-            yield self.base.derived([task for b in picked for task in self.batches[b]])
+            yield self.base.derived(self.batches[b] for b in picked)
             if k == len(self.nodes):
                 return
             k, step = min(k + step, len(self.nodes)), step * 2

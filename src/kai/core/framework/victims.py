@@ -100,14 +100,11 @@ class Scenario:
         for job in recorded_jobs:
             self._add_victim_group(list(job.tasks.values()))
 
-    def derived(self, potential: list[TaskInfo]) -> "Scenario":
-        """The same preemptor, pending tasks and recorded victims with other potential victims, added batch by
-        batch (one batch per victim job, in first-seen order)."""
+    def derived(self, batches: Iterable[list[TaskInfo]]) -> "Scenario":
+        """The same preemptor, pending tasks and recorded victims with other potential victims, each batch (tasks
+        of one victim job taken together) becoming one victim representative."""
         scenario = Scenario(self.ssn, self.preemptor, self.pending_tasks, self.recorded_jobs)
-        batches: dict[str, list[TaskInfo]] = {}
-        for task in potential:
-            batches.setdefault(task.job_key, []).append(task)
-        for batch in batches.values():
+        for batch in batches:
             scenario.add_potential(batch)
         return scenario
 

@@ -11,6 +11,7 @@ from kai.core.framework.config import GENERATOR_NODE_LOCAL_GREEDY
 from kai.core.framework.scenario_search import SolveContext
 from kai.core.framework.session import Session
 from kai.core.framework.victims import Scenario, ScenarioBuilder
+from kai.core.state.task import TaskInfo
 
 
 def node_local_scenarios(context: SolveContext) -> Iterator[Scenario]:
@@ -32,7 +33,10 @@ def _per_node(base: Scenario) -> Iterator[Scenario]:
         if not tasks or key in seen:
             continue
         seen.add(key)
-        yield base.derived(tasks)
+        by_job: dict[str, list[TaskInfo]] = {}
+        for task in tasks:
+            by_job.setdefault(task.job_key, []).append(task)
+        yield base.derived(by_job.values())
 
 
 class NodeLocalGreedyPlugin:
