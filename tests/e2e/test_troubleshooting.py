@@ -98,11 +98,16 @@ def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
         "kai-scheduler",
     )
     assert event["message"] == pod_condition["message"]
-    assert "node(s) didn't have enough resources: GPUs" in event["message"]
+    # with no 8-GPU node anywhere yet, KAI v0.17's MaxNodePoolResources pre-predicate says so; once another test
+    # made one (the control plane is shared), the 4-GPU nodes of this pool are reported short of GPUs
+    assert (
+        "node(s) didn't have enough resources: GPUs" in event["message"]
+        or "Max GPU resources available in a single node in the default node-pool is topped at 4" in event["message"]
+    )
     assert event["involvedObject"]["uid"] == pods(control_plane, namespace)["big"]["metadata"]["uid"]
     described = describe_events(control_plane.kubectl("describe", "pod", "big", "-n", namespace).stdout)
     assert re.search(r"Warning\s+Unschedulable\s+.*kai-scheduler\s+", described), described
-    assert event["message"] in " ".join(described.split())
+    assert " ".join(event["message"].split()) in " ".join(described.split())  # KAI v0.17 puts reasons on lines
 
     wait_cycles(kai, 5)
     assert [e["metadata"]["name"] for e in events(control_plane, namespace, "Pod", "big")] == [
