@@ -66,9 +66,7 @@ KAI_PLUGINS = (
     "reflectjoborder",
 )
 """Every plugin name KAI v0.17 registers (pkg/scheduler/plugins/factory.go); any other name is a mistake."""
-NOT_IMPLEMENTED_PLUGINS = frozenset(
-    {"numa", "podaffinity", "snapshot", "sg-nodelocalgreedy", "sg-multinodegang", "reflectjoborder"}
-)
+NOT_IMPLEMENTED_PLUGINS = frozenset({"numa", "podaffinity", "snapshot", "reflectjoborder"})
 """KAI plugins kai does not run yet: a config naming one is used without it, with a warning."""
 WHERE = "scheduler config"
 
