@@ -67,7 +67,7 @@ class Simulation:
         return CycleRecord(number, observe(session.cluster, session.result), session)
 
     def advance(self, record: CycleRecord) -> None:
-        self.writer.write(record.session.result)
+        self.writer.write(record.session.result, record.session.jobs)
         self.binder.reconcile()
         stuck_before = self.scenario.now - self.scenario.config.stuck_in_releasing_s
         run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before)
