@@ -21,19 +21,19 @@ from kai.components.controllers import PodGroupStatusController, QueueStatusCont
 from kai.components.endpoints import Health
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
-from kai.components.podgrouper import PodGrouper
+from kai.components.podgrouper import PodGrouper, Settings
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 
 log = logging.getLogger(__name__)
 COMPONENTS = ("scheduler", "binder", "controllers", "podgrouper")
 KINDS = {
-    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
+    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),  # owners are read when a pod names them (CRDs may be absent)
     "scheduler": ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
     "binder": ("BindRequest", "Pod", "Node"),
     "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
 }
-WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod"}}
+WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
 """Loops woken at once by these kinds of change; the status controllers just run every period (their own writes
 would otherwise wake them again and again)."""
 
@@ -48,6 +48,8 @@ class RuntimeOptions:
     health_probe_bind_address: str = ":8081"
     write_workers: int = 1
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
+    grouping: Settings = field(default_factory=Settings)
+    """The pod-grouper's options (queue and node-pool label keys, Knative gangs, default-priorities ConfigMap)."""
 
 
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
@@ -111,7 +113,7 @@ def run(
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
     if "podgrouper" in components:
-        grouper = PodGrouper(cluster, options.config.scheduler_name, writes)
+        grouper = PodGrouper(cluster, options.config.scheduler_name, writes, options.grouping)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
     if "binder" in components:
         binder = Binder(cluster, time.time, writes)

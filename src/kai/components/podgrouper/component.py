@@ -1,0 +1,370 @@
+"""The pod-grouper: every pod of this scheduler gets the PodGroup KAI would make for its workload.
+
+A PodGroup exists before its pods can be scheduled: the scheduler only schedules a pod that names its PodGroup, and
+a pod is pointed at its PodGroup (``pod-group-name``, ``kai.scheduler/subgroup-name``) only once that is written.
+
+Work follows changes, not passes: a pod that is added or changed is queued, and a pass handles the queued pods in
+three steps — decide each pod's PodGroup by the rules (owners read through the port, once per pass), write each
+PodGroup once (when pods of one workload disagree, the last one queued wins, as KAI's one-pod-at-a-time reconcile
+would leave it), then point the pods at it. A PodGroup is updated whenever one of its pods changes (an elastic job's
+replicas came or went); a pod that is deleted queues a sibling, and a deleted PodGroup queues its pods.
+
+A conflict (the PodGroup or pod changed meanwhile, or another writer created it first) is retried on the next pass,
+without a word. A pod that cannot be grouped gets one ``PodGrouperWarning`` event per distinct problem and is
+retried with backoff (1 s doubling up to 1 min, as KAI's controller), or at once when it changes.
+"""
+
+import copy
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kai.cluster.port import ClusterClient, Raw
+from kai.components.parallel import Writes
+from kai.components.podgrouper.owners import ClusterLookup, UnknownKind, owner_chain
+from kai.components.podgrouper.podgroups import podgroup_object, updated
+from kai.components.podgrouper.rules import hub, keys
+from kai.components.podgrouper.rules.default import parse_default_priorities
+from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Settings, Workload
+from kai.core.model import names
+from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import format_time
+
+log = logging.getLogger(__name__)
+COMPONENT = "pod-grouper"
+WARNING_REASON = "PodGrouperWarning"
+FIRST_RETRY_S = 1.0
+MAX_RETRY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    key: str
+    pod: Raw
+    grouping: Grouping
+
+
+class PodGrouper:
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        scheduler_name: str = names.SCHEDULER_NAME,
+        writes: Writes | None = None,
+        settings: Settings | None = None,
+        now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cluster = cluster
+        self.scheduler_name = scheduler_name
+        self.writes = writes or Writes()
+        self.settings = settings or Settings()
+        self._now = now
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._pods: dict[str, dict[str, Raw]] = {}
+        self._members: dict[tuple[str, str], set[str]] = {}
+        self._queued: dict[str, None] = {}
+        self._due: dict[str, float] = {}
+        self._delay: dict[str, float] = {}
+        self._reported: dict[str, set[str]] = {}
+        self._unknown_kinds: set[str] = set()
+        self._sequence = itertools.count(1)
+        cluster.subscribe(self._on_change)
+
+    # ------------------------------------------------------------------------------------------- a pass
+
+    def reconcile(self) -> int:
+        """Group the queued pods; returns how many pods were pointed at a (new or other) PodGroup."""
+        queued = self._take()
+        if not queued:
+            return 0
+        lookup = ClusterLookup(self.cluster, self._pods_in)
+        ctx = Context(self.settings, lookup, self._priority_classes(), self._default_priorities(lookup))
+        decided: dict[int, _Decision] = {}
+        self.writes.each("group pod", list(enumerate(queued)), lambda item: self._decide(*item, ctx, lookup, decided))
+        podgroups: dict[tuple[str, str], list[_Decision]] = {}
+        for index in sorted(decided):
+            decision = decided[index]
+            podgroups.setdefault((decision.grouping.namespace, decision.grouping.name), []).append(decision)
+        written: list[_Decision] = []
+        self.writes.each("write podgroup", list(podgroups.values()), lambda group: self._write(group, written))
+        assigned: list[str] = []
+        self.writes.each("assign pod", written, lambda decision: self._assign(decision, assigned))
+        return len(assigned)
+
+    def _decide(self, index: int, key: str, ctx: Context, lookup: ClusterLookup, out: dict[int, _Decision]) -> None:
+        pod = self._pod(key)
+        if pod is None:
+            return
+        try:
+            grouping = self._grouping(pod, ctx, lookup)
+        except InvalidObject as error:
+            self._failed(key, pod, str(error))
+            return
+        except ApiError as error:
+            log.warning("cannot group pod %s yet: %s", key, error)
+            self._retry_later(key)
+            return
+        if grouping is None:
+            self._done(key, pod, [])
+        else:
+            out[index] = _Decision(key, pod, grouping)
+
+    def _grouping(self, raw: Raw, ctx: Context, lookup: ClusterLookup) -> Grouping | None:
+        """The pod's PodGroup, or None when the pod-grouper leaves the pod alone (KAI's order of checks)."""
+        pod = Obj.parse(raw, "Pod", "v1")
+        if pod.get("spec", "schedulerName").text() != self.scheduler_name or pod.deleting:
+            return None
+        if pod.annotations.get(keys.SKIP_ANNOTATION) == "true":
+            return None
+        if not pod.owner_refs and names.POD_GROUP_ANNOTATION in pod.annotations:
+            return None  # an ownerless pod that joins a PodGroup made by someone else
+        owners = owner_chain(pod, lookup, self._unknown_kinds)
+        if any(owner.annotations.get(keys.SKIP_ANNOTATION) == "true" for owner in owners):
+            return None
+        grouping = hub.group(Workload(pod, owners, owners[-1] if owners else pod), ctx)
+        node_pool = self.settings.node_pool_label
+        if node_pool not in grouping.labels and node_pool in pod.labels:
+            grouping.labels[node_pool] = pod.labels[node_pool]
+        return grouping
+
+    def _write(self, decisions: list[_Decision], written: list[_Decision]) -> None:
+        grouping = decisions[-1].grouping
+        key = f"{grouping.namespace}/{grouping.name}"
+        desired = podgroup_object(grouping)
+        try:
+            existing = self.cluster.get("PodGroup", key)
+            if existing is None:
+                self.cluster.create("PodGroup", desired)
+            else:
+                change = updated(existing, desired, self.settings.node_pool_label, self.settings.queue_label)
+                if change is not None:
+                    self.cluster.update("PodGroup", change)
+        except (Conflict, AlreadyExists):
+            log.debug("PodGroup %s changed meanwhile; its pods are grouped again", key)
+            self._queue(d.key for d in decisions)
+            return
+        except ApiError as error:
+            for decision in decisions:
+                self._failed(decision.key, decision.pod, f"its PodGroup {key} cannot be written: {error.message}")
+            return
+        written.extend(decisions)
+
+    def _assign(self, decision: _Decision, assigned: list[str]) -> None:
+        grouping, key = decision.grouping, decision.key
+        pod = self._pod(key) or decision.pod
+        meta: Mapping[str, Any] = pod.get("metadata") or {}
+        annotations: Mapping[str, str] = meta.get("annotations") or {}
+        labels: Mapping[str, str] = meta.get("labels") or {}
+        subgroup = grouping.pod_subgroup
+        if annotations.get(names.POD_GROUP_ANNOTATION) == grouping.name and (
+            not subgroup or labels.get(names.SUBGROUP_LABEL) == subgroup
+        ):
+            self._done(key, pod, grouping.warnings)
+            return
+        change = copy.deepcopy(pod)
+        change["metadata"].setdefault("annotations", {})[names.POD_GROUP_ANNOTATION] = grouping.name
+        if subgroup:
+            change["metadata"].setdefault("labels", {})[names.SUBGROUP_LABEL] = subgroup
+        try:
+            self.cluster.update("Pod", change)
+        except NotFound:
+            return
+        except Conflict:
+            self._queue([key])
+            return
+        except ApiError as error:
+            self._failed(key, pod, f"it cannot be pointed at PodGroup {grouping.name}: {error.message}")
+            return
+        assigned.append(key)
+        self._done(key, pod, grouping.warnings)
+
+    # ------------------------------------------------------------------------------------------- what a pass reads
+
+    def _priority_classes(self) -> frozenset[str]:
+        names_found = (pc.get("metadata", {}).get("name") for pc in self.cluster.list("PriorityClass"))
+        return frozenset(name for name in names_found if isinstance(name, str))
+
+    def _default_priorities(self, lookup: ClusterLookup) -> Mapping[str, KindDefaults]:
+        """The default-priorities ConfigMap's per-kind defaults; none (as KAI) when it is missing or malformed, which
+        is told once on the ConfigMap (or in the log when it does not exist)."""
+        where = self.settings.default_priorities_configmap
+        if not where:
+            return {}
+        namespace, _, name = where.partition("/")
+        try:
+            raw = lookup.read("v1", "ConfigMap", namespace, name)
+        except (ApiError, UnknownKind) as error:
+            log.warning("cannot read the default-priorities ConfigMap %s: %s", where, error)
+            return {}
+        if raw is None:
+            if self._first_report(f"ConfigMap {where}", "missing"):
+                log.warning("the default-priorities ConfigMap %s does not exist; no per-kind defaults", where)
+            return {}
+        try:
+            configmap = Obj.parse(raw, "ConfigMap", "v1", namespace)
+            return parse_default_priorities(configmap)
+        except InvalidObject as error:
+            message = f"{error}; the pod-grouper uses no per-kind defaults"
+            if self._first_report(f"ConfigMap {where}", message):
+                log.warning("%s", message)
+                self._event(raw, "ConfigMap", message)
+            return {}
+
+    # ------------------------------------------------------------------------------------------- outcomes
+
+    def _failed(self, key: str, pod: Raw, message: str) -> None:
+        if self._first_report(key, message):
+            log.warning("cannot group pod %s: %s", key, message)
+            self._event(pod, "Pod", message)
+        self._retry_later(key)
+
+    def _done(self, key: str, pod: Raw, warnings: list[str]) -> None:
+        """The pod is grouped (or left alone): its backoff ends and what it was told resets, but the warnings of
+        this grouping are told (once)."""
+        with self._lock:
+            self._due.pop(key, None)
+            self._delay.pop(key, None)
+            told = self._reported.pop(key, set())
+        for message in warnings:
+            if message not in told:
+                log.warning("pod %s: %s", key, message)
+                self._event(pod, "Pod", message)
+        if warnings:
+            with self._lock:
+                self._reported[key] = set(warnings)
+
+    def _first_report(self, key: str, message: str) -> bool:
+        with self._lock:
+            told = self._reported.setdefault(key, set())
+            if message in told:
+                return False
+            told.add(message)
+            return True
+
+    def _event(self, involved: Raw, kind: str, message: str) -> None:
+        """A Warning event about ``involved`` (with its uid, so that ``kubectl describe`` lists it)."""
+        meta: Mapping[str, Any] = involved.get("metadata") or {}
+        name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
+        now = self._now()
+        stamp = format_time(now)
+        reference = {"apiVersion": "v1", "kind": kind, "name": name, "namespace": namespace}
+        if meta.get("uid"):
+            reference["uid"] = str(meta["uid"])
+        event: Raw = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{int(now * 1e6):x}{next(self._sequence)}", "namespace": namespace},
+            "involvedObject": reference,
+            "reason": WARNING_REASON,
+            "message": message,
+            "type": "Warning",
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+        }
+        try:
+            self.cluster.create("Event", event)
+        except (ApiError, KeyError, ValueError) as error:
+            log.warning("cannot record the event %r on %s %s/%s: %s", message, kind, namespace, name, error)
+
+    # ------------------------------------------------------------------------------------------- the queue
+
+    def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        if kind == "Pod":
+            self._pod_changed(obj, deleted)
+        elif kind == "PodGroup" and deleted:
+            namespace, name = _namespaced_name(obj)
+            with self._lock:
+                self._queue(f"{namespace}/{pod}" for pod in self._members.get((namespace, name), ()))
+
+    def _pod_changed(self, obj: Mapping[str, Any], deleted: bool) -> None:
+        namespace, name = _namespaced_name(obj)
+        if not name:
+            log.warning("a Pod without metadata.name or metadata.namespace cannot be grouped: %.200r", obj)
+            return
+        key, group = f"{namespace}/{name}", _podgroup_of(obj)
+        with self._lock:
+            pods = self._pods.setdefault(namespace, {})
+            previous = _podgroup_of(pods.get(name))
+            if previous and (previous != group or deleted):
+                self._members.get((namespace, previous), set()).discard(name)
+            if deleted:
+                pods.pop(name, None)
+                for table in (self._queued, self._due, self._delay, self._reported):
+                    table.pop(key, None)
+                sibling = next(
+                    (n for n in self._members.get((namespace, group), ()) if self._concerns(pods.get(n))), None
+                )
+                if sibling:
+                    self._queued[f"{namespace}/{sibling}"] = None
+                return
+            pods[name] = dict(obj)
+            if group:
+                self._members.setdefault((namespace, group), set()).add(name)
+            if self._concerns(obj):
+                self._queued[key] = None
+
+    def _concerns(self, pod: Mapping[str, Any] | None) -> bool:
+        """A pod this pod-grouper groups: of its scheduler and not terminating (or too malformed to tell, so that
+        the pass reports it)."""
+        if pod is None:
+            return False
+        spec, meta = pod.get("spec"), pod.get("metadata")
+        if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
+            return True
+        return spec.get("schedulerName") == self.scheduler_name and not meta.get("deletionTimestamp")
+
+    def _take(self) -> list[str]:
+        with self._lock:
+            now = self._clock()
+            queued = list(self._queued)
+            self._queued.clear()
+            due = [key for key, at in self._due.items() if at <= now or key in queued]
+            for key in due:
+                del self._due[key]
+            return queued + [key for key in due if key not in queued]
+
+    def _queue(self, pod_keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in pod_keys:
+                self._queued[key] = None
+
+    def _retry_later(self, key: str) -> None:
+        with self._lock:
+            delay = min(MAX_RETRY_S, self._delay.get(key, FIRST_RETRY_S / 2) * 2)
+            self._delay[key] = delay
+            self._due[key] = self._clock() + delay
+
+    def _pod(self, key: str) -> Raw | None:
+        namespace, _, name = key.partition("/")
+        with self._lock:
+            return self._pods.get(namespace, {}).get(name)
+
+    def _pods_in(self, namespace: str) -> list[Raw]:
+        with self._lock:
+            return list(self._pods.get(namespace, {}).values())
+
+
+def _namespaced_name(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "", ""
+    namespace, name = meta.get("namespace"), meta.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not namespace:
+        return "", ""
+    return namespace, name
+
+
+def _podgroup_of(pod: Mapping[str, Any] | None) -> str:
+    meta = pod.get("metadata") if pod is not None else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    group = annotations.get(names.POD_GROUP_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return group if isinstance(group, str) else ""

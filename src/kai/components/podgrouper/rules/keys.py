@@ -1,0 +1,29 @@
+"""Label and annotation keys the grouping rules read (KAI's ``pkg/podgrouper`` constants and the operators' own)."""
+
+PODGROUP_PREFIX = "pg"
+DEFAULT_QUEUE = "default-queue"
+TRAIN = "train"
+BUILD = "build"
+INFERENCE = "inference"
+
+NODE_POOL_LABEL = "kai.scheduler/node-pool"
+PROJECT_LABEL = "project"
+PRIORITY_LABEL = "priorityClassName"
+PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+PREEMPTIBILITIES = ("preemptible", "non-preemptible")
+USER = "user"
+TOP_OWNER_ANNOTATION = "kai.scheduler/top-owner-metadata"
+SKIP_ANNOTATION = "kai.scheduler/skip-podgrouper"
+PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
+STALENESS_ANNOTATION = "kai.scheduler/staleness-grace-period"
+MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
+
+TOPOLOGY = "kai.scheduler/topology"
+TOPOLOGY_REQUIRED = "kai.scheduler/topology-required-placement"
+TOPOLOGY_PREFERRED = "kai.scheduler/topology-preferred-placement"
+SEGMENT_SIZE = "kai.scheduler/segment-size"
+SEGMENT_REQUIRED = "kai.scheduler/segment-topology-required-placement"
+SEGMENT_PREFERRED = "kai.scheduler/segment-topology-preferred-placement"
+
+MAX_SEGMENTS = 10_000
+"""KAI caps the sub-groups a segmentation may create, so one annotation cannot fan a PodGroup out without bound."""
