@@ -176,6 +176,7 @@ class PodGrouper:
         except NotFound:
             return
         except Conflict:
+            log.debug("pod %s changed meanwhile; it is grouped again", key)
             self._queue([key])
             return
         except ApiError as error:
