@@ -208,14 +208,16 @@ class PodGrouper:
                 log.warning("the default-priorities ConfigMap %s does not exist; no per-kind defaults", where)
             return {}
         try:
-            configmap = Obj.parse(raw, "ConfigMap", "v1", namespace)
-            return parse_default_priorities(configmap)
+            defaults = parse_default_priorities(Obj.parse(raw, "ConfigMap", "v1", namespace))
         except InvalidObject as error:
             message = f"{error}; the pod-grouper uses no per-kind defaults"
             if self._first_report(f"ConfigMap {where}", message):
                 log.warning("%s", message)
                 self._event(raw, "ConfigMap", message)
             return {}
+        with self._lock:
+            self._reported.pop(f"ConfigMap {where}", None)
+        return defaults
 
     # ------------------------------------------------------------------------------------------- outcomes
 
@@ -307,10 +309,10 @@ class PodGrouper:
                 if sibling:
                     self._queued[f"{namespace}/{sibling}"] = None
                 return
-            pods[name] = dict(obj)
+            before, pods[name] = pods.get(name), dict(obj)
             if group:
                 self._members.setdefault((namespace, group), set()).add(name)
-            if self._concerns(obj):
+            if self._concerns(obj) and not (before is not None and _only_pointed(before, obj)):
                 self._queued[key] = None
 
     def _concerns(self, pod: Mapping[str, Any] | None) -> bool:
@@ -362,6 +364,23 @@ def _namespaced_name(obj: Mapping[str, Any]) -> tuple[str, str]:
     if not isinstance(namespace, str) or not isinstance(name, str) or not namespace:
         return "", ""
     return namespace, name
+
+
+def _only_pointed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether a pod changed only by being pointed at its PodGroup (the pod-grouper's own write: nothing to redo)."""
+    return _without_grouping(before) == _without_grouping(after)
+
+
+def _without_grouping(pod: Mapping[str, Any]) -> dict[str, Any]:
+    meta = pod.get("metadata")
+    if not isinstance(meta, Mapping):
+        return dict(pod)
+    ignored = {"resourceVersion", "managedFields", "annotations", "labels"}
+    kept: dict[str, Any] = {k: v for k, v in meta.items() if k not in ignored}
+    for field, own in (("annotations", names.POD_GROUP_ANNOTATION), ("labels", names.SUBGROUP_LABEL)):
+        values = meta.get(field)
+        kept[field] = {k: v for k, v in values.items() if k != own} if isinstance(values, Mapping) else values
+    return {**pod, "metadata": kept}
 
 
 def _podgroup_of(pod: Mapping[str, Any] | None) -> str:

@@ -46,6 +46,7 @@ class ClusterLookup:
         self._cluster = cluster
         self._pods_in = pods_in
         self._cache: dict[tuple[str, str, str, str], Raw | None] = {}
+        self._parsed: dict[tuple[str, str, str, str], Obj | None] = {}
 
     def read(self, api_version: str, kind: str, namespace: str, name: str) -> Raw | None:
         """The object, None when it does not exist; ``UnknownKind`` when no port kind name can hold it."""
@@ -70,8 +71,11 @@ class ClusterLookup:
         return found
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None:
-        raw = self.read(api_version, kind, namespace, name)
-        return None if raw is None else Obj.parse(raw, kind, api_version, namespace)
+        key = (api_version, kind, namespace, name)
+        if key not in self._parsed:
+            raw = self.read(api_version, kind, namespace, name)
+            self._parsed[key] = None if raw is None else Obj.parse(raw, kind, api_version, namespace)
+        return self._parsed[key]
 
     def pods(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
         """The namespace's pods that carry ``labels`` (pods too malformed to read are left out: they are reported

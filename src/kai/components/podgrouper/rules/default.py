@@ -14,9 +14,8 @@
 """
 
 import json
+import re
 from collections.abc import Mapping
-
-import yaml
 
 from kai.components.podgrouper.rules import keys
 from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Topology, Workload
@@ -83,11 +82,17 @@ def top_owner_metadata(top: Obj) -> str:
     return "".join(f"{key}: {_yaml_text(value)}\n" for key, value in fields.items())
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+_NOT_TEXT = re.compile(
+    r"(?i:true|false|yes|no|on|off|y|n|null)|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"|[-+]?(?:[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+)"
+)
+
+
 def _yaml_text(value: str) -> str:
-    try:
-        plain = value != "" and yaml.safe_load(value) == value
-    except yaml.YAMLError:
-        plain = False
+    """``value`` as a YAML scalar that reads back as this text: plain when YAML would not read it as a number,
+    boolean or null, else double-quoted."""
+    plain = _PLAIN.fullmatch(value) and not _NOT_TEXT.fullmatch(value)
     return value if plain else json.dumps(value)
 
 
