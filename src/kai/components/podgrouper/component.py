@@ -15,7 +15,6 @@ retried with backoff (1 s doubling up to 1 min, as KAI's controller), or at once
 """
 
 import copy
-import itertools
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
 from kai.components.podgrouper.owners import ClusterLookup, UnknownKind, owner_chain
 from kai.components.podgrouper.podgroups import podgroup_object, updated
@@ -33,7 +33,6 @@ from kai.components.podgrouper.rules.default import parse_default_priorities
 from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Settings, Workload
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
-from kai.core.model.meta import format_time
 
 log = logging.getLogger(__name__)
 COMPONENT = "pod-grouper"
@@ -63,7 +62,6 @@ class PodGrouper:
         self.scheduler_name = scheduler_name
         self.writes = writes or Writes()
         self.settings = settings or Settings()
-        self._now = now
         self._clock = clock
         self._lock = threading.RLock()
         self._pods: dict[str, dict[str, Raw]] = {}
@@ -73,7 +71,7 @@ class PodGrouper:
         self._delay: dict[str, float] = {}
         self._reported: dict[str, set[str]] = {}
         self._unknown_kinds: set[str] = set()
-        self._sequence = itertools.count(1)
+        self.recorder = EventRecorder(cluster, COMPONENT, now)
         cluster.subscribe(self._on_change)
 
     # ------------------------------------------------------------------------------------------- a pass
@@ -251,32 +249,7 @@ class PodGrouper:
             return True
 
     def _event(self, involved: Raw, kind: str, message: str) -> None:
-        """A Warning event about ``involved`` (with its uid, so that ``kubectl describe`` lists it)."""
-        meta: Mapping[str, Any] = involved.get("metadata") or {}
-        name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "default")
-        now = self._now()
-        stamp = format_time(now)
-        reference = {"apiVersion": "v1", "kind": kind, "name": name, "namespace": namespace}
-        if meta.get("uid"):
-            reference["uid"] = str(meta["uid"])
-        event: Raw = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{name}.{int(now * 1e6):x}{next(self._sequence)}", "namespace": namespace},
-            "involvedObject": reference,
-            "reason": WARNING_REASON,
-            "message": message,
-            "type": "Warning",
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-        }
-        try:
-            self.cluster.create("Event", event)
-        except (ApiError, KeyError, ValueError) as error:
-            log.warning("cannot record the event %r on %s %s/%s: %s", message, kind, namespace, name, error)
+        self.recorder.record(ObjectRef.of(kind, involved), "Warning", WARNING_REASON, message)
 
     # ------------------------------------------------------------------------------------------- the queue
 
