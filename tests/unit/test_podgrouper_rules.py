@@ -921,3 +921,90 @@ def test_a_trainjob_is_grouped_as_the_jobset_it_runs() -> None:
     cluster = grouped(train, js, *jobset_pod(js, "driver", 0))
     name, spec = spec_of(cluster, "train-driver-0-x")
     assert (name, spec["queue"], spec["minSubGroup"]) == ("pg-train-uid-train", "equipe-training", 2)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "written"),
+    [("0", "0s"), ("1.5s", "1.5s"), ("500ms", "500ms"), ("1h", "1h0m0s"), ("2h30m", "2h30m0s"), ("90m", "1h30m0s")],
+)
+def test_a_preemption_delay_is_written_as_kai_writes_a_duration(annotation: str, written: str) -> None:
+    job = obj("batch/v1", "Job", "etl", annotations={"kai.scheduler/preemption-delay": annotation})
+    cluster = grouped(job, pod("etl-x", job))
+    assert spec_of(cluster, "etl-x")[1]["preemptionDelay"] == written
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [
+        ("machinelearning.seldon.io/v1", "SeldonDeployment"),
+        ("machinelearning.seldon.io/v1alpha2", "SeldonDeployment"),
+        ("kubevirt.io/v1", "VirtualMachineInstance"),
+        ("workspace.devfile.io/v1alpha2", "DevWorkspace"),
+        ("kubeflow.org/v1beta1", "ScheduledWorkflow"),
+        ("tekton.dev/v1", "PipelineRun"),
+        ("tekton.dev/v1", "TaskRun"),
+        ("example.com/v1", "AnythingElse"),
+    ],
+)
+def test_kinds_grouped_as_they_are_make_one_podgroup_of_gang_size_one(api_version: str, kind: str) -> None:
+    owner = obj(api_version, kind, "w", labels={QUEUE: "equipe-inference"})
+    cluster = grouped(owner, pod("w-0", owner), pod("w-1", owner))
+    assert spec_of(cluster, "w-0") == spec_of(cluster, "w-1")
+    assert spec_of(cluster, "w-1") == (
+        "pg-w-uid-w",
+        {"minMember": 1, "queue": "equipe-inference", "priorityClassName": "train"},
+    )
+    assert podgroup_of(cluster, "w-0")["metadata"]["ownerReferences"][0]["kind"] == kind
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "TrainingWorkload",
+        "InteractiveWorkload",
+        "DistributedWorkload",
+        "InferenceWorkload",
+        "DistributedInferenceWorkload",
+    ],
+)
+def test_runai_workloads_of_any_version_are_skipped_for_what_they_run(kind: str) -> None:
+    workload = obj("run.ai/v2alpha1", kind, "w", labels={QUEUE: "research"})
+    job = obj(
+        "kubeflow.org/v1",
+        "PyTorchJob",
+        "w",
+        {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}},
+        owner=workload,
+        uid="uid-job",
+    )
+    cluster = grouped(workload, job, pod("w-worker-0", job, labels={ROLE: "worker", INDEX: "0"}))
+    name, spec = spec_of(cluster, "w-worker-0")
+    assert (name, spec["minMember"], spec["queue"]) == ("pg-w-uid-job", 3, "research")
+
+
+def test_xgboost_and_jax_jobs_are_gangs_of_every_replica() -> None:
+    xgb = obj(
+        "kubeflow.org/v1",
+        "XGBoostJob",
+        "xgb",
+        {"xgbReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 2}}},
+    )
+    jax = obj("kubeflow.org/v1", "JAXJob", "jax", {"jaxReplicaSpecs": {"Worker": {"replicas": 4}}})
+    cluster = grouped(xgb, pod("xgb-0", xgb), jax, pod("jax-0", jax))
+    assert spec_of(cluster, "xgb-0") == (
+        "pg-xgb-uid-xgb",
+        {"minMember": 3, "queue": "default-queue", "priorityClassName": "train"},
+    )
+    assert spec_of(cluster, "jax-0") == (
+        "pg-jax-uid-jax",
+        {"minMember": 4, "queue": "default-queue", "priorityClassName": "train"},
+    )
+
+
+def test_a_podgangset_is_grouped_as_a_podcliqueset() -> None:
+    objects = grove_objects()
+    objects[0]["kind"] = "PodGangSet"
+    objects[1]["metadata"]["ownerReferences"][0]["kind"] = "PodGangSet"  # type: ignore[index]
+    cluster = grouped(*objects)
+    assert spec_of(cluster, "pcs-0-frontend-a")[0] == "pg-pcs-0-uid-pcs-0"
+    assert spec_of(cluster, "pcs-0-frontend-a")[1]["minMember"] == 3
