@@ -1,5 +1,8 @@
 """Label and annotation keys the grouping rules read (KAI's ``pkg/podgrouper`` constants and the operators' own)."""
 
+from kai.core.model.names import PREEMPTION_DELAY_ANNOTATION as PREEMPTION_DELAY_ANNOTATION
+from kai.core.model.names import STALENESS_GRACE_ANNOTATION as STALENESS_ANNOTATION
+
 PODGROUP_PREFIX = "pg"
 DEFAULT_QUEUE = "default-queue"
 TRAIN = "train"
@@ -14,8 +17,6 @@ PREEMPTIBILITIES = ("preemptible", "non-preemptible")
 USER = "user"
 TOP_OWNER_ANNOTATION = "kai.scheduler/top-owner-metadata"
 SKIP_ANNOTATION = "kai.scheduler/skip-podgrouper"
-PREEMPTION_DELAY_ANNOTATION = "kai.scheduler/preemption-delay"
-STALENESS_ANNOTATION = "kai.scheduler/staleness-grace-period"
 MIN_MEMBER_ANNOTATION = "kai.scheduler/batch-min-member"
 
 TOPOLOGY = "kai.scheduler/topology"
