@@ -1,7 +1,9 @@
 """Label and annotation keys the grouping rules read (KAI's ``pkg/podgrouper`` constants and the operators' own)."""
 
-from kai.core.model.names import PREEMPTION_DELAY_ANNOTATION as PREEMPTION_DELAY_ANNOTATION
-from kai.core.model.names import STALENESS_GRACE_ANNOTATION as STALENESS_ANNOTATION
+from kai.core.model import names
+
+PREEMPTION_DELAY_ANNOTATION = names.PREEMPTION_DELAY_ANNOTATION
+STALENESS_ANNOTATION = names.STALENESS_GRACE_ANNOTATION
 
 PODGROUP_PREFIX = "pg"
 DEFAULT_QUEUE = "default-queue"
