@@ -12,12 +12,9 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 wrappers="$here/controlplane"
-
-log() { printf 'controlplane: %s\n' "$*" >&2; }
-die() {
-    printf 'controlplane: ERROR: %s\n' "$*" >&2
-    exit 1
-}
+LOG_PREFIX=controlplane
+# shellcheck source=hack/lib/gobuild.sh
+source "$here/lib/gobuild.sh"
 
 has_binaries() { [[ -x "$1/kube-apiserver" && -x "$1/etcd" ]]; }
 
@@ -30,16 +27,12 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
     log "\$KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks kube-apiserver and/or etcd; using the project's build"
 fi
 
-# Pinned versions come from the wrapper go.mod files, so the cache key cannot drift from what is built.
-module_version() { # <go.mod> <module path>
-    awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$1"
-}
 kube_version="$(module_version "$wrappers/kube-apiserver/go.mod" k8s.io/kubernetes)"
 etcd_version="$(module_version "$wrappers/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 [[ -n "$kube_version" ]] || die "no k8s.io/kubernetes version in $wrappers/kube-apiserver/go.mod"
 [[ -n "$etcd_version" ]] || die "no go.etcd.io/etcd/server/v3 version in $wrappers/etcd/go.mod"
 
-cache_root="${KAI_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kai}/controlplane"
+cache_root="$(cache_area controlplane)"
 dest="$cache_root/kube-$kube_version-etcd-$etcd_version"
 
 if has_binaries "$dest" && [[ -x "$dest/kubectl" ]]; then
@@ -48,13 +41,8 @@ if has_binaries "$dest" && [[ -x "$dest/kubectl" ]]; then
     exit 0
 fi
 
-command -v go >/dev/null 2>&1 ||
-    die "'go' is not on PATH: install Go >= 1.26 (it fetches modules from the Go module proxy) or set KUBEBUILDER_ASSETS to a directory with kube-apiserver and etcd"
-
-mkdir -p "$cache_root" || die "cannot create $cache_root"
-# One builder at a time (parallel pytest workers, make and an IDE may all ask at once).
-exec 9>"$cache_root/.lock"
-flock 9 || die "cannot lock $cache_root/.lock"
+require_go "set KUBEBUILDER_ASSETS to a directory with kube-apiserver and etcd"
+lock_area "$cache_root"
 if has_binaries "$dest" && [[ -x "$dest/kubectl" ]]; then # built by whoever held the lock before us
     log "cached: $dest"
     printf '%s\n' "$dest"
@@ -65,12 +53,7 @@ log "building kube-apiserver + kubectl $kube_version and etcd $etcd_version with
 staging="$(mktemp -d "$cache_root/.build.XXXXXX")"
 trap 'rm -rf "$staging"' EXIT
 
-export CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
-minor="${kube_version#v1.}"
-minor="${minor%%.*}"
-version_pkg=k8s.io/component-base/version
-kube_ldflags="-s -w -X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor"
-kube_ldflags+=" -X $version_pkg.gitTreeState=clean"
+export GOFLAGS="-mod=mod -buildvcs=false"
 
 started=$SECONDS
 (cd "$wrappers/etcd" && go build -trimpath -ldflags "-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3) ||
@@ -78,7 +61,7 @@ started=$SECONDS
 log "etcd built in $((SECONDS - started))s"
 step=$SECONDS
 (cd "$wrappers/kube-apiserver" &&
-    go build -trimpath -ldflags "$kube_ldflags" -o "$staging/" \
+    go build -trimpath -ldflags "$(kube_ldflags "$kube_version")" -o "$staging/" \
         k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl) ||
     die "building kube-apiserver/kubectl $kube_version failed (see the go output above)"
 log "kube-apiserver + kubectl built in $((SECONDS - step))s"
