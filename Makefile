@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit e2e lint typecheck contracts controlplane bench clean
+.PHONY: run test unit e2e lint typecheck contracts controlplane testcluster bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -37,8 +37,13 @@ contracts: $(STAMP)
 controlplane:
 	bash hack/controlplane.sh
 
-# Tests against a real kube-apiserver + etcd (built once by `controlplane`).
-e2e: $(STAMP) controlplane
+# The rest of the e2e cluster: kube-controller-manager, KWOK, the KubeRay and Kubeflow training operators (with their
+# CRDs), each built once into ~/.cache/kai/testcluster; tests/e2e starts each only for the tests that need it.
+testcluster:
+	bash hack/testcluster.sh
+
+# Tests against the real cluster (built once by `controlplane` and `testcluster`).
+e2e: $(STAMP) controlplane testcluster
 	$(BIN)/pytest -q tests/e2e
 
 bench: $(STAMP)
