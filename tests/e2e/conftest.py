@@ -1,20 +1,29 @@
-"""Fixtures for end-to-end tests on a real kube-apiserver + etcd (see controlplane.py).
+"""Fixtures for end-to-end tests on a real cluster: kube-apiserver + etcd (controlplane.py), and on demand the parts
+of testcluster.py — `controllers` (kube-controller-manager), `kwok` (the kubelet stand-in; `kwok.node(...)` adds a
+Ready GPU node), `kuberay` and `training_operator`. Each part starts once per session, for the first test that asks.
 
-All tests under tests/e2e run in one pytest-xdist worker (group "e2e", with `--dist loadgroup`), so one control
-plane serves the whole e2e suite while the other worker runs the unit and conformance tests. If the binaries cannot
-be had or the control plane does not start, every e2e test errors with the reason: never a skip.
+All tests under tests/e2e run in one pytest-xdist worker (group "e2e", with `--dist loadgroup`), so one cluster
+serves the whole e2e suite while the other worker runs the unit and conformance tests. If a part cannot be built or
+does not start, every test that needs it errors with the reason: never a skip.
 """
 
 from __future__ import annotations
 
+import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
 
 import pytest
+import testcluster
 from controlplane import ControlPlane, ControlPlaneError, find_binaries, install_crds, start
+from kai_support import PRIORITY_CLASSES, Kai
 from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
+
+P = TypeVar("P", bound=testcluster.Part)
 
 E2E_GROUP = "e2e"
 
@@ -51,6 +60,49 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         cp.stop()
 
 
+def _run_part(
+    start_part: Callable[[ControlPlane, Path], P], cp: ControlPlane, factory: pytest.TempPathFactory, name: str
+) -> Iterator[P]:
+    try:
+        part = start_part(cp, factory.mktemp(name))
+    except ControlPlaneError as e:
+        pytest.fail(f"no {name} for the e2e tests: {e}", pytrace=False)
+    try:
+        yield part
+    finally:
+        part.stop()
+
+
+@pytest.fixture(scope="session")
+def controllers(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[testcluster.Part]:
+    """kube-controller-manager: Job, CronJob, Deployment, ReplicaSet, StatefulSet, garbage collection, namespaces,
+    node lifecycle (testcluster.CONTROLLERS)."""
+    yield from _run_part(testcluster.start_controller_manager, control_plane, tmp_path_factory, "controllers")
+
+
+@pytest.fixture(scope="session")
+def kwok(
+    control_plane: ControlPlane, controllers: testcluster.Part, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[testcluster.Kwok]:
+    """KWOK running the nodes made with `kwok.node(name, gpus, labels)`: pods bound there run, deleted pods go (the
+    controllers' node lifecycle controller lifts the not-ready taint, as in a cluster)."""
+    yield from _run_part(testcluster.start_kwok, control_plane, tmp_path_factory, "kwok")
+
+
+@pytest.fixture(scope="session")
+def kuberay(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[testcluster.Part]:
+    """The KubeRay operator (RayCluster, RayJob, RayService) with its CRDs."""
+    yield from _run_part(testcluster.start_kuberay, control_plane, tmp_path_factory, "kuberay")
+
+
+@pytest.fixture(scope="session")
+def training_operator(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[testcluster.Part]:
+    """The Kubeflow training operator (PyTorchJob, MPIJob, TFJob, XGBoostJob, MXJob, PaddleJob) with its CRDs."""
+    yield from _run_part(testcluster.start_training_operator, control_plane, tmp_path_factory, "training-operator")
+
+
 @pytest.fixture(scope="session")
 def kube(control_plane: ControlPlane) -> Iterator[Client]:
     """A lightkube client with admin rights on the test control plane."""
@@ -62,8 +114,21 @@ def kube(control_plane: ControlPlane) -> Iterator[Client]:
 
 
 @pytest.fixture
+def kai(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kai]:
+    """`kai all` on the test cluster (KAI's priority classes applied), stopped after the test."""
+    control_plane.kubectl("apply", "-f", str(PRIORITY_CLASSES))
+    process = Kai(control_plane, tmp_path / "kai.log")
+    try:
+        yield process
+    finally:
+        process.stop()
+        if process.process.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
+            print(process.log.read_text())
+
+
+@pytest.fixture
 def namespace(kube: Client) -> str:
-    """A fresh namespace per test (there is no namespace controller, so namespaces are never deleted)."""
+    """A fresh namespace per test, left in place (deleting one takes the `controllers` part, not started for all)."""
     name = f"e2e-{uuid.uuid4().hex[:10]}"
     kube.create(Namespace(metadata=ObjectMeta(name=name)))
     return name

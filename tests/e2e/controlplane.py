@@ -55,19 +55,25 @@ class ControlPlaneError(RuntimeError):
 # ------------------------------------------------------------------------------------------- binaries
 
 
-def find_binaries(script: Path = CONTROLPLANE_SCRIPT) -> Path:
-    """The directory holding kube-apiserver, etcd (and kubectl): runs hack/controlplane.sh, which builds them once."""
+def provided_directory(script: Path, *args: str) -> Path:
+    """Runs a provider script (hack/controlplane.sh, hack/testcluster.sh), which builds what is missing once, and
+    returns the directory it printed last; its failure becomes a ControlPlaneError with the end of its log."""
     try:
-        proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
+        proc = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, check=False)
     except OSError as e:
         raise ControlPlaneError(f"cannot run {script}: {e}") from e
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-40:])
-        raise ControlPlaneError(f"{script} failed with exit status {proc.returncode}:\n{tail}")
+        raise ControlPlaneError(f"{script} {' '.join(args)} failed with exit status {proc.returncode}:\n{tail}")
     lines = proc.stdout.strip().splitlines()
     if not lines:
         raise ControlPlaneError(f"{script} printed no directory")
-    bin_dir = Path(lines[-1])
+    return Path(lines[-1])
+
+
+def find_binaries(script: Path = CONTROLPLANE_SCRIPT) -> Path:
+    """The directory holding kube-apiserver, etcd (and kubectl): runs hack/controlplane.sh, which builds them once."""
+    bin_dir = provided_directory(script)
     for name in ("kube-apiserver", "etcd"):
         if not os.access(bin_dir / name, os.X_OK):
             raise ControlPlaneError(f"{script} named {bin_dir}, which has no executable {name}")
@@ -170,7 +176,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 @dataclass
-class _Proc:
+class Proc:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
@@ -198,20 +204,22 @@ class _Proc:
             self.popen.wait(timeout)
 
 
-def _spawn(name: str, argv: list[str], log: Path) -> _Proc:
+def spawn(name: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> Proc:
+    """Starts `argv` with its output in `log`; `env` is added to this process's environment."""
     with log.open("wb") as out:
         popen = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
+            env=None if env is None else {**os.environ, **env},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C reaches pytest, which stops us in order
             preexec_fn=_die_with_parent,  # and a killed pytest does not leave us behind
         )
-    return _Proc(name, popen, log)
+    return Proc(name, popen, log)
 
 
-def poll_until(what: str, check: Callable[[], bool], timeout: float, alive: Iterable[_Proc] = ()) -> None:
+def poll_until(what: str, check: Callable[[], bool], timeout: float, alive: Iterable[Proc] = ()) -> None:
     """Calls check() until it returns True; fails with `what` after `timeout` seconds or if a process died."""
     deadline = time.monotonic() + timeout
     delay = 0.02
@@ -241,7 +249,12 @@ class ControlPlane:
     ca_file: Path
     kubeconfig_path: Path
     etcd_url: str
-    _procs: list[_Proc] = field(default_factory=list, repr=False)
+    _procs: list[Proc] = field(default_factory=list, repr=False)
+
+    @property
+    def processes(self) -> list[Proc]:
+        """etcd and kube-apiserver: waits on other parts fail early, with their logs, if one of them died."""
+        return list(self._procs)
 
     @property
     def kubectl_path(self) -> Path:
@@ -276,6 +289,38 @@ class ControlPlane:
             raise AssertionError(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
 
+    def apply(self, *documents: dict[str, Any]) -> None:
+        """Creates or updates objects as the admin (server-side apply, as `kubectl apply --server-side` would)."""
+        path = self.workdir / f"apply-{secrets.token_hex(4)}.yaml"
+        path.write_text(yaml.safe_dump_all(documents))
+        self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=kai-e2e", "-f", str(path))
+
+    def service_account_kubeconfig(self, namespace: str, name: str, cluster_role: str, path: Path) -> Path:
+        """A kubeconfig for ServiceAccount `namespace/name` bound to `cluster_role`: the identity a component has when
+        it runs in a pod. The token comes from the TokenRequest API, as the kubelet would get it."""
+        self.apply(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{namespace}:{name}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 86400},
+        }
+        status, body = self.request(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", "POST", request)
+        if status != 201:
+            raise ControlPlaneError(f"no token for ServiceAccount {namespace}/{name} ({status}): {body}")
+        user = f"system:serviceaccount:{namespace}:{name}"
+        write_kubeconfig(path, self.server_url, self.ca_file, body["status"]["token"], user)
+        return path
+
     def stop(self) -> None:
         """Stops kube-apiserver, then etcd (reverse start order). Safe to call twice."""
         for proc in reversed(self._procs):
@@ -288,7 +333,7 @@ class ControlPlane:
         self.stop()
 
 
-def _ready(url: str, context: ssl.SSLContext | None, token: str | None, expect: Callable[[bytes], bool]) -> bool:
+def http_ready(url: str, context: ssl.SSLContext | None, token: str | None, expect: Callable[[bytes], bool]) -> bool:
     req = urllib.request.Request(url)
     if token:
         req.add_header("Authorization", f"Bearer {token}")
@@ -299,7 +344,7 @@ def _ready(url: str, context: ssl.SSLContext | None, token: str | None, expect: 
         return False
 
 
-def write_kubeconfig(path: Path, server_url: str, ca_file: Path, token: str) -> None:
+def write_kubeconfig(path: Path, server_url: str, ca_file: Path, token: str, user: str = ADMIN_USER) -> None:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -312,10 +357,8 @@ def write_kubeconfig(path: Path, server_url: str, ca_file: Path, token: str) -> 
                 },
             }
         ],
-        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
-        "contexts": [
-            {"name": "kai-e2e", "context": {"cluster": "kai-e2e", "user": ADMIN_USER, "namespace": "default"}}
-        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "kai-e2e", "context": {"cluster": "kai-e2e", "user": user, "namespace": "default"}}],
         "current-context": "kai-e2e",
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -344,9 +387,9 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
     server_url = f"https://127.0.0.1:{api_port}"
-    procs: list[_Proc] = []
+    procs: list[Proc] = []
     try:
-        etcd = _spawn(
+        etcd = spawn(
             "etcd",
             [
                 str(bin_dir / "etcd"),
@@ -365,11 +408,11 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
         procs.append(etcd)
         poll_until(
             f"etcd health at {etcd_url}",
-            lambda: _ready(f"{etcd_url}/health", None, None, lambda b: b'"health":"true"' in b),
+            lambda: http_ready(f"{etcd_url}/health", None, None, lambda b: b'"health":"true"' in b),
             timeout,
             procs,
         )
-        apiserver = _spawn(
+        apiserver = spawn(
             "kube-apiserver",
             [
                 str(bin_dir / "kube-apiserver"),
@@ -382,7 +425,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
                 f"--tls-private-key-file={pki['server_key']}",
                 f"--token-auth-file={token_file}",
                 "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-cluster-ip-range=10.96.0.0/16",
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount",
                 f"--service-account-issuer={server_url}/",
@@ -395,7 +438,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
         context = ssl.create_default_context(cafile=str(pki["ca"]))
         poll_until(
             f"kube-apiserver /readyz at {server_url}",
-            lambda: _ready(f"{server_url}/readyz", context, token, lambda b: b.strip() == b"ok"),
+            lambda: http_ready(f"{server_url}/readyz", context, token, lambda b: b.strip() == b"ok"),
             timeout,
             procs,
         )
@@ -427,43 +470,38 @@ def api_error_message(error: BaseException) -> str:
 # ------------------------------------------------------------------------------------------- CRDs
 
 
-def crd_documents(crd_dir: Path = CRD_DIR) -> list[dict[str, Any]]:
-    docs = []
-    for path in sorted(crd_dir.glob("*.yaml")):
-        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
-    if not docs:
-        raise ControlPlaneError(f"no CRDs in {crd_dir}")
-    return docs
-
-
 def install_crds(cp: ControlPlane, crd_dir: Path = CRD_DIR, timeout: float = 60.0) -> list[str]:
-    """Creates every CRD in `crd_dir` and waits until each is Established and its resources are served."""
-    names = []
-    for doc in crd_documents(crd_dir):
-        status, body = cp.request("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "POST", doc)
-        if status != 201:
-            raise ControlPlaneError(f"creating CRD {doc['metadata']['name']} failed ({status}): {body}")
-        names.append(doc["metadata"]["name"])
-
-    def established(name: str) -> bool:
-        status, body = cp.request(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        conditions = body.get("status", {}).get("conditions", []) if status == 200 else []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
+    """Creates every CRD in `crd_dir`'s YAML files and waits until each is Established and its resources are served.
+    kubectl reads the files (operators' CRDs run to megabytes: too slow for PyYAML on a busy machine)."""
+    paths = sorted(crd_dir.glob("*.yaml"))
+    if not paths:
+        raise ControlPlaneError(f"no CRDs in {crd_dir}")
+    created = cp.kubectl("create", *(f"--filename={path}" for path in paths), "--output=name").stdout.split()
+    names = [line.split("/", 1)[1] for line in created]
     for name in names:
-        poll_until(f"CRD {name} Established", functools.partial(established, name), timeout, cp._procs)
-    for doc in crd_documents(crd_dir):
-        group, version = doc["spec"]["group"], doc["spec"]["versions"][0]["name"]
-        plural = doc["spec"]["names"]["plural"]
+        poll_until(f"CRD {name} Established", functools.partial(_established, cp, name), timeout, cp.processes)
+    for name in names:
+        spec = cp.request(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")[1]["spec"]
+        group, plural = spec["group"], spec["names"]["plural"]
+        version = next(v["name"] for v in spec["versions"] if v["served"])
         poll_until(
             f"/apis/{group}/{version} to serve {plural}",
             functools.partial(_serves, cp, group, version, plural),
             timeout,
-            cp._procs,
+            cp.processes,
         )
     return names
 
 
+def _established(cp: ControlPlane, name: str) -> bool:
+    status, body = cp.request(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+    if status != 200:
+        return False
+    # A CRD just created has no status yet, or `conditions: null` until the apiserver's controllers get to it.
+    conditions = (body.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
 def _serves(cp: ControlPlane, group: str, version: str, plural: str) -> bool:
     status, body = cp.request(f"/apis/{group}/{version}")
-    return status == 200 and any(r.get("name") == plural for r in body.get("resources", []))
+    return status == 200 and any(r.get("name") == plural for r in body.get("resources") or [])

@@ -2,8 +2,8 @@
 installed or whose kind kai does not know, and a PodGroup the API server refuses — each ending in PodGroups or in a
 warning event on the pod (`kubectl describe pod` shows it), never in a traceback.
 
-The control plane has no controllers yet, so the tests create the workload objects and their pods as the
-controllers would (ownerReferences with the owners' uids).
+A Job's pods come from the real Job controller (the `controllers` fixture); for owners no controller here runs, the
+tests create the pods as their controllers would (ownerReferences with the owners' uids).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 import yaml
 from controlplane import ControlPlane
 from kube.kube_support import wait_until
+from testcluster import Part
 
 from kai.cluster.kube import KubeCluster
 from kai.components.runtime import RuntimeOptions, kinds_for, run
@@ -99,11 +100,12 @@ def no_tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_two_replicas_group_a_burst_of_one_job_s_pods_into_one_podgroup(
-    control_plane: ControlPlane, namespace: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    control_plane: ControlPlane, controllers: Part, namespace: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     cp = control_plane
     cp.kubectl("apply", "-f", str(REPO / "deploy" / "priority-classes.yaml"))
-    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+    containers = [{"name": "main", "image": "busybox"}]
+    template = {"spec": {"schedulerName": "kai-scheduler", "restartPolicy": "Never", "containers": containers}}
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -112,7 +114,7 @@ def test_two_replicas_group_a_burst_of_one_job_s_pods_into_one_podgroup(
     }
     apply(cp, tmp_path, job)
     job = get(cp, "job", "etl", "-n", namespace)
-    apply(cp, tmp_path, *(pod(namespace, f"etl-{i}", job) for i in range(30)))
+    wait_until("the Job controller to create the 30 pods", lambda: len(grouped_as(cp, namespace)) == 30)
     expected = f"pg-etl-{job['metadata']['uid']}"
     with caplog.at_level(logging.DEBUG, logger="kai.components.podgrouper"), podgroupers(cp, 2):
         wait_until("every pod of the Job grouped", lambda: set(grouped_as(cp, namespace).values()) == {expected})

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane
-from test_kai_all import REPO, Kai, apply, gpu_node, gpu_pod, kubectl_json, pods, queue, wait_until
+from kai_support import REPO, Kai, apply, gpu_pod, kubectl_json, pods, queue, wait_until
+from testcluster import Kwok
 
 
 @pytest.fixture
@@ -53,12 +54,12 @@ def wait_cycles(kai: Kai, n: int) -> None:
 
 
 def pool_with_queue(
-    cp: ControlPlane, tmp_path: Path, namespace: str, gpus: int, gpu_limit: int = -1
+    cp: ControlPlane, kwok: Kwok, tmp_path: Path, namespace: str, gpus: int, gpu_limit: int = -1
 ) -> tuple[str, str]:
-    """A node pool of one GPU node, `<pool>-gpu`, and a queue for the test's pods: (pool, queue name)."""
+    """A node pool of one KWOK GPU node, `<pool>-gpu`, and a queue for the test's pods: (pool, queue name)."""
     pool, queue_name = f"pool-{namespace}", f"q-{namespace}"
     queue(cp, tmp_path, queue_name, gpu_limit)
-    gpu_node(cp, tmp_path, f"{pool}-gpu", pool, gpus)
+    kwok.node(f"{pool}-gpu", gpus, {"pool": pool})
     return pool, queue_name
 
 
@@ -79,9 +80,9 @@ def describe_events(text: str) -> str:
 
 
 def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
-    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
 ) -> None:
-    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 4)
+    pool, queue_name = pool_with_queue(control_plane, kwok, tmp_path, namespace, 4)
     apply(control_plane, tmp_path, gpu_pod(namespace, "big", queue_name, pool, 8))
 
     def scheduled_false() -> dict[str, Any] | None:
@@ -120,7 +121,7 @@ def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
     assert re.search(r"Normal\s+Unschedulable\s+.*kai-scheduler\s+", described), described
     assert len(events(control_plane, namespace, "PodGroup", group_name)) == 1
 
-    gpu_node(control_plane, tmp_path, f"{pool}-big", pool, 8)
+    kwok.node(f"{pool}-big", 8, {"pool": pool})
     wait_until("the pod to be bound", lambda: pods(control_plane, namespace)["big"]["spec"].get("nodeName"))
     wait_until(
         "the PodGroup's scheduling condition to be cleared",
@@ -142,9 +143,9 @@ def test_a_waiting_pod_shows_why_in_describe_until_it_binds(
 
 
 def test_a_bad_gpu_fraction_is_reported_on_the_pod_once(
-    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
 ) -> None:
-    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 8)
+    pool, queue_name = pool_with_queue(control_plane, kwok, tmp_path, namespace, 8)
     pod = gpu_pod(namespace, "bad-fraction", queue_name, pool, 0)
     pod["spec"]["containers"][0]["resources"] = {}
     pod["metadata"]["annotations"]["gpu-fraction"] = "1.5"
@@ -192,9 +193,9 @@ def test_a_bad_queue_gets_an_event_and_a_status_condition(
 
 
 def test_get_wide_shows_the_printer_columns(
-    control_plane: ControlPlane, namespace: str, kai: Kai, tmp_path: Path
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
 ) -> None:
-    pool, queue_name = pool_with_queue(control_plane, tmp_path, namespace, 8, gpu_limit=2)
+    pool, queue_name = pool_with_queue(control_plane, kwok, tmp_path, namespace, 8, gpu_limit=2)
     apply(control_plane, tmp_path, gpu_pod(namespace, "greedy", queue_name, pool, 4))
 
     def wide() -> list[dict[str, str]]:

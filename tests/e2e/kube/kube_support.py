@@ -8,6 +8,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from testcluster import node_manifest
+
 from kai.cluster.kube import KubeCluster
 
 T = TypeVar("T")
@@ -43,12 +45,22 @@ def meta(name: str, namespace: str | None = None) -> dict[str, Any]:
 
 
 def remove_test_objects(kubeconfig: Any) -> None:
-    """Deletes every object of the watched kinds that carries TEST_LABEL (pods at once: no kubelet here)."""
+    """Deletes every object of the watched kinds that carries TEST_LABEL. Pods go first and are waited for: KWOK
+    finishes the deletion of those bound to its nodes, which must still exist for it to do so."""
     with KubeCluster.from_kubeconfig(kubeconfig) as cluster:
+
+        def labelled(kind: str) -> list[str]:
+            return [
+                key_of(obj)
+                for obj in cluster.list(kind)
+                if (obj["metadata"].get("labels") or {}).get(TEST_LABEL[0]) == TEST_LABEL[1]
+            ]
+
         for kind in WATCHED:
-            for obj in cluster.list(kind):
-                if (obj["metadata"].get("labels") or {}).get(TEST_LABEL[0]) == TEST_LABEL[1]:
-                    cluster.delete(kind, key_of(obj), grace_period_s=0)
+            for key in labelled(kind):
+                cluster.delete(kind, key)
+            if kind == "Pod":
+                wait_until("the test pods to be gone", lambda: not labelled("Pod"))
 
 
 def pod(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
@@ -57,7 +69,8 @@ def pod(namespace: str, name: str, **spec: Any) -> dict[str, Any]:
 
 
 def node(name: str, gpus: int = 8) -> dict[str, Any]:
-    return {"metadata": meta(name), "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}}}
+    """A KWOK node (testcluster.node_manifest) with TEST_LABEL; the test's `kwok` fixture runs its pods."""
+    return node_manifest(name, gpus, dict([TEST_LABEL]))
 
 
 def queue(name: str, gpu_quota: float = 1, parent: str = "") -> dict[str, Any]:

@@ -1,0 +1,143 @@
+"""What the tests that run kai on the cluster share: the `kai` process (started the way a user would, with
+`--kubeconfig`), and the queues and pods they create through the API as a user would; nodes come from the `kwok`
+fixture (testcluster.Kwok.node).
+
+Each test works in its own namespace and pins its pods to its own nodes with a node selector, so tests sharing the
+cluster cannot place pods on each other's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from controlplane import REPO, ControlPlane, free_port
+from kube.kube_support import wait_until as poll
+
+SEED = REPO / "examples" / "seed"
+PRIORITY_CLASSES = REPO / "deploy" / "priority-classes.yaml"
+T = TypeVar("T")
+
+
+def wait_until(what: str, check: Callable[[], T]) -> T:
+    """kube_support's poll, with room for a whole `kai` start, sync and binding round."""
+    return poll(what, check, timeout=60.0)
+
+
+class Kai:
+    """A `kai all` process on the test control plane."""
+
+    def __init__(self, cp: ControlPlane, log: Path, *extra: str) -> None:
+        self.metrics_port = free_port()
+        self.probe_port = free_port()
+        self.log = log
+        self.cp = cp
+        self.extra = extra
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        argv = [
+            sys.executable, "-m", "kai", "all", f"--kubeconfig={self.cp.kubeconfig_path}",
+            "--schedule-period=200ms", f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", *self.extra,
+        ]  # fmt: skip
+        with self.log.open("ab") as out:
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def restart(self) -> None:
+        self.process = self._start()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def metrics(self) -> str:
+        """The metrics text ("" until the process serves it)."""
+        code, body = self.get(self.metrics_port, "/metrics")
+        return body if code == 200 else ""
+
+    def probe(self, path: str) -> tuple[int, str]:
+        return self.get(self.probe_port, path)
+
+    @staticmethod
+    def get(port: int, path: str) -> tuple[int, str]:
+        """(status, body) of GET http://127.0.0.1:<port><path>, error statuses included; (0, why) while nothing
+        listens there yet."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+                return response.status, str(response.read().decode())
+        except urllib.error.HTTPError as error:
+            return error.code, str(error.read().decode())
+        except urllib.error.URLError as error:
+            return 0, str(error.reason)
+
+
+def kubectl_json(cp: ControlPlane, *args: str) -> Any:
+    return json.loads(cp.kubectl(*args, "-o", "json").stdout)
+
+
+def apply(cp: ControlPlane, tmp_path: Path, *documents: dict[str, Any]) -> None:
+    path = tmp_path / f"apply-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    cp.kubectl("apply", "-f", str(path))
+
+
+def queue(cp: ControlPlane, tmp_path: Path, name: str, gpu_limit: int = -1) -> None:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    spec = {
+        "parentQueue": "default-parent-queue",
+        "resources": {
+            "gpu": {"quota": -1, "limit": gpu_limit, "overQuotaWeight": 1},
+            "cpu": unlimited,
+            "memory": unlimited,
+        },
+    }
+    apply(
+        cp, tmp_path, {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    )
+
+
+def gpu_pod(namespace: str, name: str, queue_name: str, pool: str, gpus: int, podgroup: str = "") -> dict[str, Any]:
+    annotations = {"pod-group-name": podgroup} if podgroup else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kai.scheduler/queue": queue_name},
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "nodeSelector": {"pool": pool},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}},
+                }
+            ],
+        },
+    }
+
+
+def pods(cp: ControlPlane, namespace: str) -> dict[str, Any]:
+    return {p["metadata"]["name"]: p for p in kubectl_json(cp, "get", "pods", "-n", namespace)["items"]}
