@@ -105,7 +105,7 @@ def test_binder_reports_a_failed_bind_and_rolls_back() -> None:
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     binder = Binder(cluster, lambda: 0.0)
 
-    def refuse(namespace: str, name: str, node: str) -> None:
+    def refuse(namespace: str, name: str, node: str, uid: str = "") -> None:
         raise RuntimeError(f"node {node} refused {namespace}/{name}")
 
     cluster.bind_pod = refuse  # type: ignore[method-assign]
@@ -115,7 +115,11 @@ def test_binder_reports_a_failed_bind_and_rolls_back() -> None:
     assert "refused ml/inference-light" in request["status"]["reason"]
     pod = cluster.get("Pod", "ml/inference-light")
     assert pod is not None and "runai-gpu-group" not in pod["metadata"].get("labels", {})
-    assert not [p for p in cluster.list("Pod") if p["metadata"]["namespace"] == "kai-resource-reservation"]
+    assert not [
+        p
+        for p in cluster.list("Pod")
+        if p["metadata"]["namespace"] == "kai-resource-reservation" and not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 def test_mark_unschedulable_false_gives_the_event_without_the_condition() -> None:

@@ -16,6 +16,7 @@ from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.core.framework.config import parse_config
+from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 
@@ -90,6 +91,7 @@ def _serve(
     metrics_bind_address: str,
     health_probe_bind_address: str,
     leader_elect: bool,
+    reservation_namespace: str,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -106,6 +108,7 @@ def _serve(
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         write_workers=16,
+        reservation_namespace=reservation_namespace,
     )
     try:
         serve(components, options, kubeconfig, context, leader_elect)
@@ -141,6 +144,12 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         help="HOST:PORT for /healthz and /readyz (0 = off).",
     )
     @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-scheduler/kai-scheduler Lease.")
+    @click.option(
+        "--resource-reservation-namespace",
+        default=names.RESERVATION_NAMESPACE,
+        show_default=True,
+        help="Namespace of the binder's GPU reservation pods (created if missing).",
+    )
     def command(
         kubeconfig: str | None,
         context: str | None,
@@ -149,6 +158,7 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         metrics_bind_address: str,
         health_probe_bind_address: str,
         leader_elect: bool,
+        resource_reservation_namespace: str,
     ) -> None:
         _serve(
             set(components),
@@ -159,6 +169,7 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
             metrics_bind_address,
             health_probe_bind_address,
             leader_elect,
+            resource_reservation_namespace,
         )
 
 

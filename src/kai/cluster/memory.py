@@ -1,20 +1,48 @@
 """The embedded cluster: an in-memory object store with resourceVersions and change events.
 
 It backs ``kai simulate``: the real scheduler, binder stand-in and workload stand-in read and write it through
-the same port a real API server sits behind.
+the same port a real API server sits behind, with the API server's concurrency rules: a write carrying a stale
+``resourceVersion`` is a ``Conflict``, patches are not conditional, a bind names the pod's uid.
 """
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kai.cluster.port import Listener, Raw
+from kai.cluster.port import AlreadyExists, Conflict, Listener, NotFound, Raw
+
+MERGE_KEYS = {"conditions": "type", "reservedFor": "uid"}
+"""Strategic merge patch: the lists kai patches and the field their items merge by (Kubernetes' patchMergeKey)."""
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+
+
+def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
+    """``target`` with a JSON merge patch applied (RFC 7386); ``strategic`` merges the lists of ``MERGE_KEYS``
+    item by item, as Kubernetes' strategic merge patch does for them."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        merge_key = MERGE_KEYS.get(key) if strategic else None
+        if value is None:
+            result.pop(key, None)
+        elif merge_key and isinstance(value, list) and isinstance(result.get(key), list):
+            items = list(result[key])
+            for item in value:
+                at = next((i for i, old in enumerate(items) if old.get(merge_key) == item.get(merge_key)), None)
+                if at is None:
+                    items.append(copy.deepcopy(item))
+                else:
+                    items[at] = apply_patch(items[at], item, strategic=True)
+            result[key] = items
+        else:
+            result[key] = apply_patch(result.get(key), value, strategic=strategic)
+    return result
 
 
 class MemoryCluster:
@@ -36,13 +64,30 @@ class MemoryCluster:
     def create(self, kind: str, obj: Raw) -> Raw:
         key = object_key(obj)
         if key in self._store.get(kind, {}):
-            raise KeyError(f"{kind} {key} already exists")
+            raise AlreadyExists(f"{kind} {key} already exists")
         return self._write(kind, obj)
 
     def update(self, kind: str, obj: Raw) -> Raw:
-        if object_key(obj) not in self._store.get(kind, {}):
-            raise KeyError(f"{kind} {object_key(obj)} not found")
+        """Replaces the object; conditional on its ``resourceVersion`` when it carries one, as a PUT is."""
+        current = self._current(kind, object_key(obj))
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version and version != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f"{kind} {object_key(obj)} has been modified (resourceVersion {version} is now "
+                f"{current['metadata']['resourceVersion']}); apply your changes to the latest version and try again"
+            )
         return self._write(kind, obj)
+
+    def update_status(self, kind: str, obj: Raw) -> Raw:
+        return self.update(kind, obj)
+
+    def patch_merge(self, kind: str, key: str, patch: Raw, *, strategic: bool = False) -> Raw:
+        """Patches everything but ``status`` (written through ``patch_status``), unconditionally."""
+        body = {field: value for field, value in patch.items() if field != "status"}
+        return self._write(kind, apply_patch(self._current(kind, key), body, strategic=strategic))
+
+    def patch_status(self, kind: str, key: str, status: Raw, *, strategic: bool = False) -> Raw:
+        return self._write(kind, apply_patch(self._current(kind, key), {"status": status}, strategic=strategic))
 
     def delete(self, kind: str, key: str) -> None:
         """Remove an object; a Pod is only marked terminating until ``finalize`` — the simulated kubelet and
@@ -66,18 +111,18 @@ class MemoryCluster:
             if kind == "Pod":
                 self.finalize("BindRequest", key)
 
-    def update_status(self, kind: str, obj: Raw) -> Raw:
-        return self.update(kind, obj)
-
-    def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        """The pods/binding subresource: set the node of a pod that has none."""
-        pod = self.get("Pod", f"{namespace}/{name}")
-        if pod is None:
-            raise KeyError(f"Pod {namespace}/{name} not found")
-        if (pod.get("spec") or {}).get("nodeName"):
-            raise ValueError(f"Pod {namespace}/{name} is already bound to {pod['spec']['nodeName']}")
-        pod.setdefault("spec", {})["nodeName"] = node
-        self.update("Pod", pod)
+    def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        """The pods/binding subresource: set the node of a pod that has none (of that ``uid``, when given); a pod
+        already bound to ``node`` counts as bound."""
+        pod = self._current("Pod", f"{namespace}/{name}")
+        if uid and pod["metadata"].get("uid", uid) != uid:
+            raise Conflict(f"Pod {namespace}/{name} is not the pod meant: its uid is {pod['metadata']['uid']}")
+        bound = (pod.get("spec") or {}).get("nodeName")
+        if bound == node:
+            return
+        if bound:
+            raise Conflict(f"Pod {namespace}/{name} is already assigned to node {bound}")
+        self.patch_merge("Pod", f"{namespace}/{name}", {"spec": {"nodeName": node}})
 
     def subscribe(self, listener: Listener) -> None:
         """Deliver every stored object as added, then every later change (list, then watch)."""
@@ -85,6 +130,12 @@ class MemoryCluster:
         for kind, objects in self._store.items():
             for obj in objects.values():
                 listener(kind, obj, False)
+
+    def _current(self, kind: str, key: str) -> Raw:
+        obj = self._store.get(kind, {}).get(key)
+        if obj is None:
+            raise NotFound(f"{kind} {key} not found")
+        return obj
 
     def _write(self, kind: str, obj: Raw) -> Raw:
         stored = copy.deepcopy(obj)

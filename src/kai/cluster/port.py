@@ -4,6 +4,12 @@ Objects are plain Kubernetes dicts. ``delete`` of a Pod may be graceful, as in K
 terminating (``deletionTimestamp``) and disappears once its node lets it go. ``subscribe`` delivers every change
 as (kind, object, deleted), the shape a watch gives, so the scheduler's state is fed the same way from the
 embedded cluster and from a real API server.
+
+``update`` and ``update_status`` are conditional, as a PUT is: an object carrying a stale ``resourceVersion``
+raises ``Conflict``. ``patch_merge`` and ``patch_status`` are not (JSON merge patches, RFC 7386: maps such as labels
+merge key by key, ``None`` removes a key, lists are replaced; with ``strategic`` the lists of built-in kinds merge
+by their Kubernetes merge key, e.g. conditions by type), so a component that patches only the fields it owns never
+conflicts with another writer. Both adapters raise the errors below.
 """
 
 from collections.abc import Callable, Mapping
@@ -11,6 +17,23 @@ from typing import Any, Protocol
 
 Raw = dict[str, Any]
 Listener = Callable[[str, Mapping[str, Any], bool], None]
+
+
+class ClusterError(Exception):
+    """The cluster refused a call; the message says which call and why."""
+
+
+class NotFound(ClusterError, LookupError):
+    """The object (or, for a create, its namespace) does not exist."""
+
+
+class AlreadyExists(ClusterError):
+    """A create named an object that exists."""
+
+
+class Conflict(ClusterError):
+    """A conditional write lost: the object changed since it was read (or, for a bind, the pod is bound elsewhere
+    or is not the one meant)."""
 
 
 class ClusterClient(Protocol):
@@ -26,6 +49,10 @@ class ClusterClient(Protocol):
 
     def update_status(self, kind: str, obj: Raw) -> Raw: ...
 
-    def bind_pod(self, namespace: str, name: str, node: str) -> None: ...
+    def patch_merge(self, kind: str, key: str, patch: Raw, *, strategic: bool = False) -> Raw: ...
+
+    def patch_status(self, kind: str, key: str, status: Raw, *, strategic: bool = False) -> Raw: ...
+
+    def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None: ...
 
     def subscribe(self, listener: Listener) -> None: ...

@@ -1,103 +1,220 @@
 """The binder: turns BindRequests into bound pods (KAI's binder, kai-reference.md §1.2).
 
-For each BindRequest still pending it binds the pod to the selected node through the binding subresource, first
-recording what the pod received (``received-resource-type``, its GPU group) and, for shared GPUs, making sure the
-GPU group has its reservation pod. Success and failure are written to the BindRequest status and to the pod's
-``PodBound`` condition. A request whose pod is already bound counts as done, so repeats are harmless.
+An attempt checks that the pod still exists (the one the request was made for), is not bound elsewhere and that
+its node exists; makes sure each shared GPU group has its reservation pod; records on the pod what it received
+(``received-resource-type``, its GPU group); binds it through the binding subresource, guarded by the pod's uid;
+and writes the devices chosen for its DRA claims. The outcome goes to the BindRequest status and to the pod's
+``PodBound`` condition.
+
+Every write is a patch of only the fields the binder owns (as KAI's are), so no write can conflict with another
+client's, whatever changed the objects since they were read; the bind itself is conditional on the pod's uid.
+
+Failures follow KAI's ``spec.backoffLimit`` / ``status.failedAttempts``. One that no retry can fix (the pod is gone
+or was re-created, it is bound to another node, the node is gone, the request is invalid) marks the request Failed
+once, its failedAttempts raised to the limit, so the scheduler deletes it and places the pod again. Any other
+failure is one failed attempt: while the limit allows another, the request is tried again after 2^(n-1) s (at most
+a minute), else it is Failed for good. A failed attempt is rolled back (the pod's label and annotation, reservation
+pods nothing else holds) and logged as one WARNING line naming the request, the pod and the reason.
 """
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from kai.cluster.port import ClusterClient, Raw
+from prometheus_client import CollectorRegistry
+
+from kai.cluster.port import ClusterClient, ClusterError, Conflict, NotFound, Raw
+from kai.components.metrics import BinderMetrics
 from kai.components.parallel import Writes
+from kai.components.reservations import GroupOnNode, Reservations
 from kai.core.model import names
+from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
+from kai.core.model.objects import BindRequest, parse_bind_request
 
 log = logging.getLogger(__name__)
 
+MAX_RETRY_DELAY_S = 60.0
+"""The longest wait between two attempts of one request (KAI's ``--rate-limiter-max-delay``)."""
+
+
+class BindFailure(Exception):
+    """A failure no retry can fix: the request is Failed for good and the scheduler places the pod again.
+    ``pod_changed``: the pod is gone, re-created or bound elsewhere, so its PodBound condition is not ours to set."""
+
+    def __init__(self, reason: str, *, pod_changed: bool = False) -> None:
+        super().__init__(reason)
+        self.pod_changed = pod_changed
+
+
+def retry_delay_s(failed_attempts: int) -> float:
+    """Seconds from the n-th failed attempt to the next: 1, 2, 4, … (KAI requeues after 2^(n-1) s), at most a
+    minute."""
+    return min(2.0 ** (failed_attempts - 1), MAX_RETRY_DELAY_S)
+
+
+@dataclass
+class _Tracked:
+    request: Raw
+    next_attempt: float = 0.0
+    """When the request may be tried (again); infinite while an attempt is under way or its outcome is written."""
+
 
 class Binder:
-    def __init__(self, cluster: ClusterClient, now: Callable[[], float], writes: Writes | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        now: Callable[[], float],
+        writes: Writes | None = None,
+        *,
+        reservation_namespace: str = names.RESERVATION_NAMESPACE,
+        metrics: BinderMetrics | None = None,
+    ) -> None:
         self.cluster = cluster
         self.now = now
         self.writes = writes or Writes()
-        self._pending: dict[str, Raw] = {}
-        self._reservations = False
+        self.reservations = Reservations(cluster, reservation_namespace)
+        self.metrics = metrics or BinderMetrics(CollectorRegistry())
+        self._requests: dict[str, _Tracked] = {}
+        """BindRequests neither Succeeded nor Failed for good, by key, from events (a pass reads no others)."""
+        self._held: dict[str, set[GroupOnNode]] = {}
+        """GPU groups of binds under way, or done but not yet seen bound in the cache, by pod: kept reserved."""
+        self._sync_needed = False
         self._lock = threading.Lock()
         cluster.subscribe(self._on_change)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
-        """Track pending BindRequests from events, so a pass does not re-read every request in the cluster."""
         meta = obj.get("metadata") or {}
-        if kind == "Pod" and (meta.get("labels") or {}).get("app") == names.RESERVATION_APP_LABEL_VALUE:
-            self._reservations = True
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if kind == "Pod" and names.GPU_GROUP_LABEL in (meta.get("labels") or {}):
+            with self._lock:
+                self._sync_needed = True
+                if deleted or (obj.get("spec") or {}).get("nodeName"):
+                    self._held.pop(key, None)
         if kind != "BindRequest":
             return
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
-        phase = (obj.get("status") or {}).get("phase", "Pending")
         with self._lock:
-            if deleted or phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
-                self._pending.pop(key, None)
+            tracked = self._requests.get(key)
+            if deleted or meta.get("deletionTimestamp") or _settled(obj):
+                self._requests.pop(key, None)
+            elif tracked is not None and _uid(tracked.request) == meta.get("uid"):
+                tracked.request = dict(obj)
             else:
-                self._pending[key] = dict(obj)
+                self._requests[key] = _Tracked(dict(obj))
 
     def reconcile(self) -> int:
-        """Process every pending BindRequest once (independent requests side by side); returns how many pods
-        were bound."""
+        """Attempts every request that is due (independent requests side by side); returns how many pods were
+        bound."""
+        now = self.now()
         with self._lock:
-            pending, self._pending = list(self._pending.values()), {}
-        bound = self.writes.each("bind", pending, self._bind_or_fail)
-        if self._reservations:
+            due = [t.request for t in self._requests.values() if t.next_attempt <= now]
+            for request in due:
+                self._requests[_key(request)].next_attempt = math.inf
+        bound: list[str] = []
+
+        def attempt(request: Raw) -> None:
+            if self._attempt(request):
+                bound.append(_key(request))
+
+        self.writes.each("bind", due, attempt)
+        if self._sync_needed:
             self.sync_reservations()
-        return bound
+        return len(bound)
 
-    def _bind_or_fail(self, request: Raw) -> None:
+    def sync_reservations(self) -> None:
+        """Removes reservation pods whose GPU group no longer has a live pod (or a bind under way) on that node."""
+        with self._lock:
+            self._sync_needed = False
+            held = set().union(*self._held.values())
+        self.reservations.sync(held)
+
+    # ------------------------------------------------------------------------------------------- one attempt
+
+    def _attempt(self, request: Raw) -> bool:
         try:
-            self._bind(request)
-        except Exception as error:  # a failed bind is reported on its request; the others go on
-            log.warning("binding %s failed: %s", request["metadata"].get("name"), error)
-            try:
-                self._finish(request, "Failed", str(error))
-            except Exception:  # not even reported: try the whole request again on the next pass
-                key = f"{request['metadata']['namespace']}/{request['metadata']['name']}"
-                with self._lock:
-                    self._pending.setdefault(key, request)
-            raise
+            bind_request = parse_bind_request(request)
+        except InvalidObject as error:
+            self._failed(request, None, BindFailure(f"invalid BindRequest: {error}"))
+            return False
+        try:
+            self._bind(request, bind_request)
+        except Exception as error:  # reported on the request (and retried, or the scheduler places the pod again)
+            self._failed(request, bind_request, error)
+            return False
+        self.metrics.succeeded()
+        node = bind_request.selected_node
+        self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
+        self._pod_condition(bind_request, "True", "Bound", f"Pod bound successfully to node {node}")
+        return True
 
-    def _bind(self, request: Raw) -> None:
-        meta, spec = request["metadata"], request["spec"]
-        namespace, pod_name, node = meta["namespace"], spec["podName"], spec["selectedNode"]
-        pod = self.cluster.get("Pod", f"{namespace}/{pod_name}")
+    def _bind(self, request: Raw, br: BindRequest) -> None:
+        pod_key, node = br.pod_key, br.selected_node
+        if not br.pod_name or not node:
+            raise BindFailure("invalid BindRequest: spec.podName and spec.selectedNode are required")
+        pod = self.cluster.get("Pod", pod_key)
         if pod is None:
-            raise LookupError(f"pod {namespace}/{pod_name} does not exist")
-        if (pod.get("spec") or {}).get("nodeName"):
-            self._finish(request, "Succeeded", "")
-            return
-        if self.cluster.get("Node", node) is None:
-            raise LookupError(f"node {node} does not exist")
-        received = spec.get("receivedResourceType", "Regular")
-        groups: list[str] = spec.get("selectedGPUGroups") or []
-        pod["metadata"].setdefault("annotations", {})[names.RECEIVED_RESOURCE_TYPE_ANNOTATION] = received
-        if groups:
-            pod["metadata"].setdefault("labels", {})[names.GPU_GROUP_LABEL] = groups[0]
-            self._reservations = True
-            for group in groups:
-                self._ensure_reservation(node, group)
-        self.cluster.update("Pod", pod)
+            raise BindFailure(f"pod {pod_key} does not exist", pod_changed=True)
+        uid = str(pod["metadata"].get("uid") or "")
+        meant = _owner_uid(request)
+        if meant and uid and uid != meant:
+            raise BindFailure(
+                f"pod {pod_key} was re-created (uid {uid}; the request is for uid {meant})", pod_changed=True
+            )
+        bound = (pod.get("spec") or {}).get("nodeName")
+        if bound and bound != node:
+            raise BindFailure(f"pod {pod_key} is already bound to node {bound}", pod_changed=True)
+        if not bound:
+            if self.cluster.get("Node", node) is None:
+                raise BindFailure(f"node {node} does not exist")
+            if br.received_resource_type == "Fraction" and not br.gpu_groups:
+                raise BindFailure("invalid BindRequest: a Fraction request needs spec.selectedGPUGroups")
+            self._bind_pod(br, uid)
+        self._allocate_claims(pod, (request.get("spec") or {}).get("resourceClaimAllocations") or [])
+
+    def _bind_pod(self, br: BindRequest, uid: str) -> None:
+        """Reservation pods, the pod's received resource and GPU group, then the binding; undone on failure."""
+        pod_key, node = br.pod_key, br.selected_node
+        held = {(node, group) for group in br.gpu_groups}
+        if held:
+            with self._lock:
+                self._held[pod_key] = held
+        received: Raw = {"annotations": {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: br.received_resource_type}}
+        if br.gpu_groups:
+            received["labels"] = {names.GPU_GROUP_LABEL: br.gpu_groups[0]}
         try:
-            self.cluster.bind_pod(namespace, pod_name, node)
+            for group in br.gpu_groups:
+                self.reservations.ensure(node, group)
+            try:
+                self.cluster.patch_merge("Pod", pod_key, {"metadata": received})
+                self.cluster.bind_pod(br.meta.namespace, br.pod_name, node, uid)
+            except NotFound as error:
+                raise BindFailure(f"pod {pod_key} does not exist", pod_changed=True) from error
+            except Conflict as error:  # the server's word: bound elsewhere meanwhile, or not the same pod
+                raise BindFailure(f"pod {pod_key} cannot be bound to node {node}: {error}", pod_changed=True) from error
         except Exception:
-            self._rollback(namespace, pod_name)
+            self._rollback(pod_key, bool(held))
             raise
-        self._allocate_claims(pod, spec.get("resourceClaimAllocations") or [])
-        self._finish(request, "Succeeded", "")
-        self._pod_bound(namespace, pod_name, node)
+
+    def _rollback(self, pod_key: str, had_groups: bool) -> None:
+        """Undoes what a failed bind wrote on the pod, and frees its reservation pods, so a retry starts clean
+        (KAI's Rollback)."""
+        with self._lock:
+            self._held.pop(pod_key, None)
+            self._sync_needed = self._sync_needed or had_groups
+        undo = {"labels": {names.GPU_GROUP_LABEL: None}, "annotations": {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: None}}
+        try:
+            self.cluster.patch_merge("Pod", pod_key, {"metadata": undo})
+        except NotFound:
+            pass
+        except ClusterError as error:
+            log.warning("rolling back pod %s after a failed bind: %s", pod_key, error)
 
     def _allocate_claims(self, pod: Raw, allocations: list[Raw]) -> None:
-        """Write the devices chosen for the pod's DRA claims onto the claims and reserve them for the pod."""
+        """Writes the devices chosen for the pod's DRA claims onto the claims and reserves them for the pod; a
+        claim already allocated or reserved for it is left as it is, so a repeat changes nothing."""
         meta = pod["metadata"]
         names_to_claims = {
             entry.get("name"): entry.get("resourceClaimName")
@@ -108,100 +225,116 @@ class Binder:
             for entry in (pod.get("spec") or {}).get("resourceClaims") or []
             if entry.get("resourceClaimName")
         )
+        uid = meta.get("uid", meta["name"])
         for allocation in allocations:
             claim_name = names_to_claims.get(allocation.get("name"))
-            claim = self.cluster.get("ResourceClaim", f"{meta['namespace']}/{claim_name}") if claim_name else None
+            key = f"{meta['namespace']}/{claim_name}"
+            claim = self.cluster.get("ResourceClaim", key) if claim_name else None
             if claim is None:
                 continue
-            status: dict[str, Any] = claim.setdefault("status", {})
-            status.setdefault("allocation", allocation.get("allocation") or {})
-            consumers: list[dict[str, Any]] = status.setdefault("reservedFor", [])
-            if all(c.get("uid") != meta.get("uid") for c in consumers):
-                consumers.append({"resource": "pods", "name": meta["name"], "uid": meta.get("uid", meta["name"])})
-            self.cluster.update_status("ResourceClaim", claim)
+            status = claim.get("status") or {}
+            patch: Raw = {}
+            if not status.get("allocation"):
+                patch["allocation"] = allocation.get("allocation") or {}
+            if all(c.get("uid") != uid for c in status.get("reservedFor") or []):
+                patch["reservedFor"] = [{"resource": "pods", "name": meta["name"], "uid": uid}]
+            if patch:
+                self.cluster.patch_status("ResourceClaim", key, patch, strategic=True)
 
-    def _rollback(self, namespace: str, name: str) -> None:
-        """Undo what a failed bind wrote on the pod (its GPU group), so a retry starts clean (KAI's Rollback)."""
-        pod = self.cluster.get("Pod", f"{namespace}/{name}")
-        if pod is not None and (pod["metadata"].get("labels") or {}).pop(names.GPU_GROUP_LABEL, None) is not None:
-            self.cluster.update("Pod", pod)
-        self.sync_reservations()
+    # ------------------------------------------------------------------------------------------- outcomes
 
-    def _finish(self, request: Raw, phase: str, reason: str) -> None:
-        status: dict[str, Any] = request.setdefault("status", {})
-        status["phase"] = phase
-        if reason:
-            status["reason"] = reason
-            status["failedAttempts"] = int(status.get("failedAttempts", 0)) + 1
-        self.cluster.update_status("BindRequest", request)
-
-    def _pod_bound(self, namespace: str, name: str, node: str) -> None:
-        pod = self.cluster.get("Pod", f"{namespace}/{name}")
-        if pod is None:
-            return
-        conditions: list[dict[str, Any]] = pod.setdefault("status", {}).setdefault("conditions", [])
-        conditions[:] = [c for c in conditions if c.get("type") != "PodBound"]
-        conditions.append(
-            {
-                "type": "PodBound",
-                "status": "True",
-                "reason": "Bound",
-                "message": f"Pod bound to node {node}",
-                "lastTransitionTime": format_time(self.now()),
-            }
+    def _failed(self, request: Raw, br: BindRequest | None, error: Exception) -> None:
+        """Records a failed attempt: Failed status with the reason, a retry if the backoff limit allows one."""
+        self.metrics.failed()
+        spec = request.get("spec") or {}
+        limit = br.backoff_limit if br is not None else 0
+        attempts = (br.failed_attempts if br is not None else 0) + 1
+        terminal = isinstance(error, BindFailure)
+        if terminal:
+            attempts = max(attempts, limit)
+        reason = str(error) or type(error).__name__
+        retry = attempts < limit
+        outcome = (
+            f"attempt {attempts} of {limit}, retried in {retry_delay_s(attempts):.0f}s"
+            if retry
+            else "not retried: the scheduler will place the pod again"
         )
-        self.cluster.update_status("Pod", pod)
+        line = "bind request %s (pod %s/%s, node %s) failed: %s; %s"
+        args = (_key(request), _namespace(request), spec.get("podName"), spec.get("selectedNode"), reason, outcome)
+        if terminal or isinstance(error, ClusterError):
+            log.warning(line, *args)
+        else:  # not an expected failure: a bug, shown with its traceback
+            log.exception(line, *args)
+        delay = retry_delay_s(attempts)
+        self._finish(request, {"phase": "Failed", "reason": reason, "failedAttempts": attempts}, delay)
+        if retry:
+            self._schedule(request, self.now() + delay)
+        if br is not None and not (isinstance(error, BindFailure) and error.pod_changed):
+            message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
+            self._pod_condition(br, "False", "BindingError", message)
 
-    def _reservation_name(self, node: str, group: str) -> str:
-        return f"gpu-reservation-{node}-{group}"[:253]
-
-    def _ensure_reservation(self, node: str, group: str) -> None:
-        """One pod per shared GPU group holds the whole GPU for the pods sharing it (KAI's reservation pod)."""
-        name = self._reservation_name(node, group)
-        if self.cluster.get("Pod", f"{names.RESERVATION_NAMESPACE}/{name}") is not None:
+    def _finish(self, request: Raw, status: Raw, retry_in_s: float) -> None:
+        """Writes the request's status, unless the request was deleted or replaced meanwhile; if the write itself
+        fails, the request is tried again after ``retry_in_s``."""
+        key = _key(request)
+        current = self.cluster.get("BindRequest", key)
+        if current is None or _uid(current) != _uid(request):
             return
-        gpu = {names.GPU: "1"}
-        self.cluster.create(
-            "Pod",
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": names.RESERVATION_NAMESPACE,
-                    "labels": {"app": names.RESERVATION_APP_LABEL_VALUE, names.GPU_GROUP_LABEL: group},
-                    "annotations": {"karpenter.sh/do-not-disrupt": "true"},
-                },
-                "spec": {
-                    "nodeName": node,
-                    "containers": [
-                        {
-                            "name": "resource-reservation",
-                            "image": "kai-resource-reservation",
-                            "resources": {"requests": gpu, "limits": gpu},
-                        }
-                    ],
-                },
-                "status": {"phase": "Running"},
-            },
-        )
+        try:
+            self.cluster.patch_status("BindRequest", key, status)
+        except NotFound:
+            return
+        except ClusterError as error:
+            log.warning("bind request %s: its status could not be written: %s; tried again later", key, error)
+            self._schedule(request, self.now() + retry_in_s)
 
-    def sync_reservations(self) -> None:
-        """Remove reservation pods whose GPU group no longer has a live pod on that node."""
-        used: set[tuple[str, str]] = set()
-        reservations: list[Raw] = []
-        for pod in self.cluster.list("Pod"):
-            meta = pod["metadata"]
-            group = (meta.get("labels") or {}).get(names.GPU_GROUP_LABEL)
-            node = (pod.get("spec") or {}).get("nodeName")
-            if not group or not node:
-                continue
-            if meta.get("namespace") == names.RESERVATION_NAMESPACE:
-                reservations.append(pod)
-            elif (pod.get("status") or {}).get("phase", "Pending") in ("Pending", "Running"):
-                used.add((node, group))
-        for pod in reservations:
-            group = pod["metadata"]["labels"][names.GPU_GROUP_LABEL]
-            if (pod["spec"]["nodeName"], group) not in used:
-                key = f"{names.RESERVATION_NAMESPACE}/{pod['metadata']['name']}"
-                self.cluster.delete("Pod", key)
+    def _schedule(self, request: Raw, when: float) -> None:
+        with self._lock:
+            tracked = self._requests.get(_key(request))
+            if tracked is not None and _uid(tracked.request) == _uid(request):
+                tracked.next_attempt = when
+
+    def _pod_condition(self, br: BindRequest, status: str, reason: str, message: str) -> None:
+        """The pod's ``PodBound`` condition (KAI's), merged into its conditions by type."""
+        condition = {
+            "type": "PodBound",
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": format_time(self.now()),
+        }
+        try:
+            self.cluster.patch_status("Pod", br.pod_key, {"conditions": [condition]}, strategic=True)
+        except NotFound:
+            return
+        except ClusterError as error:
+            log.warning("pod %s: its PodBound condition could not be written: %s", br.pod_key, error)
+
+
+def _settled(request: Mapping[str, Any]) -> bool:
+    """Succeeded, or Failed with no attempt left (KAI's BindRequestInfo.IsFailed)."""
+    try:
+        bind_request = parse_bind_request(request)
+    except InvalidObject:  # tried once, and marked Failed with the reason
+        return (request.get("status") or {}).get("phase") == "Failed"
+    return bind_request.phase == "Succeeded" or bind_request.failed
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{_namespace(obj)}/{obj['metadata']['name']}"
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"].get("namespace", ""))
+
+
+def _uid(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def _owner_uid(request: Raw) -> str:
+    """The uid of the pod the request was made for (its owner reference), if it names one."""
+    for owner in (request.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("kind") == "Pod":
+            return str(owner.get("uid") or "")
+    return ""

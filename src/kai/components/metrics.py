@@ -1,4 +1,5 @@
-"""Prometheus metrics with KAI's names (kai-reference.md §8), prefixed by the metrics namespace (``kai``)."""
+"""Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
+(``kai``), the binder's controller-runtime counters as KAI's binder exposes them (no prefix)."""
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -91,3 +92,31 @@ class SchedulerMetrics:
         self.job_budget.set(budgets.job_s)
         for generator, seconds in budgets.generator_limits().items():
             self.generator_budget.labels(generator).set(seconds)
+
+
+class BinderMetrics:
+    """controller-runtime's reconcile counters for KAI's ``bindrequest`` controller: one per bind attempt, by
+    outcome (``success`` or ``error``), so retries can be counted and alerted on as for KAI."""
+
+    CONTROLLER = "bindrequest"
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.reconciles = Counter(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            ("controller", "result"),
+            registry=registry,
+        )
+        self.errors = Counter(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            ("controller",),
+            registry=registry,
+        )
+
+    def succeeded(self) -> None:
+        self.reconciles.labels(self.CONTROLLER, "success").inc()
+
+    def failed(self) -> None:
+        self.reconciles.labels(self.CONTROLLER, "error").inc()
+        self.errors.labels(self.CONTROLLER).inc()

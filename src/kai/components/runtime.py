@@ -15,15 +15,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kai.cluster.port import ClusterClient
+from kai.cluster.port import ClusterClient, ClusterError
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
 from kai.components.endpoints import Health
-from kai.components.metrics import SchedulerMetrics
+from kai.components.metrics import BinderMetrics, SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper, Settings
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
+from kai.core.model import names
 
 log = logging.getLogger(__name__)
 COMPONENTS = ("scheduler", "binder", "controllers", "podgrouper")
@@ -50,6 +51,8 @@ class RuntimeOptions:
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
     grouping: Settings = field(default_factory=Settings)
     """The pod-grouper's options (queue and node-pool label keys, Knative gangs, default-priorities ConfigMap)."""
+    reservation_namespace: str = names.RESERVATION_NAMESPACE
+    """Where the binder keeps GPU reservation pods (KAI's ``--resource-reservation-namespace``)."""
 
 
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
@@ -116,7 +119,19 @@ def run(
         grouper = PodGrouper(cluster, options.config.scheduler_name, writes, options.grouping)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
     if "binder" in components:
-        binder = Binder(cluster, time.time, writes)
+        binder = Binder(
+            cluster,
+            time.time,
+            writes,
+            reservation_namespace=options.reservation_namespace,
+            metrics=BinderMetrics(registry),
+        )
+        try:
+            binder.reservations.ensure_namespace()
+        except ClusterError as error:  # created on the first fractional bind instead
+            log.warning(
+                "the GPU reservation namespace %s could not be created: %s", options.reservation_namespace, error
+            )
         threads.append(_thread("binder", binder.reconcile, options.binder_period_s, wakes["binder"], stop))
     if "scheduler" in components:
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)

@@ -186,10 +186,11 @@ class KubeCluster:
         request = api.status_patch_request(k, key, status, strategic=strategic, field_manager=self.component)
         return self._read(kind, request)
 
-    def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        """Binds through pods/binding; a pod already bound to ``node`` counts as bound, to another node raises."""
+    def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        """Binds through pods/binding (only the pod of that ``uid``, when given: the server checks it); a pod already
+        bound to ``node`` counts as bound; bound to another node, or not of that uid, raises ``Conflict``."""
         try:
-            self.send(api.binding_request(namespace, name, node, field_manager=self.component))
+            self.send(api.binding_request(namespace, name, node, uid=uid, field_manager=self.component))
         except Conflict:
             pod = self._read("Pod", api.get_request(api.KINDS["Pod"], f"{namespace}/{name}"))
             if (pod.get("spec") or {}).get("nodeName") != node:

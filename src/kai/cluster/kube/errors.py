@@ -2,14 +2,17 @@
 
 The API server explains every refusal with a ``Status`` object (code, reason, message); ``api_error`` keeps all three
 so a log line or a component's event says what the server said, and the subclass says what the caller can do:
-``Conflict`` → re-read and retry, ``Gone`` → re-list, ``AlreadyExists``/``NotFound`` → often "already done".
+``Conflict`` → re-read and retry, ``Gone`` → re-list, ``AlreadyExists``/``NotFound`` → often "already done". They are
+the port's errors (``kai.cluster.port``) too, so components handle them without knowing which adapter raised them.
 """
 
 from collections.abc import Mapping
 from typing import Any
 
+from kai.cluster import port
 
-class ApiError(Exception):
+
+class ApiError(port.ClusterError):
     """The API server refused a call (or answered with a status kai cannot use)."""
 
     def __init__(self, code: int, reason: str, message: str, *, what: str = "", retry_after_s: float | None = None):
@@ -22,15 +25,15 @@ class ApiError(Exception):
         super().__init__(f"{prefix}{code} {reason}: {message}")
 
 
-class NotFound(ApiError):
+class NotFound(ApiError, port.NotFound):
     """404: the object (or its namespace, or its kind) does not exist."""
 
 
-class AlreadyExists(ApiError):
+class AlreadyExists(ApiError, port.AlreadyExists):
     """409 AlreadyExists on a create."""
 
 
-class Conflict(ApiError):
+class Conflict(ApiError, port.Conflict):
     """409 Conflict: the object changed since it was read (stale resourceVersion); re-read and retry."""
 
 

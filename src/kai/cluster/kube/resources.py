@@ -51,6 +51,7 @@ KINDS: dict[str, Kind] = {
         Kind("Node", "", "v1", "nodes", namespaced=False),
         Kind("Event", "", "v1", "events", namespaced=True),
         Kind("ConfigMap", "", "v1", "configmaps", namespaced=True),
+        Kind("Namespace", "", "v1", "namespaces", namespaced=False),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
         Kind("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True),
         Kind("Queue", "scheduling.run.ai", "v2", "queues", namespaced=False),
@@ -235,13 +236,17 @@ def status_patch_request(
     )
 
 
-def binding_request(namespace: str, name: str, node: str, *, field_manager: str = "") -> Request:
-    """POST pods/binding: what a scheduler's bind is (sets spec.nodeName; the API refuses a second bind)."""
+def binding_request(namespace: str, name: str, node: str, *, uid: str = "", field_manager: str = "") -> Request:
+    """POST pods/binding: what a scheduler's bind is (sets spec.nodeName; the API refuses a second bind, and with
+    ``uid`` a bind of a pod re-created under the same name: 409 Conflict)."""
     pod = KINDS["Pod"]
+    meta: Raw = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
     body: Raw = {
         "apiVersion": "v1",
         "kind": "Binding",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": meta,
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     return Request("POST", pod.object_path(f"{namespace}/{name}", "binding"), _write_params(field_manager), body)
