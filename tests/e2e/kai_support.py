@@ -9,6 +9,7 @@ cluster cannot place pods on each other's nodes.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -34,19 +35,20 @@ def wait_until(what: str, check: Callable[[], T]) -> T:
 
 
 class Kai:
-    """A `kai all` process on the test control plane."""
+    """A `kai all` (or `kai <component>`) process on the test control plane, logging to `log`."""
 
-    def __init__(self, cp: ControlPlane, log: Path, *extra: str) -> None:
+    def __init__(self, cp: ControlPlane, log: Path, *extra: str, component: str = "all") -> None:
         self.metrics_port = free_port()
         self.probe_port = free_port()
         self.log = log
         self.cp = cp
         self.extra = extra
+        self.component = component
         self.process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         argv = [
-            sys.executable, "-m", "kai", "all", f"--kubeconfig={self.cp.kubeconfig_path}",
+            sys.executable, "-m", "kai", self.component, f"--kubeconfig={self.cp.kubeconfig_path}",
             "--schedule-period=200ms", f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", *self.extra,
         ]  # fmt: skip
@@ -73,6 +75,12 @@ class Kai:
         code, body = self.get(self.metrics_port, "/metrics")
         return body if code == 200 else ""
 
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample's value (0 when it has not been recorded yet)."""
+        wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+        match = re.search(rf"^{re.escape(name)}{{{re.escape(wanted)}}} (\S+)$", self.metrics(), re.MULTILINE)
+        return float(match.group(1)) if match else 0.0
+
     def probe(self, path: str) -> tuple[int, str]:
         return self.get(self.probe_port, path)
 
@@ -87,6 +95,9 @@ class Kai:
             return error.code, str(error.read().decode())
         except urllib.error.URLError as error:
             return 0, str(error.reason)
+
+    def log_lines(self, containing: str = "") -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if containing in line]
 
 
 def kubectl_json(cp: ControlPlane, *args: str) -> Any:

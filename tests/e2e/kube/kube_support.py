@@ -25,8 +25,9 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def wait_until(what: str, check: Callable[[], T], timeout: float = 30.0) -> T:
-    """Polls `check` until it returns something truthy (returned); fails naming `what` after `timeout` seconds."""
+def wait_until(what: str, check: Callable[[], T], timeout: float = 30.0, interval: float = 0.02) -> T:
+    """Polls `check` every `interval` seconds until it returns something truthy (returned); fails naming `what` after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -34,7 +35,7 @@ def wait_until(what: str, check: Callable[[], T], timeout: float = 30.0) -> T:
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(interval)
 
 
 def meta(name: str, namespace: str | None = None) -> dict[str, Any]:
