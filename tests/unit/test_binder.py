@@ -260,22 +260,32 @@ def test_an_unexpected_error_is_logged_with_its_traceback_but_counted_like_any_f
     assert status(cluster, "p")["reason"] == "bug"
 
 
-def test_an_invalid_request_fails_once_with_the_field_named() -> None:
+def test_an_unreadable_request_is_deleted_so_the_scheduler_writes_a_valid_one(caplog: pytest.LogCaptureFixture) -> None:
     request = bind_request("p", "n1")
     request["spec"]["selectedGPUGroups"] = "g1"
     cluster = MemoryCluster([node("n1"), pod("p"), request])
     binder = Binder(cluster, Clock())
     binder.reconcile()
-    assert binder.reconcile() == 0
-    assert status(cluster, "p")["reason"] == (
-        f"invalid BindRequest: BindRequest {NS}/p: field spec.selectedGPUGroups: got 'g1'; expected a list"
-    )
-    missing = fraction("q", "n1", "g")
-    missing["spec"]["selectedGPUGroups"] = []
-    cluster.create("Pod", pod("q"))
-    cluster.create("BindRequest", missing)
+    assert cluster.get("BindRequest", f"{NS}/p") is None
+    assert [r.getMessage() for r in caplog.records if r.name == "kai.components.binder"] == [
+        f"bind request {NS}/p is invalid (BindRequest {NS}/p: field spec.selectedGPUGroups: got 'g1'; expected a "
+        "list); deleted so that the scheduler writes a valid one"
+    ]
+    assert binder.reconcile() == 0 and attempts(binder, "error") == 1
+
+
+def test_a_fraction_request_without_gpu_groups_fails_once() -> None:
+    request = fraction("p", "n1", "g")
+    request["spec"]["selectedGPUGroups"] = []
+    cluster = MemoryCluster([node("n1"), pod("p"), request])
+    binder = Binder(cluster, Clock())
     binder.reconcile()
-    assert status(cluster, "q")["reason"] == "invalid BindRequest: a Fraction request needs spec.selectedGPUGroups"
+    assert status(cluster, "p") == {
+        "phase": "Failed",
+        "reason": "invalid BindRequest: a Fraction request needs spec.selectedGPUGroups",
+        "failedAttempts": 1,
+    }
+    assert binder.reconcile() == 0 and attempts(binder, "error") == 1
 
 
 def test_a_failed_bind_rolls_back_its_pod_and_reservation_but_not_another_binds() -> None:

@@ -137,7 +137,7 @@ class Binder:
         try:
             bind_request = parse_bind_request(request)
         except InvalidObject as error:
-            self._failed(request, None, BindFailure(f"invalid BindRequest: {error}"))
+            self._delete_invalid(request, error)
             return False
         try:
             self._bind(request, bind_request)
@@ -243,12 +243,25 @@ class Binder:
 
     # ------------------------------------------------------------------------------------------- outcomes
 
-    def _failed(self, request: Raw, br: BindRequest | None, error: Exception) -> None:
+    def _delete_invalid(self, request: Raw, error: InvalidObject) -> None:
+        """A request the scheduler cannot read either blocks its pod: deleted, so that the scheduler writes a valid
+        one (KAI deletes an invalid request too)."""
+        self.metrics.failed()
+        log.warning(
+            "bind request %s is invalid (%s); deleted so that the scheduler writes a valid one", _key(request), error
+        )
+        try:
+            self.cluster.delete("BindRequest", _key(request))
+        except ClusterError as failure:
+            log.warning("bind request %s could not be deleted: %s; tried again later", _key(request), failure)
+            self._schedule(request, self.now() + MAX_RETRY_DELAY_S)
+
+    def _failed(self, request: Raw, br: BindRequest, error: Exception) -> None:
         """Records a failed attempt: Failed status with the reason, a retry if the backoff limit allows one."""
         self.metrics.failed()
         spec = request.get("spec") or {}
-        limit = br.backoff_limit if br is not None else 0
-        attempts = (br.failed_attempts if br is not None else 0) + 1
+        limit = br.backoff_limit
+        attempts = br.failed_attempts + 1
         terminal = isinstance(error, BindFailure)
         if terminal:
             attempts = max(attempts, limit)
@@ -269,7 +282,7 @@ class Binder:
         self._finish(request, {"phase": "Failed", "reason": reason, "failedAttempts": attempts}, delay)
         if retry:
             self._schedule(request, self.now() + delay)
-        if br is not None and not (isinstance(error, BindFailure) and error.pod_changed):
+        if not (isinstance(error, BindFailure) and error.pod_changed):
             message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
             self._pod_condition(br, "False", "BindingError", message)
 
@@ -315,8 +328,8 @@ def _settled(request: Mapping[str, Any]) -> bool:
     """Succeeded, or Failed with no attempt left (KAI's BindRequestInfo.IsFailed)."""
     try:
         bind_request = parse_bind_request(request)
-    except InvalidObject:  # tried once, and marked Failed with the reason
-        return (request.get("status") or {}).get("phase") == "Failed"
+    except InvalidObject:  # to be deleted (see Binder._delete_invalid)
+        return False
     return bind_request.phase == "Succeeded" or bind_request.failed
 
 
