@@ -201,6 +201,12 @@ def test_a_terminal_failure_marks_the_request_failed_once_then_the_binder_is_qui
     ]
     assert attempts(kai, "error") == len(failures(kai))
     assert_no_traceback(kai)
+    if case is _node_deleted:  # the pod is there to be told, as kubectl describe shows it
+        events = kubectl_json(control_plane, "get", "events", "-n", namespace)["items"]
+        told = [
+            (e["type"], e["reason"], e["source"]["component"]) for e in events if e["involvedObject"]["name"] == "p"
+        ]
+        assert told == [("Warning", "BindingError", "binder")]
 
 
 def test_transient_failures_are_retried_with_backoff_up_to_the_limit_then_the_binder_is_quiet(

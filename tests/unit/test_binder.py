@@ -88,6 +88,15 @@ def pod_bound_condition(cluster: MemoryCluster, name: str) -> dict[str, Any] | N
     return next((c for c in found["status"].get("conditions", []) if c["type"] == "PodBound"), None)
 
 
+def events(cluster: MemoryCluster) -> list[tuple[str, str, str, str]]:
+    """The binder's events: type, reason, message and the uid of the pod they are about."""
+    return [
+        (e["type"], e["reason"], e["message"], e["involvedObject"]["uid"])
+        for e in cluster.list("Event")
+        if e["source"]["component"] == "binder"
+    ]
+
+
 def live_reservations(cluster: MemoryCluster) -> list[str]:
     return sorted(
         p["metadata"]["name"]
@@ -114,16 +123,19 @@ def test_a_bind_request_bumped_by_another_client_between_read_and_write_still_su
     assert cluster.get("BindRequest", f"{NS}/p")["metadata"]["labels"] == {"bumped": "yes"}  # type: ignore[index]
     assert binder.reconcile() == 0
     assert (attempts(binder, "success"), attempts(binder, "error")) == (1, 0)
+    assert events(cluster) == [("Normal", "Bound", "Pod bound successfully to node n1", "uid-p")]
 
 
 def test_a_pod_changed_by_another_client_meanwhile_is_bound_and_keeps_the_change() -> None:
     cluster = MemoryCluster([node("n1"), pod("p"), fraction("p", "n1", "g1")])
     binder = Binder(cluster, Clock())
     stale_reads = cluster.get
+    bumped: list[str] = []
 
-    def get_then_bump(kind: str, key: str) -> dict[str, Any] | None:
+    def get_then_bump(kind: str, key: str) -> dict[str, Any] | None:  # the binder's first read goes stale at once
         found = stale_reads(kind, key)
-        if kind == "Pod" and key == f"{NS}/p":
+        if kind == "Pod" and key == f"{NS}/p" and not bumped:
+            bumped.append(key)
             current = stale_reads(kind, key)
             assert current is not None
             current["metadata"]["labels"] = {"kubelet": "was-here"}
@@ -163,6 +175,7 @@ def test_a_deleted_node_fails_the_request_once_so_the_scheduler_drops_it(
     condition = pod_bound_condition(cluster, "p")
     assert condition is not None and (condition["status"], condition["reason"]) == ("False", "BindingError")
     assert condition["message"] == f"Failed to bind pod {NS}/p to node gone: node gone does not exist"
+    assert events(cluster) == [("Warning", "BindingError", condition["message"], "uid-p")]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ An attempt checks that the pod still exists (the one the request was made for), 
 its node exists; makes sure each shared GPU group has its reservation pod; records on the pod what it received
 (``received-resource-type``, its GPU group); binds it through the binding subresource, guarded by the pod's uid;
 and writes the devices chosen for its DRA claims. The outcome goes to the BindRequest status and to the pod's
-``PodBound`` condition.
+``PodBound`` condition and a ``Bound`` / ``BindingError`` event.
 
 Every write is a patch of only the fields the binder owns (as KAI's are), so no write can conflict with another
 client's, whatever changed the objects since they were read; the bind itself is conditional on the pod's uid.
@@ -27,6 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient, ClusterError, Conflict, NotFound, Raw
+from kai.components.events import EventRecorder, ObjectRef
 from kai.components.metrics import BinderMetrics
 from kai.components.parallel import Writes
 from kai.components.reservations import GroupOnNode, Reservations
@@ -37,6 +38,8 @@ from kai.core.model.objects import BindRequest, parse_bind_request
 
 log = logging.getLogger(__name__)
 
+COMPONENT = "binder"
+"""The events' source, as KAI's binder names it."""
 MAX_RETRY_DELAY_S = 60.0
 """The longest wait between two attempts of one request (KAI's ``--rate-limiter-max-delay``)."""
 
@@ -78,6 +81,7 @@ class Binder:
         self.writes = writes or Writes()
         self.reservations = Reservations(cluster, reservation_namespace)
         self.metrics = metrics or BinderMetrics(CollectorRegistry())
+        self.events = EventRecorder(cluster, COMPONENT, now)
         self._requests: dict[str, _Tracked] = {}
         """BindRequests neither Succeeded nor Failed for good, by key, from events (a pass reads no others)."""
         self._held: dict[str, set[GroupOnNode]] = {}
@@ -120,6 +124,7 @@ class Binder:
                 bound.append(_key(request))
 
         self.writes.each("bind", due, attempt)
+        self.events.flush()
         if self._sync_needed:
             self.sync_reservations()
         return len(bound)
@@ -147,7 +152,7 @@ class Binder:
         self.metrics.succeeded()
         node = bind_request.selected_node
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
-        self._pod_condition(bind_request, "True", "Bound", f"Pod bound successfully to node {node}")
+        self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {node}")
         return True
 
     def _bind(self, request: Raw, br: BindRequest) -> None:
@@ -284,7 +289,7 @@ class Binder:
             self._schedule(request, self.now() + delay)
         if not (isinstance(error, BindFailure) and error.pod_changed):
             message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
-            self._pod_condition(br, "False", "BindingError", message)
+            self._report(br, "False", "BindingError", message)
 
     def _finish(self, request: Raw, status: Raw, retry_in_s: float) -> None:
         """Writes the request's status, unless the request was deleted or replaced meanwhile; if the write itself
@@ -307,8 +312,13 @@ class Binder:
             if tracked is not None and _uid(tracked.request) == _uid(request):
                 tracked.next_attempt = when
 
-    def _pod_condition(self, br: BindRequest, status: str, reason: str, message: str) -> None:
-        """The pod's ``PodBound`` condition (KAI's), merged into its conditions by type."""
+    def _report(self, br: BindRequest, status: str, reason: str, message: str) -> None:
+        """The outcome on the pod, as KAI's binder reports it: the ``PodBound`` condition (merged into the pod's
+        conditions by type) and an event of the same reason."""
+        pod = self.cluster.get("Pod", br.pod_key)
+        if pod is None:
+            return
+        self.events.record(ObjectRef.of("Pod", pod), "Normal" if status == "True" else "Warning", reason, message)
         condition = {
             "type": "PodBound",
             "status": status,
