@@ -41,9 +41,13 @@ def test_seed_training_pod_is_bound_to_a_gpu_node_and_runs(
         "the seed pod to be bound", lambda: pods(control_plane, namespace)["training-job"]["spec"].get("nodeName")
     )
     assert bound == f"{pool}-gpu"
-    requests = kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"]
-    assert [r["spec"]["selectedNode"] for r in requests] == [bound]
-    assert requests[0]["status"]["phase"] == "Succeeded"
+
+    def requests() -> Any:
+        return kubectl_json(control_plane, "get", "bindrequests", "-n", namespace)["items"]
+
+    # the binder writes the request's status just after the bind (and the pod's PodBound condition before that)
+    wait_until("the request to succeed", lambda: requests()[0].get("status", {}).get("phase") == "Succeeded")
+    assert [r["spec"]["selectedNode"] for r in requests()] == [bound]
     conditions = pods(control_plane, namespace)["training-job"]["status"].get("conditions", [])
     assert any(c["type"] == "PodBound" and c["status"] == "True" for c in conditions)
     wait_until(

@@ -94,9 +94,11 @@ class Binder:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         if kind == "Pod" and names.GPU_GROUP_LABEL in (meta.get("labels") or {}):
-            with self._lock:
-                self._sync_needed = True
-                if deleted or (obj.get("spec") or {}).get("nodeName"):
+            finished = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            gone = deleted or finished or bool(meta.get("deletionTimestamp"))
+            with self._lock:  # a reservation pod to check, or a GPU group that may have lost its last pod
+                self._sync_needed |= gone or meta.get("namespace") == self.reservations.namespace
+                if gone or (obj.get("spec") or {}).get("nodeName"):
                     self._held.pop(key, None)
         if kind != "BindRequest":
             return
@@ -108,6 +110,14 @@ class Binder:
                 tracked.request = dict(obj)
             else:
                 self._requests[key] = _Tracked(dict(obj))
+
+    def start(self) -> None:
+        """What the binder does once, before its first pass: the GPU reservation namespace, as KAI's install makes
+        it (if that fails, the first fractional bind creates it)."""
+        try:
+            self.reservations.ensure_namespace()
+        except ClusterError as error:
+            log.warning("the GPU reservation namespace %s could not be created: %s", self.reservations.namespace, error)
 
     def reconcile(self) -> int:
         """Attempts every request that is due (independent requests side by side); returns how many pods were
@@ -150,9 +160,8 @@ class Binder:
             self._failed(request, bind_request, error)
             return False
         self.metrics.succeeded()
-        node = bind_request.selected_node
+        self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {bind_request.selected_node}")
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
-        self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {node}")
         return True
 
     def _bind(self, request: Raw, br: BindRequest) -> None:
@@ -283,13 +292,13 @@ class Binder:
             log.warning(line, *args)
         else:  # not an expected failure: a bug, shown with its traceback
             log.exception(line, *args)
+        if not (isinstance(error, BindFailure) and error.pod_changed):
+            message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
+            self._report(br, "False", "BindingError", message)
         delay = retry_delay_s(attempts)
         self._finish(request, {"phase": "Failed", "reason": reason, "failedAttempts": attempts}, delay)
         if retry:
             self._schedule(request, self.now() + delay)
-        if not (isinstance(error, BindFailure) and error.pod_changed):
-            message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
-            self._report(br, "False", "BindingError", message)
 
     def _finish(self, request: Raw, status: Raw, retry_in_s: float) -> None:
         """Writes the request's status, unless the request was deleted or replaced meanwhile; if the write itself
@@ -314,11 +323,11 @@ class Binder:
 
     def _report(self, br: BindRequest, status: str, reason: str, message: str) -> None:
         """The outcome on the pod, as KAI's binder reports it: the ``PodBound`` condition (merged into the pod's
-        conditions by type) and an event of the same reason."""
+        conditions by type; written before the request's status, so a Succeeded request's pod shows it) and an
+        event of the same reason."""
         pod = self.cluster.get("Pod", br.pod_key)
         if pod is None:
             return
-        self.events.record(ObjectRef.of("Pod", pod), "Normal" if status == "True" else "Warning", reason, message)
         condition = {
             "type": "PodBound",
             "status": status,
@@ -332,6 +341,7 @@ class Binder:
             return
         except ClusterError as error:
             log.warning("pod %s: its PodBound condition could not be written: %s", br.pod_key, error)
+        self.events.record(ObjectRef.of("Pod", pod), "Normal" if status == "True" else "Warning", reason, message)
 
 
 def _settled(request: Mapping[str, Any]) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kai.cluster.port import ClusterClient, ClusterError
+from kai.cluster.port import ClusterClient
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
 from kai.components.endpoints import Health
@@ -66,7 +66,20 @@ def kinds_for(components: set[str], dra: bool = False) -> set[str]:
     return kinds
 
 
-def _loop(name: str, step: Callable[[], Any], period_s: float, wake: threading.Event, stop: threading.Event) -> None:
+def _loop(
+    name: str,
+    step: Callable[[], Any],
+    period_s: float,
+    wake: threading.Event,
+    stop: threading.Event,
+    setup: Callable[[], Any] | None = None,
+) -> None:
+    """``setup`` once (on the loop's thread, so that it delays no other component), then ``step`` every period."""
+    try:
+        if setup is not None:
+            setup()
+    except Exception:  # the loop runs all the same
+        log.exception("%s setup failed", name)
     while not stop.is_set():
         wake.clear()
         try:
@@ -126,13 +139,8 @@ def run(
             reservation_namespace=options.reservation_namespace,
             metrics=BinderMetrics(registry),
         )
-        try:
-            binder.reservations.ensure_namespace()
-        except ClusterError as error:  # created on the first fractional bind instead
-            log.warning(
-                "the GPU reservation namespace %s could not be created: %s", options.reservation_namespace, error
-            )
-        threads.append(_thread("binder", binder.reconcile, options.binder_period_s, wakes["binder"], stop))
+        period = options.binder_period_s
+        threads.append(_thread("binder", binder.reconcile, period, wakes["binder"], stop, setup=binder.start))
     if "scheduler" in components:
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
         loop = SchedulerLoop(cluster, options.config, metrics, writes=writes)
@@ -154,6 +162,12 @@ def _alive(threads: list[threading.Thread]) -> tuple[bool, str]:
 
 
 def _thread(
-    name: str, step: Callable[[], Any], period_s: float, wake: threading.Event, stop: threading.Event
+    name: str,
+    step: Callable[[], Any],
+    period_s: float,
+    wake: threading.Event,
+    stop: threading.Event,
+    setup: Callable[[], Any] | None = None,
 ) -> threading.Thread:
-    return threading.Thread(target=_loop, args=(name, step, period_s, wake, stop), name=f"kai-{name}", daemon=True)
+    args = (name, step, period_s, wake, stop, setup)
+    return threading.Thread(target=_loop, args=args, name=f"kai-{name}", daemon=True)
