@@ -340,3 +340,16 @@ def test_a_burst_of_500_pods_and_a_restart_bind_without_a_failed_attempt(
     poll("every request to succeed", lambda: phases() == {"Succeeded"}, timeout=BURST_TIMEOUT_S, interval=1.0)
     assert failures(kai) == []
     assert_no_traceback(kai)
+    kai.stop()
+    remove_namespace_objects(client, namespace, ("Pod", "BindRequest", "PodGroup"))
+
+
+def remove_namespace_objects(client: KubeCluster, namespace: str, kinds: tuple[str, ...]) -> None:
+    """Deletes what a big test made, so the `kai` processes of later tests do not carry it (pods at once: no
+    kubelet here)."""
+    for kind in kinds:
+        keys = [
+            f"{namespace}/{o['metadata']['name']}" for o in client.list(kind) if o["metadata"]["namespace"] == namespace
+        ]
+        grace = 0 if kind == "Pod" else None
+        client.send_all(api.delete_request(api.KINDS[kind], key, grace_period_s=grace) for key in keys)
