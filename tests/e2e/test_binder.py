@@ -27,6 +27,10 @@ from kai.cluster.kube import ApiError, KubeCluster
 from kai.cluster.kube import resources as api
 
 BINDER = "kai.components.binder"
+HOLD = "kai.test/hold"
+"""A finalizer that keeps an object, and so its namespace, terminating until the test lets it go."""
+RELEASE = '{"metadata": {"finalizers": null}}'
+
 StartKai = Callable[..., Kai]
 BURST_TIMEOUT_S = 240.0
 """The burst goes through the pod-grouper and the scheduler first; on a loaded 2-core machine that takes minutes."""
@@ -66,17 +70,24 @@ def make_pod(
 
 
 def make_request(
-    client: KubeCluster, namespace: str, pod: str, uid: str, node: str, backoff_limit: int | None = None, **spec: Any
+    client: KubeCluster,
+    namespace: str,
+    pod: str,
+    uid: str,
+    node: str,
+    backoff_limit: int | None = None,
+    owned: bool = True,
+    **spec: Any,
 ) -> None:
-    """A BindRequest as the scheduler writes one (owned by the pod), or with a backoff limit."""
+    """A BindRequest as the scheduler writes one (owned by the pod), or with a backoff limit. Not ``owned``: as it
+    is between its pod's deletion and the garbage collector's removal of it."""
     body: dict[str, Any] = {"podName": pod, "selectedNode": node, "receivedResourceType": "Regular", **spec}
     if backoff_limit is not None:
         body["backoffLimit"] = backoff_limit
-    owner = {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
-    client.create(
-        "BindRequest",
-        {"metadata": {"name": pod, "namespace": namespace, "ownerReferences": [owner]}, "spec": body},
-    )
+    meta: dict[str, Any] = {"name": pod, "namespace": namespace}
+    if owned:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}]
+    client.create("BindRequest", {"metadata": meta, "spec": body})
 
 
 def request_status(client: KubeCluster, namespace: str, name: str) -> dict[str, Any]:
@@ -164,7 +175,7 @@ def _node_deleted(cp: ControlPlane, client: KubeCluster, namespace: str, pool: s
 def _pod_deleted(cp: ControlPlane, client: KubeCluster, namespace: str, pool: str, kwok: Kwok) -> tuple[str, str]:
     uid = make_pod(client, namespace, "p", pool)
     client.delete("Pod", f"{namespace}/p")
-    make_request(client, namespace, "p", uid, f"{pool}-gpu", backoff_limit=3)
+    make_request(client, namespace, "p", uid, f"{pool}-gpu", backoff_limit=3, owned=False)
     return f"pod {namespace}/p does not exist", f"{pool}-gpu"
 
 
@@ -217,7 +228,9 @@ def test_transient_failures_are_retried_with_backoff_up_to_the_limit_then_the_bi
     kwok.node(node, 8, {"pool": pool})
     terminating = f"rr-{namespace}"  # reservation pods cannot be created in it (403): a failure that may pass
     control_plane.kubectl("create", "namespace", terminating)
-    control_plane.kubectl("delete", "namespace", terminating, "--wait=false")
+    held = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hold", "finalizers": [HOLD]}}
+    apply(control_plane, tmp_path, {**held, "metadata": {**held["metadata"], "namespace": terminating}})
+    control_plane.kubectl("delete", "namespace", terminating, "--wait=false")  # Terminating while "hold" is held
     uid = make_pod(client, namespace, "p", pool, {"gpu-fraction": "0.5"})
     groups = {
         "receivedResourceType": "Fraction",
@@ -243,6 +256,7 @@ def test_transient_failures_are_retried_with_backoff_up_to_the_limit_then_the_bi
     pod = client.get("Pod", f"{namespace}/p")
     assert pod is not None and not pod["spec"].get("nodeName")
     assert "runai-gpu-group" not in pod["metadata"].get("labels", {})  # rolled back
+    control_plane.kubectl("patch", "configmap", "hold", "-n", terminating, "--type=merge", "-p", RELEASE)
 
 
 def _seconds(line: str) -> float:
