@@ -138,17 +138,15 @@ class PodGroupStatusController:
 
     def reconcile(self) -> dict[str, dict[str, Totals]]:
         computed = self.compute()
-        changed: list[Raw] = []
+        changed: list[tuple[str, Raw]] = []
         for key, totals in computed.items():
             podgroup = self.cluster.get("PodGroup", key)
             if podgroup is None:
                 continue
             wanted = {name: resource_list(values) for name, values in totals.items()}
-            status: dict[str, Any] = podgroup.setdefault("status", {})
-            if status.get("resourcesStatus") != wanted:
-                status["resourcesStatus"] = wanted
-                changed.append(podgroup)
-        self.writes.each("podgroup status", changed, lambda podgroup: self.cluster.update_status("PodGroup", podgroup))
+            if (podgroup.get("status") or {}).get("resourcesStatus") != wanted:
+                changed.append((key, {"resourcesStatus": wanted}))
+        self.writes.each("podgroup status", changed, lambda item: self.cluster.patch_status("PodGroup", *item))
         return computed
 
 
@@ -210,18 +208,17 @@ class QueueStatusController:
                         _add(result[field], values)
             return result
 
-        changed: list[Raw] = []
+        changed: list[tuple[str, Raw]] = []
         for name, raw in queues.items():
             sums = subtree(name)
             wanted: dict[str, Any] = {field: resource_list(values) for field, values in sums.items()}
             wanted["childQueues"] = sorted(children.get(name, []))
-            status: dict[str, Any] = raw.setdefault("status", {})
+            status: dict[str, Any] = raw.get("status") or {}
             if any(status.get(field) != value for field, value in wanted.items()):
-                status.update(wanted)
-                changed.append(raw)
+                changed.append((name, wanted))
             self._export(name, raw, sums["allocated"])
         self.skipped.end_pass()
-        self.writes.each("queue status", changed, lambda queue: self.cluster.update_status("Queue", queue))
+        self.writes.each("queue status", changed, lambda item: self.cluster.patch_status("Queue", *item))
 
     def _export(self, name: str, raw: Raw, allocated: Totals) -> None:
         if not self.gauges:

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from kai.cluster.port import Conflict, NotFound
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -26,6 +28,9 @@ class Writes:
         def guarded(item: T) -> bool:
             try:
                 action(item)
+            except (Conflict, NotFound) as error:  # the object changed or went meanwhile: the next pass redoes it
+                log.warning("%s %s: %s", what, _name(item), error)
+                return False
             except Exception:  # one object's failure never stops the others (DESIGN.md §8)
                 log.exception("%s %s failed", what, _name(item))
                 return False

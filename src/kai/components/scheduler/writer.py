@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kai.cluster.port import ClusterClient
+from kai.cluster.port import ClusterClient, Raw
 from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
 from kai.components.scheduler.conditions import (
@@ -151,13 +151,10 @@ class DecisionWriter:
         podgroup = self.cluster.get("PodGroup", podgroup_key)
         if podgroup is None:
             return
-        annotations = podgroup["metadata"].setdefault("annotations", {})
-        if when is None:
-            if annotations.pop(annotation, None) is None:
-                return
-        else:
-            annotations[annotation] = format_time(when)
-        self.cluster.update("PodGroup", podgroup)
+        if when is None and annotation not in (podgroup["metadata"].get("annotations") or {}):
+            return
+        value = None if when is None else format_time(when)
+        self.cluster.patch_merge("PodGroup", podgroup_key, {"metadata": {"annotations": {annotation: value}}})
 
     def _podgroup_condition(self, waiting: Unschedulable) -> None:
         """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition."""
@@ -167,7 +164,7 @@ class DecisionWriter:
         self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", waiting.message)
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
         if set_scheduling_condition(podgroup, waiting.message, reasons, self.now()):
-            self.cluster.update_status("PodGroup", podgroup)
+            self._write_scheduling_conditions(waiting.podgroup_key, podgroup)
 
     def _settled(self, jobs: Mapping[str, PodGroupInfo]) -> list[str]:
         """Podgroups with a scheduling condition none of whose pods waits or awaits its bind any more."""
@@ -182,7 +179,7 @@ class DecisionWriter:
     def _clear_podgroup_conditions(self, key: str) -> None:
         podgroup = self.cluster.get("PodGroup", key)
         if podgroup is not None and clear_scheduling_conditions(podgroup):
-            self.cluster.update_status("PodGroup", podgroup)
+            self._write_scheduling_conditions(key, podgroup)
         with self._lock:  # until the watch shows the change, so the next cycle does not clear it again
             self._conditioned.discard(key)
 
@@ -195,7 +192,14 @@ class DecisionWriter:
         self.recorder.record(ObjectRef.of("Pod", pod), "Warning", "Unschedulable", message)
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         if mark and set_condition(pod, condition, self.now()):
-            self.cluster.update_status("Pod", pod)
+            scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
+            self.cluster.patch_status("Pod", pod_key, {"conditions": [scheduled]}, strategic=True)
+
+    def _write_scheduling_conditions(self, key: str, podgroup: Raw) -> None:
+        """The scheduler owns ``status.schedulingConditions``: a patch of that list alone never conflicts with the
+        podgroup controller's ``resourcesStatus``."""
+        conditions = podgroup["status"]["schedulingConditions"]
+        self.cluster.patch_status("PodGroup", key, {"schedulingConditions": conditions})
 
     def _event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         """An event about the object ``key`` of ``kind`` (as cached; by name alone once it is gone)."""
