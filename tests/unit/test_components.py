@@ -77,6 +77,27 @@ def test_status_controllers_sum_allocations_up_the_hierarchy() -> None:
     assert inference is not None and inference["status"]["resourcesStatus"]["allocated"]["nvidia.com/gpu"] == "500m"
 
 
+def test_status_controllers_remove_what_is_no_longer_allocated() -> None:
+    """The status writes are merge patches: a resource a queue or podgroup no longer holds must leave its status,
+    not stay behind from the last write."""
+    cluster = _cluster()
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    Binder(cluster, lambda: 0.0).reconcile()
+    QueueStatusController(cluster).reconcile(PodGroupStatusController(cluster).reconcile())
+    training = cluster.get("Queue", "equipe-training")
+    assert training is not None and "nvidia.com/gpu" in training["status"]["allocated"]
+    for pod in cluster.list("Pod"):
+        if pod["metadata"]["namespace"] == "ml":
+            cluster.delete("Pod", f"ml/{pod['metadata']['name']}")
+            cluster.finalize("Pod", f"ml/{pod['metadata']['name']}")
+    QueueStatusController(cluster).reconcile(PodGroupStatusController(cluster).reconcile())
+    training = cluster.get("Queue", "equipe-training")
+    assert training is not None and "nvidia.com/gpu" not in training["status"].get("allocated", {})
+    podgroup = cluster.get("PodGroup", "ml/training-job")
+    assert podgroup is not None
+    assert "nvidia.com/gpu" not in podgroup["status"]["resourcesStatus"].get("allocated", {})
+
+
 def test_default_queues_are_created_once() -> None:
     cluster = MemoryCluster()
     ensure_default_queues(cluster)

@@ -36,6 +36,22 @@ class Conflict(ClusterError):
     or is not the one meant)."""
 
 
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> Raw:
+    """The merge patch that turns ``old`` into ``new``: maps are diffed key by key and a key ``new`` lacks is
+    removed (``None``), so a patch never leaves a stale entry behind (``{"allocated": {}}`` alone would keep every
+    key ``allocated`` had)."""
+    patch: Raw = {key: None for key in old.keys() - new.keys()}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            inner = merge_patch(before, value)
+            if inner:
+                patch[key] = inner
+        elif key not in old or before != value:
+            patch[key] = value
+    return patch
+
+
 class ClusterClient(Protocol):
     def list(self, kind: str) -> list[Raw]: ...
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from kai.cluster.port import ClusterClient, Raw
+from kai.cluster.port import ClusterClient, Raw, merge_patch
 from kai.components.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
@@ -144,8 +144,10 @@ class PodGroupStatusController:
             if podgroup is None:
                 continue
             wanted = {name: resource_list(values) for name, values in totals.items()}
-            if (podgroup.get("status") or {}).get("resourcesStatus") != wanted:
-                changed.append((key, {"resourcesStatus": wanted}))
+            current = (podgroup.get("status") or {}).get("resourcesStatus")
+            if current != wanted:
+                before = current if isinstance(current, dict) else {}
+                changed.append((key, {"resourcesStatus": merge_patch(before, wanted)}))
         self.writes.each("podgroup status", changed, lambda item: self.cluster.patch_status("PodGroup", *item))
         return computed
 
@@ -214,8 +216,9 @@ class QueueStatusController:
             wanted: dict[str, Any] = {field: resource_list(values) for field, values in sums.items()}
             wanted["childQueues"] = sorted(children.get(name, []))
             status: dict[str, Any] = raw.get("status") or {}
-            if any(status.get(field) != value for field, value in wanted.items()):
-                changed.append((name, wanted))
+            owned = {field: status[field] for field in wanted if field in status}
+            if owned != wanted:
+                changed.append((name, merge_patch(owned, wanted)))
             self._export(name, raw, sums["allocated"])
         self.skipped.end_pass()
         self.writes.each("queue status", changed, lambda item: self.cluster.patch_status("Queue", *item))
