@@ -9,7 +9,6 @@ does not start, every test that needs it errors with the reason: never a skip.
 
 from __future__ import annotations
 
-import signal
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import TypeVar
 import pytest
 import testcluster
 from controlplane import ControlPlane, ControlPlaneError, find_binaries, install_crds, start
-from kai_support import PRIORITY_CLASSES, Kai
+from kai_support import Kai, kai_all
 from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
@@ -116,14 +115,8 @@ def kube(control_plane: ControlPlane) -> Iterator[Client]:
 @pytest.fixture
 def kai(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kai]:
     """`kai all` on the test cluster (KAI's priority classes applied), stopped after the test."""
-    control_plane.kubectl("apply", "-f", str(PRIORITY_CLASSES))
-    process = Kai(control_plane, tmp_path / "kai.log")
-    try:
+    with kai_all(control_plane, tmp_path / "kai.log") as process:
         yield process
-    finally:
-        process.stop()
-        if process.process.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
-            print(process.log.read_text())
 
 
 @pytest.fixture

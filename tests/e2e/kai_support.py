@@ -16,7 +16,8 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -100,6 +101,40 @@ class Kai:
         return [line for line in self.log.read_text().splitlines() if containing in line]
 
 
+def get(cp: ControlPlane, path: str) -> Any:
+    """The object at an API path, or None when it does not exist (or cannot be read)."""
+    status, body = cp.request(path)
+    return body if status == 200 else None
+
+
+def items(cp: ControlPlane, path: str) -> list[Any]:
+    return (get(cp, path) or {}).get("items") or []
+
+
+def create(cp: ControlPlane, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    status, created = cp.request(path, "POST", body)
+    assert status == 201, f"creating {body['kind']} {body['metadata']['name']} failed ({status}): {created}"
+    return created
+
+
+def owners(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(o["kind"], o["name"]) for o in obj["metadata"].get("ownerReferences") or []]
+
+
+@contextmanager
+def kai_all(cp: ControlPlane, log: Path) -> Iterator[Kai]:
+    """`kai all` on the test cluster (KAI's priority classes applied) for the block; its log is printed if it ended
+    otherwise than by being stopped."""
+    cp.kubectl("apply", "-f", str(PRIORITY_CLASSES))
+    process = Kai(cp, log)
+    try:
+        yield process
+    finally:
+        process.stop()
+        if process.process.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL):
+            print(process.log.read_text())
+
+
 def kubectl_json(cp: ControlPlane, *args: str) -> Any:
     return json.loads(cp.kubectl(*args, "-o", "json").stdout)
 
@@ -152,3 +187,20 @@ def gpu_pod(namespace: str, name: str, queue_name: str, pool: str, gpus: int, po
 
 def pods(cp: ControlPlane, namespace: str) -> dict[str, Any]:
     return {p["metadata"]["name"]: p for p in kubectl_json(cp, "get", "pods", "-n", namespace)["items"]}
+
+
+def wait_cycles(kai: Kai, n: int) -> None:
+    """Waits for at least ``n`` more scheduling cycles: each one sets KAI's e2e latency gauge to its own duration."""
+    seen: list[str] = []
+
+    def latency() -> str:
+        found = re.search(r"^kai_e2e_scheduling_latency_milliseconds (\S+)$", kai.metrics(), re.MULTILINE)
+        return found.group(1) if found else ""
+
+    def counted() -> bool:
+        value = latency()
+        if not seen or value != seen[-1]:
+            seen.append(value)
+        return len(seen) > n
+
+    wait_until(f"{n} more scheduling cycles", counted)

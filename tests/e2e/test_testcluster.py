@@ -6,28 +6,9 @@ import uuid
 from typing import Any
 
 from controlplane import ControlPlane
-from kai_support import Kai
+from kai_support import Kai, create, get, items, owners
 from kube.kube_support import wait_until
 from testcluster import RUN_FOR_ANNOTATION, Kwok, Part
-
-
-def get(cp: ControlPlane, path: str) -> Any:
-    status, body = cp.request(path)
-    return body if status == 200 else None
-
-
-def items(cp: ControlPlane, path: str) -> list[Any]:
-    return (get(cp, path) or {}).get("items") or []
-
-
-def create(cp: ControlPlane, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    status, created = cp.request(path, "POST", body)
-    assert status == 201, f"creating {body['kind']} {body['metadata']['name']} failed ({status}): {created}"
-    return created
-
-
-def owners(obj: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(o["kind"], o["name"]) for o in obj["metadata"].get("ownerReferences") or []]
 
 
 def container(name: str = "main", gpus: int = 0) -> dict[str, Any]:

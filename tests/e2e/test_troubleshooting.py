@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane
-from kai_support import REPO, Kai, apply, gpu_pod, kubectl_json, pods, queue, wait_until
+from kai_support import REPO, Kai, apply, gpu_pod, kubectl_json, pods, queue, wait_cycles, wait_until
 from testcluster import Kwok
 
 
@@ -34,23 +34,6 @@ def events(cp: ControlPlane, namespace: str, kind: str, name: str) -> list[dict[
 
 def condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
     return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == condition_type), None)
-
-
-def wait_cycles(kai: Kai, n: int) -> None:
-    """Waits for ``n`` more scheduling cycles: each one sets KAI's e2e latency gauge to its own duration."""
-    seen: list[str] = []
-
-    def latency() -> str:
-        found = re.search(r"^kai_e2e_scheduling_latency_milliseconds (\S+)$", kai.metrics(), re.MULTILINE)
-        return found.group(1) if found else ""
-
-    def counted() -> bool:
-        value = latency()
-        if not seen or value != seen[-1]:
-            seen.append(value)
-        return len(seen) > n
-
-    wait_until(f"{n} more scheduling cycles", counted)
 
 
 def pool_with_queue(

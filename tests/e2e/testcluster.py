@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,16 +157,24 @@ def node_manifest(
     gpu_memory_mib: int | None = None,
     cpu: str = "64",
     memory: str = "512Gi",
+    ephemeral_storage: str = "1Ti",
     pods: int = 110,
+    taints: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """A Node as a kubelet on a GPU machine registers it (capacity on its status, the GPU operator's labels), marked
-    for KWOK to run it."""
+    """A Node as a kubelet on a GPU machine registers it (cpu, memory, ephemeral storage, pods and GPUs on its
+    status, the GPU operator's labels, the kubelet's `--register-with-taints`), marked for KWOK to run it."""
     node_labels = {"kubernetes.io/hostname": name, "type": "kwok"}
     if gpus:
         node_labels |= {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(gpus)}
     if gpu_memory_mib is not None:
         node_labels["nvidia.com/gpu.memory"] = str(gpu_memory_mib)
-    resources = {"cpu": cpu, "memory": memory, "pods": str(pods), "nvidia.com/gpu": str(gpus)}
+    resources = {
+        "cpu": cpu,
+        "memory": memory,
+        "ephemeral-storage": ephemeral_storage,
+        "pods": str(pods),
+        "nvidia.com/gpu": str(gpus),
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -175,6 +183,7 @@ def node_manifest(
             "labels": node_labels | dict(labels or {}),
             "annotations": dict([KWOK_NODE_ANNOTATION]),
         },
+        "spec": {"taints": [dict(t) for t in taints]},
         "status": {"capacity": resources, "allocatable": resources},
     }
 
