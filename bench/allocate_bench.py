@@ -1,15 +1,28 @@
 """Allocate-cycle benchmark on KAI's benchmark topologies (pkg/scheduler/actions/benchmark_test.go) and one large
 cluster. Prints one line per case; not a test.
 
-bench <case> nodes=<n> pods=<m> seconds=<s> pods_per_s=<r> rss_mb=<mb>
+bench <case> nodes=<n> pods=<m> seconds=<s> cpu_s=<s> pods_per_s=<r> rss_mb=<mb>
+
+With ``--full-cycle`` it runs what the scheduler does every period instead: the scheduler loop's ``run_once`` over
+the in-memory cluster (snapshot, every default action and plugin, writing the decisions back, metrics, and the
+usage store of time-based fair share when ``--usage`` is given too):
+
+bench <case> full_cycle_s=<s> cpu_s=<s> binds=<n> rss_mb=<mb>
+
+Wall times on a shared machine depend on its load; the CPU seconds do much less.
 """
 
+import argparse
 import gc
 import resource
-import sys
 import time
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from kai.cluster.memory import MemoryCluster
+from kai.components.metrics import SchedulerMetrics
+from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import parse_config
 from kai.core.state.cluster_state import ClusterState
@@ -23,6 +36,7 @@ CASES = [
     ("huge", 5000, 50000),
 ]
 CONFIG = parse_config({"actions": "allocate"})
+FULL_CONFIG = parse_config({})
 
 
 def _queue(name: str, parent: str, quota: float) -> dict[str, Any]:
@@ -39,79 +53,112 @@ def _queue(name: str, parent: str, quota: float) -> dict[str, Any]:
     return {"metadata": {"name": name, "creationTimestamp": "2025-01-01T00:00:00Z"}, "spec": spec}
 
 
-def build(nodes: int, jobs: int) -> ClusterState:
-    state = ClusterState()
+def build(nodes: int, jobs: int) -> list[tuple[str, dict[str, Any]]]:
+    """The benchmark cluster as (kind, object) pairs: two departments of two queues, 8-GPU nodes, 1-GPU jobs."""
+    objects: list[tuple[str, dict[str, Any]]] = []
     total = nodes * 8
-    state.apply("PriorityClass", {"metadata": {"name": "train"}, "value": 50})
+    objects.append(("PriorityClass", {"metadata": {"name": "train"}, "value": 50}))
     for dept in ("dept-a", "dept-b"):
-        state.apply("Queue", _queue(dept, "", total / 2))
+        objects.append(("Queue", _queue(dept, "", total / 2)))
     for i in range(4):
-        state.apply("Queue", _queue(f"queue-{i}", "dept-a" if i < 2 else "dept-b", total / 4))
+        objects.append(("Queue", _queue(f"queue-{i}", "dept-a" if i < 2 else "dept-b", total / 4)))
     for n in range(nodes):
-        state.apply(
-            "Node",
-            {
-                "metadata": {"name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.count": "8"}},
-                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}},
-            },
+        objects.append(
+            (
+                "Node",
+                {
+                    "metadata": {"name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.count": "8"}},
+                    "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}},
+                },
+            )
         )
     for j in range(jobs):
         queue = f"queue-{j % 4}"
-        state.apply(
-            "PodGroup",
-            {
-                "metadata": {
-                    "name": f"job-{j}",
-                    "namespace": "bench",
-                    "creationTimestamp": "2025-01-01T00:00:00Z",
-                    "uid": f"uid-{j:06d}",
-                },
-                "spec": {"queue": queue, "priorityClassName": "train", "minMember": 1},
-            },
-        )
-        state.apply(
-            "Pod",
-            {
-                "metadata": {
-                    "name": f"job-{j}-0",
-                    "namespace": "bench",
-                    "annotations": {"pod-group-name": f"job-{j}"},
-                    "labels": {"kai.scheduler/queue": queue},
-                },
-                "spec": {
-                    "schedulerName": "kai-scheduler",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}},
-                        }
-                    ],
-                },
-                "status": {"phase": "Pending"},
-            },
-        )
-    return state
+        objects.append(_podgroup(j, queue))
+        objects.append(_pod(j, queue))
+    return objects
 
 
-def main(selected: list[str]) -> None:
+def _podgroup(j: int, queue: str) -> tuple[str, dict[str, Any]]:
+    meta = {
+        "name": f"job-{j}",
+        "namespace": "bench",
+        "creationTimestamp": "2025-01-01T00:00:00Z",
+        "uid": f"uid-{j:06d}",
+    }
+    return ("PodGroup", {"metadata": meta, "spec": {"queue": queue, "priorityClassName": "train", "minMember": 1}})
+
+
+def _pod(j: int, queue: str) -> tuple[str, dict[str, Any]]:
+    requests = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    pod = {
+        "metadata": {
+            "name": f"job-{j}-0",
+            "namespace": "bench",
+            "annotations": {"pod-group-name": f"job-{j}"},
+            "labels": {"kai.scheduler/queue": queue},
+        },
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "main", "resources": {"requests": requests}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    return ("Pod", pod)
+
+
+def _allocate(objects: list[tuple[str, dict[str, Any]]]) -> tuple[float, float, int]:
+    state = ClusterState()
+    for kind, obj in objects:
+        state.apply(kind, obj)
+    gc.collect()
+    gc.freeze()
+    start, cpu = time.perf_counter(), time.process_time()
+    session = run_cycle(take_snapshot(state, CONFIG.scheduler_name), CONFIG, 0.0)
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    gc.unfreeze()
+    return seconds, cpu_s, len(session.result.binds)
+
+
+def _full_cycle(objects: list[tuple[str, dict[str, Any]]]) -> tuple[float, float, int]:
+    cluster = MemoryCluster()
+    for kind, obj in objects:
+        cluster.create(kind, obj)
+    loop = SchedulerLoop(cluster, FULL_CONFIG, SchedulerMetrics(CollectorRegistry()), clock=lambda: 1_767_225_600.0)
+    gc.collect()
+    gc.freeze()
+    start, cpu = time.perf_counter(), time.process_time()
+    session = loop.run_once()
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    gc.unfreeze()
+    return seconds, cpu_s, len(session.result.binds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of {', '.join(c for c, _, _ in CASES)})")
+    parser.add_argument("--full-cycle", action="store_true", help="time the scheduler loop's whole cycle")
+    args = parser.parse_args()
     for case, nodes, jobs in CASES:
-        if selected and case not in selected:
+        if args.cases and case not in args.cases:
             continue
-        state = build(nodes, jobs)
-        gc.collect()
-        gc.freeze()
-        start = time.perf_counter()
-        session = run_cycle(take_snapshot(state, CONFIG.scheduler_name), CONFIG, 0.0)
-        seconds = time.perf_counter() - start
-        bound = len(session.result.binds)
+        objects = build(nodes, jobs)
+        if args.full_cycle:
+            seconds, cpu_s, bound = _full_cycle(objects)
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(
+                f"bench {case} full_cycle_s={seconds:.3f} cpu_s={cpu_s:.3f} binds={bound} rss_mb={rss_mb:.0f}",
+                flush=True,
+            )
+            continue
+        seconds, cpu_s, bound = _allocate(objects)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"bench {case} nodes={nodes} pods={jobs} seconds={seconds:.3f} pods_per_s={bound / seconds:.0f} "
-            f"rss_mb={rss_mb:.0f}",
+            f"bench {case} nodes={nodes} pods={jobs} seconds={seconds:.3f} cpu_s={cpu_s:.3f} "
+            f"pods_per_s={bound / seconds:.0f} rss_mb={rss_mb:.0f}",
             flush=True,
         )
-        gc.unfreeze()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
