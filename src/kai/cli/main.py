@@ -11,6 +11,7 @@ from rich.console import Console
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.endpoints import EndpointError
 from kai.components.runtime import COMPONENTS, RuntimeOptions
+from kai.components.scheduler.usage import UsageError
 from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
@@ -112,7 +113,7 @@ def _serve(
     )
     try:
         serve(components, options, kubeconfig, context, leader_elect)
-    except (ServeError, EndpointError) as error:
+    except (ServeError, EndpointError, UsageError) as error:
         raise click.ClickException(str(error)) from error
 
 

@@ -29,6 +29,18 @@ class SchedulerMetrics:
         self.fair_share_gpu = gauge("queue_fair_share_gpu", "Fair share of GPUs per queue", queue)
         self.fair_share_cpu = gauge("queue_fair_share_cpu_cores", "Fair share of CPU cores per queue", queue)
         self.fair_share_memory = gauge("queue_fair_share_memory_gb", "Fair share of memory (GB) per queue", queue)
+        self.usage_cpu = gauge("queue_cpu_usage", "CPU usage of queue, as a share of the cluster's capacity", queue)
+        self.usage_memory = gauge(
+            "queue_memory_usage", "Memory usage of queue, as a share of the cluster's capacity", queue
+        )
+        self.usage_gpu = gauge("queue_gpu_usage", "GPU usage of queue, as a share of the cluster's capacity", queue)
+        self.usage_query_latency = Histogram(
+            "usage_query_latency_milliseconds",
+            "Usage database query latency histogram in milliseconds",
+            namespace=namespace,
+            registry=registry,
+            buckets=[5 * 2**i for i in range(10)],
+        )
         self.search_jobs = counter(
             "scenario_search_jobs", "Jobs considered by bounded scenario search", ("action", "result", "reduced_budget")
         )
@@ -69,11 +81,15 @@ class SchedulerMetrics:
         for uid, queue in ssn.queues.items():
             if not ssn.queue_share_fns:
                 break
-            fair = ssn.queue_share_fns[0](uid)["fairShare"]
+            shares = ssn.queue_share_fns[0](uid)
+            fair, usage = shares["fairShare"], shares["usage"]
             labels = (queue.name, queue.uid, queue.queue.display_name)
             self.fair_share_gpu.labels(*labels).set(fair["gpu"])
             self.fair_share_cpu.labels(*labels).set(fair["cpu"] / 1000)
             self.fair_share_memory.labels(*labels).set(fair["memory"] / 1e9)
+            self.usage_cpu.labels(*labels).set(usage["cpu"])
+            self.usage_memory.labels(*labels).set(usage["memory"])
+            self.usage_gpu.labels(*labels).set(usage["gpu"])
         self._observe_search(ssn)
 
     def _observe_search(self, ssn: Session) -> None:

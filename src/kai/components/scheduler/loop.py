@@ -2,7 +2,8 @@
 
 Object events arrive from the cluster port on another thread; a lock keeps them out while a snapshot is taken,
 so a cycle sees one consistent state. Invalid objects are skipped, and reported once each on the object itself
-(``invalid``).
+(``invalid``). With time-based fair share, each cycle reads the queues' usage and records what they hold
+(``usage``).
 """
 
 import logging
@@ -16,6 +17,7 @@ from kai.components.events import EventRecorder
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.scheduler.invalid import InvalidObjectReporter
+from kai.components.scheduler.usage import UsageSource, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import SchedulerConfig
@@ -34,7 +36,9 @@ class SchedulerLoop:
         metrics: SchedulerMetrics | None = None,
         clock: Callable[[], float] = time.time,
         writes: Writes | None = None,
+        usage: UsageSource | None = None,
     ) -> None:
+        """``usage``: where queues' historical usage comes from (default: what ``config.usage_db`` names)."""
         self.config = config
         self.metrics = metrics
         self.clock = clock
@@ -44,6 +48,8 @@ class SchedulerLoop:
         self.writer = DecisionWriter(cluster, clock, writes, recorder)
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes)
         self._lock = threading.Lock()
+        on_query = metrics.usage_query_latency.observe if metrics is not None else None
+        self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
         cluster.subscribe(self._on_change)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
@@ -57,7 +63,12 @@ class SchedulerLoop:
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
+        if self.usage is not None:
+            cluster.queue_usage = self.usage.read(now)
         session = run_cycle(cluster, self.config, now, time.perf_counter)
+        sample = session.allocation_sample()
+        if self.usage is not None and sample is not None:
+            self.usage.record(now, sample)
         self.writer.write(session.result, session.jobs)
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:

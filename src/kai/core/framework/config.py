@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai.core.framework.usage_config import UsageDBConfig, parse_usage_db_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -121,6 +122,8 @@ class SchedulerConfig:
     search_budgets: SearchBudgets = field(default_factory=SearchBudgets)
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     metrics_namespace: str = "kai"
+    usage_db: UsageDBConfig | None = None
+    """KAI's ``usageDBConfig``: time-based fair share is on when it is set."""
     warnings: tuple[InvalidObject, ...] = ()
     """What the config asks for that kai does not do (KAI plugins it does not implement); reported, not fatal."""
 
@@ -241,6 +244,7 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
     if not isinstance(gates, Mapping):
         raise InvalidObject(WHERE, "featureGates", "expected a mapping of gate name to true/false")
     tiers = _tiers(raw["tiers"]) if raw.get("tiers") is not None else defaults.tiers
+    usage_db, usage_warnings = parse_usage_db_config(raw.get("usageDBConfig"))
     return SchedulerConfig(
         actions=actions,
         tiers=tiers,
@@ -256,5 +260,6 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
         stuck_in_releasing_s=_positive_duration(raw, "stuckInReleasingThreshold", STUCK_IN_RELEASING_S),
         search_budgets=_search_budgets(raw.get("scenarioSearchBudgets")),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
-        warnings=_plugin_warnings(tiers) if raw.get("tiers") is not None else (),
+        usage_db=usage_db,
+        warnings=(_plugin_warnings(tiers) if raw.get("tiers") is not None else ()) + usage_warnings,
     )

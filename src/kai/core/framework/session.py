@@ -12,6 +12,7 @@ import numpy as np
 
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
+from kai.core.framework.usage_store import AllocationSample
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
@@ -85,6 +86,8 @@ class Session:
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.queue_share_fns: list[Callable[[str], dict[str, dict[str, float]]]] = []
+        self.allocation_sample_fns: list[Callable[[], AllocationSample]] = []
+        """The cluster's capacity and every queue's allocation as they stand (what time-based fair share records)."""
         self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []
         self.reclaim_validators: list[Callable[[Any], bool]] = []
         self.preempt_validators: list[Callable[[Any], bool]] = []
@@ -105,6 +108,10 @@ class Session:
     @property
     def queues(self) -> dict[str, QueueInfo]:
         return self.cluster.queues
+
+    def allocation_sample(self) -> AllocationSample | None:
+        """What the queues hold now, for the usage store; None without a fair-share plugin."""
+        return self.allocation_sample_fns[0]() if self.allocation_sample_fns else None
 
     def queue_depth(self, action: str) -> int:
         return self.config.queue_depth_per_action.get(action, -1)

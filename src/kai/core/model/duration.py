@@ -49,3 +49,19 @@ def _decimal(value: int, unit: int) -> str:
         return str(whole)
     digits = len(str(unit)) - 1
     return f"{whole}.{str(fraction).rjust(digits, '0').rstrip('0')}"
+
+
+_PROMETHEUS = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
+_PROMETHEUS_UNITS = (365 * 86400.0, 604800.0, 86400.0, 3600.0, 60.0, 1.0, 1e-3)
+
+
+def parse_prometheus_duration(text: str, where: str, field_name: str) -> float:
+    """A Prometheus duration ("1w", "2d12h", "90m", "0"), the form KAI's ``windowSize`` takes, in seconds."""
+    match = _PROMETHEUS.match(text) if text else None
+    if text == "0":
+        return 0.0
+    if match is None or not any(match.groups()):
+        raise InvalidObject(
+            where, field_name, f"got {text!r}; expected a Prometheus duration such as 1w, 2d, 12h or 1h30m"
+        )
+    return sum(float(n) * unit for n, unit in zip(match.groups(), _PROMETHEUS_UNITS, strict=True) if n)

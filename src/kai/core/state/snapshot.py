@@ -40,6 +40,9 @@ class ClusterInfo:
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     devices: dict[str, list[Device]] = field(default_factory=dict)
     """DRA devices per node name, from ResourceSlices."""
+    queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
+    (0..1), by queue name; empty when it is off."""
 
 
 def _status(pod: Pod, bind_request: BindRequest | None, stuck_before: float) -> PodStatus:

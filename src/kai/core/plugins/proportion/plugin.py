@@ -11,6 +11,7 @@ from typing import Any
 
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
+from kai.core.framework.usage_store import AllocationSample
 from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
@@ -58,7 +59,8 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self.total = self._total(ssn)
-        self.queues = {uid: _attributes(queue) for uid, queue in ssn.queues.items()}
+        usage = ssn.cluster.queue_usage
+        self.queues = {uid: _attributes(queue, usage.get(uid)) for uid, queue in ssn.queues.items()}
         self._charge_jobs(ssn)
         tops = [q.shares for q in self.queues.values() if not q.parent]
         children = {uid: [self.queues[c].shares for c in q.children] for uid, q in self.queues.items()}
@@ -74,6 +76,7 @@ class ProportionPlugin:
         ssn.allocate_handlers.append(self.on_allocate)
         ssn.deallocate_handlers.append(self.on_deallocate)
         ssn.queue_share_fns.append(self.queue_shares)
+        ssn.allocation_sample_fns.append(self.allocation_sample)
         ssn.can_reclaim_fns.append(self.can_reclaim)
         ssn.reclaim_validators.append(self.reclaim_validator)
         ssn.job_solution_start_fns.append(self.job_solution_start)
@@ -217,7 +220,16 @@ class ProportionPlugin:
             "deserved": dict(zip(("cpu", "memory", "gpu"), queue.deserved(), strict=True)),
             "fairShare": dict(zip(("cpu", "memory", "gpu"), queue.fair_share(), strict=True)),
             "allocated": dict(zip(("cpu", "memory", "gpu"), queue.allocated, strict=True)),
+            "usage": {
+                "cpu": queue.shares.cpu.usage,
+                "memory": queue.shares.memory.usage,
+                "gpu": queue.shares.gpu.usage,
+            },
         }
+
+    def allocation_sample(self) -> AllocationSample:
+        allocated = {uid: (q.allocated[0], q.allocated[1], q.allocated[2]) for uid, q in self.queues.items()}
+        return AllocationSample(self.total, allocated)
 
 
 def _node_gpus(info: NodeInfo, column: Any, names: list[str]) -> float:
@@ -282,20 +294,22 @@ def _job_allocated(job: PodGroupInfo) -> Quantities:
     return (cpu, memory, gpu)
 
 
-def _attributes(queue: QueueInfo) -> QueueAttributes:
+def _attributes(queue: QueueInfo, usage: tuple[float, float, float] | None) -> QueueAttributes:
+    """A queue's attributes; ``usage`` (cpu, memory, gpu) is its historical usage under time-based fair share."""
     spec = queue.queue
+    cpu_usage, memory_usage, gpu_usage = usage or (0.0, 0.0, 0.0)
 
-    def share(resource: Any) -> ResourceShare:
-        return ResourceShare(resource.quota, resource.limit, resource.over_quota_weight, 0.0)
+    def share(resource: Any, used: float) -> ResourceShare:
+        return ResourceShare(resource.quota, resource.limit, resource.over_quota_weight, 0.0, used)
 
     shares = QueueShares(
         uid=queue.uid,
         name=queue.name,
         creation_ts=queue.creation_ts,
         priority=queue.priority,
-        gpu=share(spec.gpu),
-        cpu=share(spec.cpu),
-        memory=share(spec.memory),
+        gpu=share(spec.gpu, gpu_usage),
+        cpu=share(spec.cpu, cpu_usage),
+        memory=share(spec.memory, memory_usage),
     )
     return QueueAttributes(
         queue.uid, queue.name, queue.parent, queue.children, queue.creation_ts, queue.priority, shares

@@ -1,0 +1,100 @@
+"""Reading queues' historical usage from Prometheus, with KAI's queries (``usageDBConfig.clientType: prometheus``).
+
+Per resource, one instant query sums the decayed allocation metric of every queue over the window and one the
+decayed capacity metric; usage = the first over the second, keyed by the ``queue_name`` label (KAI's
+``cache/usagedb/prometheus``). Sliding window: ``sum_over_time((M * decay)[<windowSize>:<queryResolution>])`` with
+decay ``0.5^((<now> - time()) / <halfLife seconds>)``. For tumbling and cron windows kai asks the same query with the
+time since the window's last reset as its range; KAI's own form (``sum_over_time`` of an instant vector over a range
+query) is not valid PromQL (docs/deviations.md).
+"""
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from kai.core.framework.usage_config import RESOURCES, UsageParams, WindowType
+from kai.core.framework.usage_store import Quantities
+from kai.core.framework.usage_window import window_start
+from kai.core.model.duration import format_duration
+
+QUEUE_LABEL = "queue_name"
+
+
+class UsageQueryError(RuntimeError):
+    pass
+
+
+class PrometheusUsageClient:
+    def __init__(self, url: str, params: UsageParams) -> None:
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise UsageQueryError(f"usageDBConfig.connectionString: got {url!r}; expected an http(s) URL of Prometheus")
+        self.url = url.rstrip("/")
+        self.params = params
+
+    def query_usage(self, now: float) -> dict[str, Quantities]:
+        """Every queue's usage (cpu, memory, gpu) at ``now``; ``UsageQueryError`` when Prometheus cannot answer."""
+        window = self._window(now)
+        usage: dict[str, list[float]] = {}
+        if window is None:
+            return {}
+        for index, resource in enumerate(RESOURCES):
+            capacity_query = self._query_text(self.params.capacity_metrics[resource], window, now)
+            samples = self.query(capacity_query, now)
+            if not samples:
+                raise UsageQueryError(f"no data returned for cluster capacity metric {capacity_query}")
+            capacity = samples[0][1]
+            allocation_query = self._query_text(self.params.allocation_metrics[resource], window, now)
+            for labels, value in self.query(allocation_query, now):
+                queue = labels.get(QUEUE_LABEL, "")
+                usage.setdefault(queue, [0.0, 0.0, 0.0])[index] = value / capacity if capacity > 0 else 0.0
+        return {queue: (v[0], v[1], v[2]) for queue, v in usage.items()}
+
+    def _window(self, now: float) -> str | None:
+        """The range of the subquery: ``windowSize`` as written, or the time since the window's reset (None while
+        that is shorter than one resolution step: nothing to sum yet)."""
+        if self.params.window_type is WindowType.SLIDING:
+            return self.params.window_text
+        since = int(now - window_start(self.params, now))
+        return f"{since}s" if since >= self.params.query_resolution_s else None
+
+    def _query_text(self, metric: str, window: str, now: float) -> str:
+        half_life = self.params.half_life_s
+        decayed = metric if half_life is None else f"(({metric}) * (0.5^(({int(now)} - time()) / {half_life:f})))"
+        return f"sum_over_time(({decayed})[{window}:{format_duration(self.params.query_resolution_s)}])"
+
+    def query(self, query: str, now: float) -> list[tuple[dict[str, str], float]]:
+        """An instant query at ``now``: each sample's labels and value."""
+        arguments = urllib.parse.urlencode({"query": query, "time": f"{now:.3f}"})
+        request = urllib.request.Request(f"{self.url}/api/v1/query?{arguments}", headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.params.query_timeout_s) as response:
+                body = _json(response.read())
+        except urllib.error.HTTPError as error:
+            body = _json(error.read())
+            if body.get("status") != "error":
+                raise UsageQueryError(f"HTTP {error.code} from {self.url} for query {query}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise UsageQueryError(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        if body.get("status") != "success":
+            raise UsageQueryError(f"{body.get('errorType', 'error')}: {body.get('error', body)}, full query: {query}")
+        data = body.get("data") or {}
+        if data.get("resultType") != "vector":
+            raise UsageQueryError(f"unexpected query result: got {data.get('resultType')}, expected vector")
+        try:
+            return [(dict(sample.get("metric") or {}), float(sample["value"][1])) for sample in data.get("result", [])]
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            raise UsageQueryError(f"malformed sample in the answer to {query}: {error}") from None
+
+
+def _json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise UsageQueryError(f"not a Prometheus answer: {raw[:200]!r}") from None
+    if not isinstance(body, dict):
+        raise UsageQueryError(f"not a Prometheus answer: {raw[:200]!r}")
+    return body
