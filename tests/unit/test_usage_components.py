@@ -61,15 +61,16 @@ def run_for(loop: SchedulerLoop, clock: Clock, minutes: int, step: float = MINUT
 
 
 def test_the_loop_feeds_the_store_and_exports_usage_as_kai_metrics() -> None:
+    """Queue a held the whole cluster for the 30 minutes there is history of: half of the 1h window."""
     registry = CollectorRegistry()
     clock = Clock(T0)
     loop = SchedulerLoop(running_cluster(), CONFIG, SchedulerMetrics(registry), clock=clock)
     run_for(loop, clock, 30)
     session = loop.run_once()
-    assert session.cluster.queue_usage["a"][2] == pytest.approx(1.0)
+    assert session.cluster.queue_usage["a"][2] == pytest.approx(0.5)
     assert session.cluster.queue_usage["b"][2] == 0.0
     labels = {"queue_name": "a", "queue_metadata_name": "a", "queue_display_name": ""}
-    assert registry.get_sample_value("kai_queue_gpu_usage", labels) == pytest.approx(1.0)
+    assert registry.get_sample_value("kai_queue_gpu_usage", labels) == pytest.approx(0.5)
     assert (
         registry.get_sample_value("kai_queue_gpu_usage", {**labels, "queue_name": "b", "queue_metadata_name": "b"}) == 0
     )
@@ -79,12 +80,13 @@ def test_the_loop_feeds_the_store_and_exports_usage_as_kai_metrics() -> None:
 def test_usage_is_refreshed_once_per_fetch_interval() -> None:
     clock = Clock(T0)
     loop = SchedulerLoop(running_cluster(), CONFIG, clock=clock)
-    run_for(loop, clock, 1, step=1.0)  # 60 cycles of a second: usage read at the first, not again before a minute
-    assert loop.run_once().cluster.queue_usage["a"][2] == pytest.approx(1.0)
-    assert loop.usage is not None
-    first = loop.usage.read(clock.now)
-    clock.now += 30
-    assert loop.usage.read(clock.now) is first
+    seen = []
+    for _ in range(150):  # a cycle a second for 150 s
+        seen.append(loop.run_once().cluster.queue_usage.get("a", (0.0, 0.0, 0.0))[2])
+        clock.now += 1
+    changes = [second for second in range(1, 150) if seen[second] != seen[second - 1]]
+    assert changes == [60, 120]
+    assert seen[-1] == pytest.approx(120 / 3600)
 
 
 def test_history_is_written_at_most_every_fetch_interval_and_survives_a_restart() -> None:
@@ -98,15 +100,15 @@ def test_history_is_written_at_most_every_fetch_interval_and_survives_a_restart(
         versions.add(configmap["metadata"]["resourceVersion"])
         clock.now += 10
     assert len(versions) == 5
-    run_for(loop, clock, 25)
-    assert loop.usage is not None
-    before = loop.usage.read(clock.now)
+    twin = SchedulerLoop(running_cluster(), CONFIG, clock=clock)  # the same history, never restarted
+    twin.usage = loop.usage
+    run_for(loop, clock, 25, step=20.0)
     # a rollout: the new scheduler starts 40 s later from what the old one last wrote
     clock.now += 40
-    restarted = SchedulerLoop(cluster, CONFIG, clock=clock)
-    after = restarted.run_once().cluster.queue_usage
-    assert after["a"][2] == pytest.approx(before["a"][2], abs=1e-6)
-    assert after["b"] == before["b"]
+    restarted = SchedulerLoop(cluster, CONFIG, clock=clock).run_once().cluster.queue_usage
+    continued = twin.run_once().cluster.queue_usage
+    assert restarted["a"][2] == pytest.approx(continued["a"][2], rel=1e-6)
+    assert 0.4 < restarted["a"][2] < 0.6 and restarted["b"] == continued["b"] == (0.0, 0.0, 0.0)
     assert SchedulerLoop(MemoryCluster(), CONFIG, clock=clock).run_once().cluster.queue_usage == {}
 
 
@@ -195,7 +197,7 @@ class FakePrometheus(BaseHTTPRequestHandler):
 def prometheus() -> Iterator[str]:
     FakePrometheus.answers, FakePrometheus.queries = {}, []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakePrometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

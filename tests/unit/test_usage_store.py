@@ -54,14 +54,28 @@ def test_capacity_that_changes_weighs_each_moment() -> None:
 def test_half_life_decay_weighs_recent_usage_more() -> None:
     """All 16 GPUs for one half-life, then idle for one: (0.5 - 0.25) / (1 - 0.25) of the decayed capacity."""
     half_life = 480.0  # 8 one-minute buckets, so the switch falls on a bucket boundary
-    store = UsageStore(sliding(7 * 24 * HOUR, half_life))
+    store = UsageStore(sliding(2 * half_life, half_life))
     store.record(T0, sample(16, a=16))
     store.record(T0 + half_life, sample(16, a=0))
     assert store.usage(T0 + 2 * half_life)["a"][2] == pytest.approx(1 / 3, rel=1e-9)
-    undecayed = UsageStore(sliding(7 * 24 * HOUR))
+    undecayed = UsageStore(sliding(2 * half_life))
     undecayed.record(T0, sample(16, a=16))
     undecayed.record(T0 + half_life, sample(16, a=0))
     assert undecayed.usage(T0 + 2 * half_life)["a"][2] == pytest.approx(0.5)
+
+
+def test_before_the_history_begins_the_cluster_counts_as_idle() -> None:
+    """Ten minutes of the whole cluster are a sixth of a 1h window, not all of the ten minutes recorded; with decay,
+    the idle past before them weighs what its age gives it."""
+    store = UsageStore(sliding(HOUR))
+    store.record(T0, sample(16, a=16))
+    assert gpu_usage(store, T0 + 600) == {"a": round(1 / 6, 6)}
+    half_life = 480.0
+    decayed = UsageStore(sliding(7 * 24 * HOUR, half_life))
+    decayed.record(T0, sample(16, a=16))
+    decayed.record(T0 + half_life, sample(16, a=0))
+    # used (0.5 - 0.25) of the decayed weight of an endless past (1): the idle time before counts in full
+    assert decayed.usage(T0 + 2 * half_life)["a"][2] == pytest.approx(0.25, rel=1e-9)
 
 
 def test_decay_makes_the_recent_user_the_heavier_one() -> None:
@@ -153,7 +167,7 @@ def test_decay_bounds_the_history_kept_to_its_horizon() -> None:
 
 
 def test_a_gap_longer_than_the_staleness_period_is_charged_only_for_that_period() -> None:
-    params = UsageParams(window_s=10 * HOUR, staleness_s=HOUR)
+    params = UsageParams(window_s=7 * HOUR, staleness_s=HOUR)
     store = UsageStore(params)
     store.record(T0, sample(16, a=16))
     store.record(T0 + HOUR, sample(16, a=16))
@@ -180,13 +194,14 @@ def test_history_round_trip_gives_the_same_usage() -> None:
 
 def test_restore_rebuckets_history_kept_with_other_params() -> None:
     """A history kept in 1-minute buckets, read back with 5-minute buckets (a longer window)."""
-    store = UsageStore(sliding(HOUR))
-    store.record(T0, sample(16, a=16, b=0))
-    store.record(T0 + 30 * 60, sample(16, a=0, b=16))
+    store, direct = UsageStore(sliding(HOUR)), UsageStore(sliding(20 * HOUR))
+    for kept in (store, direct):
+        kept.record(T0, sample(16, a=16, b=0))
+        kept.record(T0 + 30 * 60, sample(16, a=0, b=16))
     longer = UsageStore.restore(sliding(20 * HOUR), store.history())
     assert longer.bucket_s == pytest.approx(20 * HOUR / MAX_BUCKETS)
-    usage = gpu_usage(longer, T0 + HOUR)
-    assert usage == {"a": pytest.approx(0.5, abs=0.05), "b": pytest.approx(0.5, abs=0.05)}
+    expected = gpu_usage(direct, T0 + HOUR)
+    assert gpu_usage(longer, T0 + HOUR) == {q: pytest.approx(u, rel=0.05) for q, u in expected.items()}
 
 
 def test_history_drops_queues_that_left_no_trace() -> None:

@@ -15,7 +15,7 @@ from kai.components.scheduler.usage import UsageError
 from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
-from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios, scenario_files
+from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.core.framework.config import parse_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
@@ -27,19 +27,55 @@ def main() -> None:
     """kai — the KAI Scheduler in Python."""
 
 
+def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value, "command line", f"--{param.name}", days=True)
+    except InvalidObject as error:
+        raise click.BadParameter(error.problem) from None
+    if seconds <= 0:
+        raise click.BadParameter(f"got {value!r}; must be longer than 0")
+    return seconds
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--cycles", type=click.IntRange(min=1), help="Scheduling cycles to run (scenarios without a runner).")
+@click.option(
+    "--period",
+    callback=_duration,
+    help="Simulated time between cycles (such as 1m): the clock runs, pods with a run time finish. Default: frozen.",
+)
+@click.option("--duration", callback=_duration, help="Simulated time to run for (such as 8h or 2d); needs a period.")
+@click.option(
+    "--sample-every",
+    "sample_every",
+    callback=_duration,
+    help="One timeline row per this much time (default: ~24 rows).",
+)
 @click.option("--check", is_flag=True, help="Compare each scenario's expect block; one PASS/FAIL line each.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print every cycle's outcome as JSON.")
-def simulate(paths: tuple[Path, ...], cycles: int | None, check: bool, as_json_output: bool) -> None:
+def simulate(
+    paths: tuple[Path, ...],
+    cycles: int | None,
+    period: float | None,
+    duration: float | None,
+    sample_every: float | None,
+    check: bool,
+    as_json_output: bool,
+) -> None:
     """Run the scheduler on scenario files or folders against the embedded cluster.
 
-    Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster."""
+    Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster.
+    With --period the clock advances between cycles and the queues' allocation over time is shown."""
+    if period is not None and duration is None and cycles is None:
+        raise click.UsageError("--period needs --duration or --cycles: how long to run")
     console = Console(width=200)
     passed = failed = 0
     documents = []
-    for path, scenario in load_scenarios(scenario_files(list(paths)), cycles):
+    clock = ClockSpec(period or 0.0, duration, sample_every)
+    for path, scenario in load_scenarios(scenario_files(list(paths)), cycles, clock):
         try:
             if isinstance(scenario, ScenarioError):
                 raise scenario

@@ -17,9 +17,8 @@ from kai.components.events import EventRecorder
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.scheduler.invalid import InvalidObjectReporter
-from kai.components.scheduler.usage import UsageSource, usage_source
+from kai.components.scheduler.usage import UsageSource, cycle_with_usage, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
-from kai.core.cycle import run_cycle
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.state.cluster_state import ClusterState
@@ -63,12 +62,7 @@ class SchedulerLoop:
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
-        if self.usage is not None:
-            cluster.queue_usage = self.usage.read(now)
-        session = run_cycle(cluster, self.config, now, time.perf_counter)
-        sample = session.allocation_sample()
-        if self.usage is not None and sample is not None:
-            self.usage.record(now, sample)
+        session = cycle_with_usage(self.usage, cluster, self.config, now, time.perf_counter)
         self.writer.write(session.result, session.jobs)
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:

@@ -17,8 +17,12 @@ from typing import Protocol
 from kai.cluster.port import ClusterClient
 from kai.cluster.prometheus import PrometheusUsageClient, UsageQueryError
 from kai.components.scheduler.usage_history import ConfigMapHistory
+from kai.core.cycle import run_cycle
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.session import Session
 from kai.core.framework.usage_config import CLIENT_BUILTIN, UsageDBConfig, UsageParams
 from kai.core.framework.usage_store import AllocationSample, Quantities, UsageStore
+from kai.core.state.snapshot import ClusterInfo
 
 log = logging.getLogger(__name__)
 SCHEDULER_NAMESPACE = "kai-scheduler"
@@ -169,3 +173,20 @@ def usage_source(
         return PrometheusUsage(PrometheusUsageClient(url, config.params), on_query=on_query)
     except UsageQueryError as error:
         raise UsageError(f"scheduler config: field {error}") from None
+
+
+def cycle_with_usage(
+    usage: UsageSource | None,
+    cluster: ClusterInfo,
+    config: SchedulerConfig,
+    now: float,
+    timer: Callable[[], float] = lambda: 0.0,
+) -> Session:
+    """One scheduling cycle (``run_cycle``) that reads the queues' usage first and records what they hold after."""
+    if usage is not None:
+        cluster.queue_usage = usage.read(now)
+    session = run_cycle(cluster, config, now, timer)
+    sample = session.allocation_sample()
+    if usage is not None and sample is not None:
+        usage.record(now, sample)
+    return session

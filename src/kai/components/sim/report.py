@@ -1,5 +1,6 @@
 """Rendering a simulation for people (tables) and for programs (JSON)."""
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -8,11 +9,17 @@ from rich.table import Table
 
 from kai.components.sim.problems import ERROR
 from kai.components.sim.runner import ScenarioRun
+from kai.components.sim.timeline import TimelineSample
+from kai.core.model.duration import format_duration
+from kai.core.model.meta import format_time
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+
+TIMELINE_ROWS = 24
+"""Rows of the timeline table when the run does not say how often to sample."""
 
 
 def as_json(run: ScenarioRun) -> dict[str, Any]:
-    return {
+    document: dict[str, Any] = {
         "scenario": str(run.scenario.path),
         "name": run.scenario.name,
         "passed": run.passed if run.scenario.expect else None,
@@ -30,6 +37,60 @@ def as_json(run: ScenarioRun) -> dict[str, Any]:
             for record in run.cycles
         ],
     }
+    if run.clock is not None and run.clock.running:
+        document["clock"] = {"start": format_time(run.clock.start), "periodSeconds": run.clock.period_s}
+        document["completedPods"] = run.completed
+        document["timeline"] = [_sample_json(sample) for sample in run.timeline]
+    return document
+
+
+def _sample_json(sample: TimelineSample) -> dict[str, Any]:
+    return {
+        "cycle": sample.cycle,
+        "time": format_time(sample.time),
+        "elapsedSeconds": sample.elapsed_s,
+        "binds": sample.binds,
+        "evictions": sample.evictions,
+        "queues": {
+            uid: {"allocated": queue.allocated, "fairShare": queue.fair_share, "usage": queue.usage}
+            for uid, queue in sample.queues.items()
+        },
+    }
+
+
+def timeline_rows(run: ScenarioRun) -> list[TimelineSample]:
+    """The samples the table shows: one per ``sampleEvery`` of simulated time (about 24 by default), and the last."""
+    if not run.timeline or run.clock is None or not run.clock.running:
+        return []
+    period = run.clock.period_s
+    span = run.timeline[-1].elapsed_s
+    every = run.scenario.clock.sample_every_s or max(period, span / TIMELINE_ROWS)
+    step = max(1, math.ceil(every / period - 1e-9))
+    rows = run.timeline[::step]
+    return rows if rows[-1] is run.timeline[-1] else [*rows, run.timeline[-1]]
+
+
+def print_timeline(run: ScenarioRun, console: Console) -> None:
+    """Each leaf queue's GPUs over simulated time: allocated, fair share and (with time-based fair share) usage."""
+    rows = timeline_rows(run)
+    if not rows:
+        return
+    leaves = rows[-1].leaves
+    usage = run.scenario.config.usage_db is not None
+    title = f"GPUs over time: allocated / fair share{' / usage' if usage else ''}"
+    caption = f"{run.completed} pods finished their run time"
+    table = Table("time", "cycle", *leaves, title=title, caption=caption, min_width=len(title) + 4)
+    for sample in rows:
+        cells = []
+        for uid in leaves:
+            queue = sample.queues.get(uid)
+            if queue is None:
+                cells.append("-")
+                continue
+            cell = f"{humanize(queue.allocated['gpu'])} / {humanize(queue.fair_share['gpu'])}"
+            cells.append(f"{cell} / {queue.usage['gpu']:.2f}" if usage else cell)
+        table.add_row(f"+{format_duration(sample.elapsed_s)}", str(sample.cycle), *cells)
+    console.print(table)
 
 
 def print_tables(run: ScenarioRun, console: Console) -> None:
@@ -61,6 +122,7 @@ def print_tables(run: ScenarioRun, console: Console) -> None:
             why,
         )
     console.print(pods)
+    usage = run.scenario.config.usage_db is not None
     queues = Table(
         "queue",
         "parent",
@@ -69,6 +131,7 @@ def print_tables(run: ScenarioRun, console: Console) -> None:
         "allocated GPU",
         "fair share CPU",
         "fair share mem (GB)",
+        *(("usage GPU",) if usage else ()),
         title="Queues",
     )
     share_fns = session.queue_share_fns
@@ -84,5 +147,7 @@ def print_tables(run: ScenarioRun, console: Console) -> None:
             humanize(shares["allocated"]["gpu"]),
             humanize(shares["fairShare"]["cpu"], MILLI_CPU_PER_CORE),
             humanize(shares["fairShare"]["memory"], BYTES_PER_GB),
+            *((f"{shares['usage']['gpu']:.2f}",) if usage else ()),
         )
     console.print(queues)
+    print_timeline(run, console)

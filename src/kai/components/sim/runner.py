@@ -1,7 +1,13 @@
 """Running a scenario: the real scheduler cycle over the embedded cluster, cycle after cycle.
 
 Each cycle takes a snapshot of the state fed by the cluster's events, runs the configured actions, writes the
-decisions back, and lets the binder and workload stand-ins move the world on (scenario-format.md §4).
+decisions back, and lets the binder and workload stand-ins move the world on (scenario-format.md §4). With a running
+clock (§8) time then advances by the period, pods whose run time is over finish and finished jobs are submitted
+again (``lifecycle``), and every cycle adds a sample to the run's timeline of per-queue allocation. With
+``usageDBConfig`` the cycle reads and feeds a usage store on the simulated clock, as the scheduler does on its own.
+
+``Simulation`` is the reusable part: build one from a scenario (and, for what-if runs, a clock and a default run
+time), then call ``cycle`` and ``advance`` in turn.
 """
 
 from collections.abc import Mapping
@@ -11,14 +17,19 @@ from typing import Any
 from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
 from kai.components.podgrouper import PodGrouper
+from kai.components.scheduler.usage import BuiltinUsage, cycle_with_usage
 from kai.components.scheduler.writer import DecisionWriter
+from kai.components.sim.clock import SimClock
 from kai.components.sim.expect import check
+from kai.components.sim.lifecycle import WorkloadLifecycle
 from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
+from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.world import run_workload
-from kai.core.cycle import run_cycle
 from kai.core.framework.session import Session
+from kai.core.framework.usage_config import CLIENT_PROMETHEUS
+from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import ClusterInfo, take_snapshot
@@ -39,6 +50,11 @@ class ScenarioRun:
     problems: list[Problem] = field(default_factory=list)
     """What was wrong with the input: the file's unusable entries, the config's warnings, and the objects the
     scheduler skipped or used with a warning, as they stand after the last cycle."""
+    timeline: list[TimelineSample] = field(default_factory=list)
+    """Every cycle's per-queue allocation, fair share and usage."""
+    clock: SimClock | None = None
+    completed: int = 0
+    """Pods that finished their run time."""
 
     @property
     def passed(self) -> bool:
@@ -46,16 +62,28 @@ class ScenarioRun:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(
+        self, scenario: Scenario, clock: SimClock | None = None, default_run_time_s: float | None = None
+    ) -> None:
+        """``clock``: the simulated time (default: the scenario's ``now`` and period); ``default_run_time_s``: how
+        long pods without a run-time annotation run before they succeed (default: until evicted)."""
         self.scenario = scenario
-        self.cluster = MemoryCluster(clock=lambda: format_time(scenario.now))
+        self.clock = clock if clock is not None else SimClock(scenario.now, scenario.clock.period_s)
+        self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
         self.state = ClusterState()
-        self.writer = DecisionWriter(self.cluster, lambda: scenario.now)
-        self.binder = Binder(self.cluster, lambda: scenario.now)
+        self.writer = DecisionWriter(self.cluster, self._now)
+        self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
         for obj in scenario.objects:
             self.cluster.create(obj["kind"], obj)
+        self.lifecycle = WorkloadLifecycle(scenario.objects, self.clock.now, default_run_time_s)
+        usage_db = scenario.config.usage_db
+        self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
+        self.timeline: list[TimelineSample] = []
+
+    def _now(self) -> float:
+        return self.clock.now
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         self.state.apply(kind, obj, deleted)
@@ -63,26 +91,43 @@ class Simulation:
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()
         cluster_info = self._snapshot()
-        session = run_cycle(cluster_info, self.scenario.config, self.scenario.now)
+        now = self.clock.now
+        session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
+        self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)
 
     def advance(self, record: CycleRecord) -> None:
+        """Write the cycle's decisions back, let the binder and the workloads act, and move the clock on."""
         self.writer.write(record.session.result, record.session.jobs)
         self.binder.reconcile()
-        stuck_before = self.scenario.now - self.scenario.config.stuck_in_releasing_s
-        run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before)
+        stuck_before = self.clock.now - self.scenario.config.stuck_in_releasing_s
+        run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before, self.clock.now)
         self.binder.sync_reservations()
+        self.clock.tick()
+        self.lifecycle.step(self.cluster, self.clock.now)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
 
     def _snapshot(self) -> ClusterInfo:
         config = self.scenario.config
-        return take_snapshot(self.state, config.scheduler_name, self.scenario.now, config.stuck_in_releasing_s)
+        return take_snapshot(self.state, config.scheduler_name, self.clock.now, config.stuck_in_releasing_s)
 
     def problems(self) -> list[Problem]:
         found = list(self.scenario.problems)
         found += [Problem.of(WARNING, "SchedulerConfig", "config", w) for w in self.scenario.config.warnings]
+        usage_db = self.scenario.config.usage_db
+        if usage_db is not None and usage_db.client_type == CLIENT_PROMETHEUS:
+            note = "kai simulate keeps its own usage history on the simulated clock; Prometheus is not queried"
+            found.append(
+                Problem.of(
+                    WARNING,
+                    "SchedulerConfig",
+                    "config",
+                    InvalidObject("scheduler config", "usageDBConfig.clientType", note),
+                )
+            )
+        found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
         for (kind, key), warnings in sorted(self.state.warnings.items()):
             found += [Problem.of(WARNING, kind, key, warning) for warning in warnings]
@@ -91,13 +136,23 @@ class Simulation:
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:
     sim = Simulation(scenario)
-    run = ScenarioRun(scenario)
+    run = ScenarioRun(scenario, clock=sim.clock)
     if scenario.runner.multi_cycle:
         _run_multi_cycle(sim, run)
     else:
         _run_single_check(sim, run)
     run.problems = sim.problems()
+    run.timeline = sim.timeline
+    run.completed = sim.lifecycle.completed
     return run
+
+
+def _keep(run: ScenarioRun, record: CycleRecord, clock: SimClock) -> None:
+    """Keep every cycle of a frozen run; of a run over time only the last (the timeline has all of them)."""
+    if clock.running:
+        run.cycles[:] = [record]
+    else:
+        run.cycles.append(record)
 
 
 def _run_single_check(sim: Simulation, run: ScenarioRun) -> None:
@@ -105,10 +160,10 @@ def _run_single_check(sim: Simulation, run: ScenarioRun) -> None:
     scenario = run.scenario
     for number in range(1, scenario.runner.cycles_before_check + 1):
         record = sim.cycle(number)
-        run.cycles.append(record)
+        _keep(run, record, sim.clock)
         if number < scenario.runner.cycles_before_check:
             sim.advance(record)
-    run.mismatches = check(scenario.expect, run.cycles[-1].outcome, scenario.now, f"cycle {len(run.cycles)}")
+    run.mismatches = check(scenario.expect, record.outcome, sim.clock.now, f"cycle {number}")
 
 
 def _run_multi_cycle(sim: Simulation, run: ScenarioRun) -> None:
@@ -117,17 +172,19 @@ def _run_multi_cycle(sim: Simulation, run: ScenarioRun) -> None:
     runner, expect = scenario.runner, scenario.expect
     for number in range(1, runner.cycles_before_check + 1):
         record = sim.cycle(number)
-        run.cycles.append(record)
-        run.mismatches += check({"maxCounts": expect.get("maxCounts")}, record.outcome, scenario.now, f"cycle {number}")
+        _keep(run, record, sim.clock)
+        run.mismatches += check(
+            {"maxCounts": expect.get("maxCounts")}, record.outcome, sim.clock.now, f"cycle {number}"
+        )
         sim.advance(record)
     after = sim.observe_cluster()
     last = run.cycles[-1].outcome.podgroups
     for key, podgroup in after.podgroups.items():
         podgroup["fitErrorMessage"] = last.get(key, {}).get("fitErrorMessage", "")
-    run.mismatches += check(expect, after, scenario.now, f"after cycle {runner.cycles_before_check}")
+    run.mismatches += check(expect, after, sim.clock.now, f"after cycle {runner.cycles_before_check}")
     for offset in range(1, runner.check_cycles + 1):
         number = runner.cycles_before_check + offset
         record = sim.cycle(number)
-        run.cycles.append(record)
-        run.mismatches += check(expect, record.outcome, scenario.now, f"cycle {number}")
+        _keep(run, record, sim.clock)
+        run.mismatches += check(expect, record.outcome, sim.clock.now, f"cycle {number}")
         sim.advance(record)

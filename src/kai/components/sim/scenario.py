@@ -4,6 +4,7 @@ A file that cannot be used gets one clear error naming the file, the field and w
 that cannot be used is reported in ``Scenario.problems`` and skipped (``envelope``).
 """
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from kai.cluster.yamlfile import YamlFileError, read_documents
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
 from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import parse_time
 
@@ -28,6 +30,25 @@ class Runner:
     multi_cycle: bool = False
 
 
+@dataclass(frozen=True)
+class ClockSpec:
+    """How simulated time moves (a kai extension, scenario-format.md §8): ``period_s`` between cycles (0: frozen),
+    for ``duration_s`` of simulated time (None: the cycle count decides)."""
+
+    period_s: float = 0.0
+    duration_s: float | None = None
+    sample_every_s: float | None = None
+    """Rows of the timeline table: one per this much simulated time (None: about 24 rows)."""
+
+    def merged(self, override: "ClockSpec") -> "ClockSpec":
+        """This spec with what ``override`` (the command line) sets."""
+        return ClockSpec(
+            override.period_s or self.period_s,
+            override.duration_s if override.duration_s is not None else self.duration_s,
+            override.sample_every_s if override.sample_every_s is not None else self.sample_every_s,
+        )
+
+
 @dataclass
 class Scenario:
     path: Path
@@ -39,6 +60,7 @@ class Scenario:
     runner: Runner
     problems: list[Problem] = field(default_factory=list)
     """Entries of the file that are not usable objects (skipped), in file order."""
+    clock: ClockSpec = field(default_factory=ClockSpec)
 
 
 def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> int:
@@ -76,13 +98,15 @@ def _entries(path: Path, raw: dict[str, Any], label: str = "") -> list[tuple[str
     return [(f"{label}objects[{index}]", entry) for index, entry in enumerate(entries)]
 
 
-def load_scenario(path: Path, cycles: int | None = None) -> Scenario:
+def load_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | None = None) -> Scenario:
     """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
     raw, _ = _read(path)
-    return _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles)
+    return _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles, clock)
 
 
-def load_scenarios(paths: list[Path], cycles: int | None = None) -> list[tuple[Path, Scenario | ScenarioError]]:
+def load_scenarios(
+    paths: list[Path], cycles: int | None = None, clock: ClockSpec | None = None
+) -> list[tuple[Path, Scenario | ScenarioError]]:
     """What ``kai simulate PATH...`` runs, in order: each scenario file on its own, and all plain manifests together
     as one cluster (as ``kubectl apply -f a.yaml -f b.yaml`` would build it), at the place of the first of them.
     A file that cannot be used is its own error; the others still run."""
@@ -92,7 +116,8 @@ def load_scenarios(paths: list[Path], cycles: int | None = None) -> list[tuple[P
         try:
             raw, plain = _read(path)
             if not plain:
-                runs.append((path, _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles)))
+                name = str(raw.get("name") or path.stem)
+                runs.append((path, _build(path, name, raw, _entries(path, raw), cycles, clock)))
                 continue
             if not manifests:
                 runs.append(None)
@@ -105,21 +130,31 @@ def load_scenarios(paths: list[Path], cycles: int | None = None) -> list[tuple[P
         entries = [entry for _, file_entries in manifests for entry in file_entries]
         combined: Scenario | ScenarioError
         try:
-            combined = _build(first, name, {}, entries, cycles)
+            combined = _build(first, name, {}, entries, cycles, clock)
         except ScenarioError as error:
             combined = error
         runs[runs.index(None)] = (first, combined)
     return [run for run in runs if run is not None]
 
 
-def _build(path: Path, name: str, raw: dict[str, Any], entries: list[tuple[str, Any]], cycles: int | None) -> Scenario:
+def _build(
+    path: Path,
+    name: str,
+    raw: dict[str, Any],
+    entries: list[tuple[str, Any]],
+    cycles: int | None,
+    clock_override: ClockSpec | None,
+) -> Scenario:
     where = str(path)
     objects, problems = usable_objects(entries)
     try:
         config = parse_config(raw.get("config") or {})
         now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0
+        clock = _clock(raw.get("clock"), where).merged(clock_override or ClockSpec())
     except InvalidObject as err:
         raise ScenarioError(f"{where}: {err}") from err
+    if clock.duration_s is not None and not clock.period_s:
+        raise ScenarioError(f"{where}: field clock.duration: needs a period (clock.period or --period) to advance by")
     runner_raw = raw.get("runner")
     if runner_raw is not None and not isinstance(runner_raw, dict):
         raise ScenarioError(f"{where}: field runner: expected a mapping")
@@ -137,10 +172,34 @@ def _build(path: Path, name: str, raw: dict[str, Any], entries: list[tuple[str, 
         runner = Runner()
     if cycles is not None:
         runner.cycles_before_check = cycles
+    elif clock.duration_s is not None and not runner.multi_cycle:
+        runner.cycles_before_check = max(1, math.ceil(clock.duration_s / clock.period_s - 1e-9))
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):
         raise ScenarioError(f"{where}: field expect: expected a mapping")
-    return Scenario(path, name, config, now, objects, expect, runner, problems)
+    return Scenario(path, name, config, now, objects, expect, runner, problems, clock)
+
+
+def _clock(raw: object, where: str) -> ClockSpec:
+    """The ``clock`` block: ``period``, ``duration`` and ``sampleEvery`` as Go durations (days allowed)."""
+    if raw is None:
+        return ClockSpec()
+    if not isinstance(raw, dict):
+        raise InvalidObject(where, "clock", "expected a mapping with period, duration and sampleEvery")
+
+    def seconds(key: str) -> float | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        amount = parse_duration(str(value), where, f"clock.{key}", days=True)
+        if amount <= 0:
+            raise InvalidObject(where, f"clock.{key}", f"got {value!r}; must be longer than 0")
+        return amount
+
+    unknown = sorted(set(raw) - {"period", "duration", "sampleEvery"})
+    if unknown:
+        raise InvalidObject(where, f"clock.{unknown[0]}", "unknown key; allowed: period, duration, sampleEvery")
+    return ClockSpec(seconds("period") or 0.0, seconds("duration"), seconds("sampleEvery"))
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:

@@ -1,19 +1,19 @@
 """The parts of a cluster the simulator stands in for: kubelets and workload controllers.
 
-Bound pods start running; terminating pods finish and are re-created Pending by their controller (unless their
-podgroup is being deleted, or they are stuck terminating: running pods deleted before ``stuck_before``), as
-scenario-format.md §4.2 describes. The scheduler's writer and the binder are the
-real components.
+Bound pods start running (``status.startTime`` is then); terminating pods finish and are re-created Pending by
+their controller (unless their podgroup is being deleted, or they are stuck terminating: running pods deleted before
+``stuck_before``), as scenario-format.md §4.2 describes. The scheduler's writer and the binder are the real
+components; pods finishing their run time and jobs submitted again are ``lifecycle``'s.
 """
 
 from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.core.model import names
-from kai.core.model.meta import parse_time
+from kai.core.model.meta import format_time, parse_time
 
 
-def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str], stuck_before: float) -> None:
+def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str], stuck_before: float, now: float) -> None:
     for pod in cluster.list("Pod"):
         meta: dict[str, Any] = pod["metadata"]
         spec: dict[str, Any] = pod.setdefault("spec", {})
@@ -38,4 +38,5 @@ def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str], stuc
             cluster.create("Pod", pod)
         elif spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
             status["phase"] = "Running"
+            status["startTime"] = format_time(now)
             cluster.update("Pod", pod)

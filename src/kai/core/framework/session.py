@@ -87,7 +87,7 @@ class Session:
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.queue_share_fns: list[Callable[[str], dict[str, dict[str, float]]]] = []
         self.allocation_sample_fns: list[Callable[[], AllocationSample]] = []
-        """The cluster's capacity and every queue's allocation as they stand (what time-based fair share records)."""
+        """The cluster's capacity and every queue's allocation at session open (what time-based fair share records)."""
         self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []
         self.reclaim_validators: list[Callable[[Any], bool]] = []
         self.preempt_validators: list[Callable[[Any], bool]] = []
@@ -110,7 +110,7 @@ class Session:
         return self.cluster.queues
 
     def allocation_sample(self) -> AllocationSample | None:
-        """What the queues hold now, for the usage store; None without a fair-share plugin."""
+        """What the queues held at session open, for the usage store; None without a fair-share plugin."""
         return self.allocation_sample_fns[0]() if self.allocation_sample_fns else None
 
     def queue_depth(self, action: str) -> int:

@@ -8,8 +8,10 @@ beside the queues' resource-seconds, so memory stays bounded: at most ``MAX_BUCK
 A queue's usage of a resource is what KAI's Prometheus query computes: the decayed sum of its allocation over the
 current window divided by the decayed sum of the cluster's capacity over the same window, each second weighted by
 ``0.5^(age / halfLifePeriod)`` — a number between 0 and 1, the share of the cluster the queue used
-(docs/time-based-fairshare). A gap in the history longer than ``stalenessPeriod`` (the scheduler was not running)
-is charged only for ``stalenessPeriod``.
+(docs/time-based-fairshare). Before the history begins the cluster counts as idle (with the capacity first
+recorded), so a queue's first minutes weigh as a small part of a whole window, as they do in KAI against a
+Prometheus that has recorded capacity all along (docs/deviations.md). A gap in the history longer than
+``stalenessPeriod`` (the scheduler was not running) is charged only for ``stalenessPeriod``.
 """
 
 import math
@@ -95,22 +97,28 @@ class UsageStore:
             return {}
         start = window_start(self.params, now)
         used = self._ids >= 0
-        low = np.maximum(self._first, start)
-        high = np.minimum(self._last, now)
         covered = np.where(used, self._last - self._first, 1.0)
-        inside = used & (high > low)
-        half_life = self.params.half_life_s
-        if half_life is None:
-            weighted = np.where(inside, high - low, 0.0)
-        else:
-            decay = half_life / math.log(2)
-            weighted = np.where(
-                inside, decay * (0.5 ** ((now - high) / half_life) - 0.5 ** ((now - low) / half_life)), 0.0
-            )
-        totals = np.einsum("s,scr->cr", weighted / covered, self._amounts)
+        weights = np.where(used, self._integral(np.maximum(self._first, start), np.minimum(self._last, now), now), 0.0)
+        totals = np.einsum("s,scr->cr", weights / covered, self._amounts)
         capacity = totals[0]
+        earliest = int(np.argmin(np.where(used, self._first, np.inf)))
+        if used[earliest] and start < self._first[earliest]:
+            # before the history begins the cluster counts as idle, with the capacity it was first recorded with
+            rate = self._amounts[earliest, 0] / covered[earliest]
+            capacity = capacity + rate * self._integral(np.array(start), np.array(self._first[earliest]), now)
         shares = np.divide(totals[1:], capacity, out=np.zeros_like(totals[1:]), where=capacity > 0)
         return {queue: (float(s[0]), float(s[1]), float(s[2])) for queue, s in zip(self._columns, shares, strict=True)}
+
+    def _integral(self, low: Floats, high: Floats, now: float) -> Floats:
+        """The weight of the seconds from ``low`` to ``high`` at ``now``: their length, or with a half-life the
+        integral of ``0.5^(age / halfLife)`` over them (0 where ``high <= low``)."""
+        length = np.maximum(high - low, 0.0)
+        half_life = self.params.half_life_s
+        if half_life is None:
+            return length
+        ages = (np.maximum(now - high, 0.0), np.maximum(now - low, 0.0))
+        decayed = half_life / math.log(2) * (0.5 ** (ages[0] / half_life) - 0.5 ** (ages[1] / half_life))
+        return np.where(length > 0, decayed, 0.0)
 
     def history(self) -> UsageHistory:
         """The buckets in time order, without queues that hold nothing and used nothing in them."""

@@ -62,6 +62,9 @@ class ProportionPlugin:
         usage = ssn.cluster.queue_usage
         self.queues = {uid: _attributes(queue, usage.get(uid)) for uid, queue in ssn.queues.items()}
         self._charge_jobs(ssn)
+        self.opening = AllocationSample(
+            self.total, {uid: (q.allocated[0], q.allocated[1], q.allocated[2]) for uid, q in self.queues.items()}
+        )
         tops = [q.shares for q in self.queues.values() if not q.parent]
         children = {uid: [self.queues[c].shares for c in q.children] for uid, q in self.queues.items()}
         divide_tree(
@@ -228,8 +231,9 @@ class ProportionPlugin:
         }
 
     def allocation_sample(self) -> AllocationSample:
-        allocated = {uid: (q.allocated[0], q.allocated[1], q.allocated[2]) for uid, q in self.queues.items()}
-        return AllocationSample(self.total, allocated)
+        """What the queues held when the session opened (bound and running pods: the cluster as it is, not the
+        session's tentative decisions)."""
+        return self.opening
 
 
 def _node_gpus(info: NodeInfo, column: Any, names: list[str]) -> float:

@@ -1,0 +1,185 @@
+"""Workloads over simulated time: pods that finish after their run time, and jobs submitted again once they finish.
+
+- A pod with the annotation ``simulate.kai.scheduler/run-time`` (a Go duration such as ``45m``) succeeds that long
+  after it started running (``status.startTime``; a pod already running in the input started at the simulation's
+  start); its resources are free from then on. Pods without it run until they are evicted, unless the simulation
+  gives a default run time. An evicted pod starts from zero when it runs again.
+- A PodGroup with the annotation ``simulate.kai.scheduler/resubmit: "true"`` is submitted again, as a fresh
+  PodGroup with fresh pods (names ``<podgroup>-2``, ``-3``, …, created at that time), once every pod of the
+  previous one has finished; the finished one is removed. So a queue's demand stays steady. The same annotation on
+  an ungrouped pod resubmits that pod.
+
+These stand in for workload controllers on the simulated clock; nothing here reaches a real cluster.
+"""
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.cluster.memory import MemoryCluster, object_key
+from kai.cluster.port import Raw
+from kai.components.sim.problems import WARNING, Problem
+from kai.core.model import names
+from kai.core.model.duration import parse_duration
+from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import format_time, parse_time
+
+RUN_TIME_ANNOTATION = "simulate.kai.scheduler/run-time"
+RESUBMIT_ANNOTATION = "simulate.kai.scheduler/resubmit"
+FINISHED = ("Succeeded", "Failed")
+_SCHEDULING_STATE = (names.GPU_GROUP_LABEL,)
+
+
+@dataclass
+class Template:
+    """A job to submit again when it finishes: its PodGroup (None for an ungrouped pod) and pods as written."""
+
+    podgroup: Raw | None
+    pods: list[Raw]
+    generation: int = 1
+    current: list[str] = field(default_factory=list)
+    """Keys of the pods of the generation now submitted."""
+
+
+class WorkloadLifecycle:
+    def __init__(self, objects: list[Raw], start: float, default_run_time_s: float | None = None) -> None:
+        self.start = start
+        self.default_run_time_s = default_run_time_s
+        self.problems: list[Problem] = []
+        self.templates = self._templates(objects)
+        self.timed = default_run_time_s is not None or any(
+            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {}) for o in objects if o["kind"] == "Pod"
+        )
+        self._reported: set[str] = set()
+        self.completed = 0
+        """Pods that finished their run time so far."""
+
+    @property
+    def active(self) -> bool:
+        return self.timed or bool(self.templates)
+
+    def step(self, cluster: MemoryCluster, now: float) -> None:
+        """Finish the pods whose run time is over at ``now``; resubmit the jobs that have finished."""
+        if not self.active:
+            return
+        phases: dict[str, str] = {}
+        for pod in cluster.list("Pod"):
+            key = object_key(pod)
+            status = pod.setdefault("status", {})
+            if self.timed and status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
+                run_time = self._run_time(pod, key)
+                started = _started(pod, key, self.start)
+                if run_time is not None and now - started >= run_time:
+                    status["phase"] = "Succeeded"
+                    cluster.update_status("Pod", pod)
+                    self.completed += 1
+            phases[key] = status.get("phase", "Pending")
+        for template in self.templates:
+            if all(phases.get(key, "Succeeded") in FINISHED for key in template.current):
+                self._resubmit(cluster, template, now)
+
+    def _run_time(self, pod: Raw, key: str) -> float | None:
+        text = (pod["metadata"].get("annotations") or {}).get(RUN_TIME_ANNOTATION)
+        if text is None:
+            return self.default_run_time_s
+        try:
+            return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{RUN_TIME_ANNOTATION}]")
+        except InvalidObject as error:
+            if key not in self._reported:
+                self._reported.add(key)
+                problem = InvalidObject(error.obj, error.field, f"{error.problem}; the pod runs until evicted")
+                self.problems.append(Problem.of(WARNING, "Pod", key, problem))
+            return None
+
+    def _templates(self, objects: list[Raw]) -> list[Template]:
+        podgroups = {object_key(o): o for o in objects if o["kind"] == "PodGroup"}
+        members: dict[str, list[Raw]] = {key: [] for key, o in podgroups.items() if _resubmits(o)}
+        templates = []
+        for obj in objects:
+            if obj["kind"] != "Pod":
+                continue
+            group = (obj["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+            group_key = f"{obj['metadata'].get('namespace')}/{group}"
+            if group and group_key in members:
+                members[group_key].append(obj)
+            elif not group and _resubmits(obj):
+                templates.append(Template(None, [obj], current=[object_key(obj)]))
+        for key, pods in sorted(members.items()):
+            if not pods:
+                problem = InvalidObject(
+                    f"PodGroup {key}",
+                    f"metadata.annotations[{RESUBMIT_ANNOTATION}]",
+                    "no pods to submit again; ignored",
+                )
+                self.problems.append(Problem.of(WARNING, "PodGroup", key, problem))
+                continue
+            templates.append(Template(podgroups[key], pods, current=[object_key(p) for p in pods]))
+        return templates
+
+    def _resubmit(self, cluster: MemoryCluster, template: Template, now: float) -> None:
+        groups: set[str] = set()  # the finished job's PodGroup (written or made by the pod-grouper) goes with it
+        for key in template.current:
+            pod = cluster.get("Pod", key)
+            if pod is not None and (
+                group := (pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+            ):
+                groups.add(f"{pod['metadata'].get('namespace')}/{group}")
+            cluster.finalize("Pod", key)
+        for key in groups:
+            cluster.finalize("PodGroup", key)
+        template.generation += 1
+        created = format_time(now)
+        podgroup_name = ""
+        if template.podgroup is not None:
+            podgroup = _fresh(template.podgroup, _generation_name(template.podgroup, template.generation), created)
+            podgroup_name = podgroup["metadata"]["name"]
+            cluster.create("PodGroup", podgroup)
+        template.current = []
+        for raw in template.pods:
+            name = _pod_name(raw, template, podgroup_name)
+            pod = _fresh(raw, name, created)
+            pod["spec"].pop("nodeName", None)
+            pod["status"] = {"phase": "Pending"}
+            for label in _SCHEDULING_STATE:
+                pod["metadata"].get("labels", {}).pop(label, None)
+            annotations = pod["metadata"].setdefault("annotations", {})
+            annotations.pop(names.RECEIVED_RESOURCE_TYPE_ANNOTATION, None)
+            if podgroup_name:
+                annotations[names.POD_GROUP_ANNOTATION] = podgroup_name
+            else:
+                annotations.pop(names.POD_GROUP_ANNOTATION, None)  # the pod-grouper groups it again
+            template.current.append(object_key(cluster.create("Pod", pod)))
+
+
+def _resubmits(obj: Raw) -> bool:
+    return str((obj["metadata"].get("annotations") or {}).get(RESUBMIT_ANNOTATION, "")).lower() == "true"
+
+
+def _started(pod: Raw, key: str, default: float) -> float:
+    started = pod["status"].get("startTime")
+    return parse_time(started, f"Pod {key}", "status.startTime") if started else default
+
+
+def _generation_name(obj: Raw, generation: int) -> str:
+    name = str(obj["metadata"]["name"])
+    return name if generation == 1 else f"{name}-{generation}"
+
+
+def _pod_name(pod: Raw, template: Template, podgroup_name: str) -> str:
+    """A pod named after its podgroup keeps that prefix with the new generation's name; others get a suffix."""
+    name = str(pod["metadata"]["name"])
+    group = template.podgroup["metadata"]["name"] if template.podgroup is not None else ""
+    if group and name.startswith(group):
+        return podgroup_name + name[len(group) :]
+    return f"{name}-{template.generation}"
+
+
+def _fresh(obj: Raw, name: str, created: str) -> dict[str, Any]:
+    fresh = copy.deepcopy(obj)
+    meta = fresh["metadata"]
+    for key in ("resourceVersion", "uid", "deletionTimestamp"):
+        meta.pop(key, None)
+    meta["name"], meta["creationTimestamp"] = name, created
+    fresh.setdefault("spec", {})
+    fresh.pop("status", None)
+    return fresh

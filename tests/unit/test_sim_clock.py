@@ -1,0 +1,199 @@
+"""``kai simulate`` with a clock: time advances between cycles, pods finish after their run time, finished jobs are
+submitted again, and the per-queue allocation over time is reported; a scenario's frozen clock stays the default."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kai.cli.main import main
+from kai.components.sim.clock import SimClock
+from kai.components.sim.runner import Simulation, run_scenario
+from kai.components.sim.scenario import ClockSpec, ScenarioError, load_scenario
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+def queue(name: str, quota: float = 0) -> dict[str, Any]:
+    resources = {
+        r: {"quota": quota if r == "gpu" else -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")
+    }
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": resources},
+    }
+
+
+def job(
+    name: str, queue_name: str, gpus: int = 8, run_time: str = "", resubmit: bool = False, **spec: Any
+) -> list[dict[str, Any]]:
+    annotations = {"simulate.kai.scheduler/resubmit": "true"} if resubmit else {}
+    podgroup = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": NOW, "annotations": annotations},
+        "spec": {"queue": queue_name, "priorityClassName": "train", "minMember": 1, **spec},
+    }
+    pod_annotations = {"pod-group-name": name}
+    if run_time:
+        pod_annotations["simulate.kai.scheduler/run-time"] = run_time
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-0", "namespace": "ml", "annotations": pod_annotations},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    return [podgroup, pod]
+
+
+def scenario_file(tmp_path: Path, objects: list[dict[str, Any]], **top: Any) -> Path:
+    base = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50},
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "node-0", "labels": {"nvidia.com/gpu.count": "8"}},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}},
+        },
+    ]
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "clock", "now": NOW, "objects": base + objects, **top}))
+    return path
+
+
+def holders(run: Any, queue_name: str) -> list[float]:
+    return [sample.queues[queue_name].allocated["gpu"] for sample in run.timeline]
+
+
+def test_the_frozen_clock_is_the_default(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, [queue("a"), *job("one", "a", run_time="1s")])
+    scenario = load_scenario(path, cycles=3)
+    sim = Simulation(scenario)
+    assert not sim.clock.running
+    run = run_scenario(scenario)
+    assert [s.time for s in run.timeline] == [scenario.now] * 3
+    assert run.completed == 0 and len(run.cycles) == 3
+
+
+def test_pods_finish_after_their_run_time_and_free_their_gpus(tmp_path: Path) -> None:
+    """Two 8-GPU jobs on one 8-GPU node: the second starts when the first has run its 30 minutes."""
+    objects = [queue("a"), *job("first", "a", run_time="30m"), *job("second", "a", run_time="30m")]
+    run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 2 * 3600)))
+    assert len(run.timeline) == 12
+    assert holders(run, "a") == [8.0] * 6 + [0.0] * 6
+    assert [s.binds for s in run.timeline][:4] == [1, 0, 0, 1]  # "first" bound at 0, "second" at +30m
+    assert run.completed == 2
+    pods = run.cycles[-1].outcome.pods
+    assert pods["ml/first-0"]["status"] == pods["ml/second-0"]["status"] == "Succeeded"
+
+
+def test_a_resubmitting_job_keeps_the_queues_demand_steady(tmp_path: Path) -> None:
+    objects = [queue("a"), *job("train", "a", run_time="20m", resubmit=True)]
+    run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 3600)))
+    assert holders(run, "a") == [8.0] * 6
+    assert run.completed == 2
+    podgroups = run.cycles[-1].outcome.podgroups
+    assert sorted(podgroups) == ["ml/train-3"]  # finished generations are removed
+    assert run.cycles[-1].outcome.pods["ml/train-3-0"]["status"] == "Running"
+
+
+def test_an_ungrouped_pod_can_be_resubmitted_too(tmp_path: Path) -> None:
+    pod = job("solo", "a", run_time="10m")[1]
+    del pod["metadata"]["annotations"]["pod-group-name"]
+    pod["metadata"]["annotations"]["simulate.kai.scheduler/resubmit"] = "true"
+    pod["metadata"]["labels"] = {"kai.scheduler/queue": "a"}
+    run = run_scenario(load_scenario(scenario_file(tmp_path, [queue("a"), pod]), clock=ClockSpec(300, 3600)))
+    assert run.completed >= 4
+    assert len(run.cycles[-1].outcome.podgroups) == 1  # the pod-grouper's PodGroup goes with each finished pod
+
+
+def test_preemption_delay_plays_out_over_simulated_time(tmp_path: Path) -> None:
+    """b deserves the node but may evict a's job only after waiting its 30m preemption delay."""
+    objects = [queue("a"), queue("b", quota=8), *job("a-job", "a"), *job("b-job", "b", preemptionDelay="30m")]
+    objects[3]["metadata"]["creationTimestamp"] = "2025-12-31T23:00:00Z"  # a's job is older, so it started first
+    path = scenario_file(tmp_path, objects, config={"actions": "allocate, reclaim"})
+    scenario = load_scenario(path, clock=ClockSpec(300, 3600))
+    scenario.objects = [o for o in scenario.objects if o["metadata"]["name"] not in ("b-job", "b-job-0")]
+    sim = Simulation(scenario)
+    first = sim.cycle(1)
+    sim.advance(first)  # a's job runs; then b's job arrives
+    for obj in job("b-job", "b", preemptionDelay="30m"):
+        obj["metadata"]["creationTimestamp"] = "2026-01-01T00:05:00Z"
+        sim.cluster.create(obj["kind"], obj)
+    evicted_at = []
+    for number in range(2, 13):
+        record = sim.cycle(number)
+        if record.session.result.evictions:
+            evicted_at.append(sim.clock.elapsed_s)
+        sim.advance(record)
+    assert evicted_at == [35 * 60]  # pending since +5m, allowed to reclaim 30 minutes later
+
+
+def test_a_bad_run_time_is_reported_and_the_pod_runs_on(tmp_path: Path) -> None:
+    run = run_scenario(
+        load_scenario(scenario_file(tmp_path, [queue("a"), *job("x", "a", run_time="soon")]), clock=ClockSpec(60, 600))
+    )
+    assert [p.message for p in run.problems] == [
+        "Pod ml/x-0: field metadata.annotations[simulate.kai.scheduler/run-time]: got 'soon'; expected a duration "
+        "such as 60s, 1m30s, 2h or -1s; the pod runs until evicted"
+    ]
+    assert holders(run, "a") == [8.0] * 10
+
+
+def test_the_clock_block_of_a_scenario(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, [queue("a")], clock={"period": "1m", "duration": "1h", "sampleEvery": "15m"})
+    scenario = load_scenario(path)
+    assert scenario.clock == ClockSpec(60, 3600, 900)
+    assert scenario.runner.cycles_before_check == 60
+    assert load_scenario(path, clock=ClockSpec(600)).runner.cycles_before_check == 6
+    assert SimClock(0, 60).cycles_for(90) == 2
+
+
+@pytest.mark.parametrize(
+    ("clock", "message"),
+    [
+        ({"duration": "1h"}, "field clock.duration: needs a period (clock.period or --period) to advance by"),
+        ({"period": "0s", "duration": "1h"}, "field clock.period: got '0s'; must be longer than 0"),
+        ({"period": "1m", "every": "5m"}, "field clock.every: unknown key; allowed: period, duration, sampleEvery"),
+        ({"period": "a minute"}, "field clock.period: got 'a minute'; expected a duration"),
+    ],
+)
+def test_a_bad_clock_block_names_the_field(tmp_path: Path, clock: dict[str, str], message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_scenario(scenario_file(tmp_path, [queue("a")], clock=clock))
+
+
+def test_kai_simulate_with_a_clock_prints_the_timeline_and_json(tmp_path: Path) -> None:
+    objects = [queue("a"), queue("b"), *job("a1", "a", run_time="1h", resubmit=True), *job("b1", "b", run_time="1h")]
+    path = scenario_file(tmp_path, objects)
+    runner = CliRunner()
+    result = runner.invoke(main, ["simulate", str(path), "--period", "10m", "--duration", "3h", "--sample-every", "1h"])
+    assert result.exit_code == 0, result.output
+    assert "GPUs over time: allocated / fair share" in result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("│ +")]
+    assert [row.split("│")[1].strip() for row in rows] == ["+0s", "+1h0m0s", "+2h0m0s", "+2h50m0s"]
+    result = runner.invoke(main, ["simulate", str(path), "--period", "10m", "--cycles", "4", "--json"])
+    document = json.loads(result.output)[0]
+    assert [s["elapsedSeconds"] for s in document["timeline"]] == [0, 600, 1200, 1800]
+    assert document["timeline"][0]["queues"]["a"]["allocated"]["gpu"] == 8
+    assert document["clock"] == {"start": NOW, "periodSeconds": 600}
+    assert len(document["cycles"]) == 1
+
+
+def test_kai_simulate_clock_flags_are_checked(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, [queue("a")])
+    result = CliRunner().invoke(main, ["simulate", str(path), "--period", "1m"])
+    assert result.exit_code == 2 and "--period needs --duration or --cycles" in result.output
+    result = CliRunner().invoke(main, ["simulate", str(path), "--period", "soon", "--cycles", "2"])
+    assert result.exit_code == 2 and "Invalid value for '--period': got 'soon'; expected a duration" in result.output
+    result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "1h"])
+    assert result.exit_code == 1 and "field clock.duration: needs a period" in result.output
