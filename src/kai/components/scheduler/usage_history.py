@@ -88,7 +88,7 @@ def decode(configmap: Raw) -> UsageHistory:
         )
     except HistoryError:
         raise
-    except (KeyError, TypeError, ValueError, zlib.error) as error:
+    except (AttributeError, KeyError, TypeError, ValueError, zlib.error) as error:
         raise HistoryError(f"unreadable ({type(error).__name__}: {error})") from None
 
 
