@@ -49,6 +49,7 @@ e2e: $(STAMP) controlplane testcluster
 bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py
 	$(BIN)/python bench/allocate_bench.py --full-cycle
+	$(BIN)/python bench/allocate_bench.py --usage
 	$(BIN)/python bench/simulate_bench.py
 
 clean:

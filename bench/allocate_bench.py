@@ -4,8 +4,8 @@ cluster. Prints one line per case; not a test.
 bench <case> nodes=<n> pods=<m> seconds=<s> cpu_s=<s> pods_per_s=<r> rss_mb=<mb>
 
 With ``--full-cycle`` it runs what the scheduler does every period instead: the scheduler loop's ``run_once`` over
-the in-memory cluster (snapshot, every default action and plugin, writing the decisions back, metrics, and the
-usage store of time-based fair share when ``--usage`` is given too):
+the in-memory cluster (snapshot, every default action and plugin, writing the decisions back, metrics); ``--usage``
+does the same with time-based fair share on (the builtin usage store read, fed and saved to its ConfigMap):
 
 bench <case> full_cycle_s=<s> cpu_s=<s> binds=<n> rss_mb=<mb>
 
@@ -37,6 +37,7 @@ CASES = [
 ]
 CONFIG = parse_config({"actions": "allocate"})
 FULL_CONFIG = parse_config({})
+USAGE_CONFIG = parse_config({"usageDBConfig": {"clientType": "builtin"}})
 
 
 def _queue(name: str, parent: str, quota: float) -> dict[str, Any]:
@@ -120,11 +121,12 @@ def _allocate(objects: list[tuple[str, dict[str, Any]]]) -> tuple[float, float, 
     return seconds, cpu_s, len(session.result.binds)
 
 
-def _full_cycle(objects: list[tuple[str, dict[str, Any]]]) -> tuple[float, float, int]:
+def _full_cycle(objects: list[tuple[str, dict[str, Any]]], usage: bool) -> tuple[float, float, int]:
     cluster = MemoryCluster()
     for kind, obj in objects:
         cluster.create(kind, obj)
-    loop = SchedulerLoop(cluster, FULL_CONFIG, SchedulerMetrics(CollectorRegistry()), clock=lambda: 1_767_225_600.0)
+    config = USAGE_CONFIG if usage else FULL_CONFIG
+    loop = SchedulerLoop(cluster, config, SchedulerMetrics(CollectorRegistry()), clock=lambda: 1_767_225_600.0)
     gc.collect()
     gc.freeze()
     start, cpu = time.perf_counter(), time.process_time()
@@ -138,13 +140,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of {', '.join(c for c, _, _ in CASES)})")
     parser.add_argument("--full-cycle", action="store_true", help="time the scheduler loop's whole cycle")
+    parser.add_argument("--usage", action="store_true", help="full cycle with time-based fair share (builtin store)")
     args = parser.parse_args()
     for case, nodes, jobs in CASES:
         if args.cases and case not in args.cases:
             continue
         objects = build(nodes, jobs)
-        if args.full_cycle:
-            seconds, cpu_s, bound = _full_cycle(objects)
+        if args.full_cycle or args.usage:
+            seconds, cpu_s, bound = _full_cycle(objects, args.usage)
             rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
                 f"bench {case} full_cycle_s={seconds:.3f} cpu_s={cpu_s:.3f} binds={bound} rss_mb={rss_mb:.0f}",
