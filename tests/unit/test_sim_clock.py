@@ -197,3 +197,10 @@ def test_kai_simulate_clock_flags_are_checked(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "Invalid value for '--period': got 'soon'; expected a duration" in result.output
     result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "1h"])
     assert result.exit_code == 1 and "field clock.duration: needs a period" in result.output
+
+
+def test_a_resubmitted_job_skips_names_the_input_already_uses(tmp_path: Path) -> None:
+    objects = [queue("a"), *job("train", "a", run_time="10m", resubmit=True), *job("train-2", "a", gpus=0)]
+    run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 1800)))
+    assert sorted(run.cycles[-1].outcome.podgroups) == ["ml/train-2", "ml/train-4"]
+    assert run.completed == 2

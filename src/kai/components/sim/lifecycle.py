@@ -43,6 +43,9 @@ class Template:
 
 class WorkloadLifecycle:
     def __init__(self, objects: list[Raw], start: float, default_run_time_s: float | None = None) -> None:
+        """``objects``: the simulation's input (templates and run-time annotations are found there, so a cluster
+        without either costs nothing per cycle); ``default_run_time_s``: the run time of pods without the annotation
+        (None: they run until evicted)."""
         self.start = start
         self.default_run_time_s = default_run_time_s
         self.problems: list[Problem] = []
@@ -128,15 +131,14 @@ class WorkloadLifecycle:
         for key in groups:
             cluster.finalize("PodGroup", key)
         template.generation += 1
+        while _taken(cluster, template):  # a name the input already uses
+            template.generation += 1
         created = format_time(now)
-        podgroup_name = ""
+        podgroup_name, pod_names = _names(template)
         if template.podgroup is not None:
-            podgroup = _fresh(template.podgroup, _generation_name(template.podgroup, template.generation), created)
-            podgroup_name = podgroup["metadata"]["name"]
-            cluster.create("PodGroup", podgroup)
+            cluster.create("PodGroup", _fresh(template.podgroup, podgroup_name, created))
         template.current = []
-        for raw in template.pods:
-            name = _pod_name(raw, template, podgroup_name)
+        for raw, name in zip(template.pods, pod_names, strict=True):
             pod = _fresh(raw, name, created)
             pod["spec"].pop("nodeName", None)
             pod["status"] = {"phase": "Pending"}
@@ -160,18 +162,27 @@ def _started(pod: Raw, key: str, default: float) -> float:
     return parse_time(started, f"Pod {key}", "status.startTime") if started else default
 
 
-def _generation_name(obj: Raw, generation: int) -> str:
-    name = str(obj["metadata"]["name"])
-    return name if generation == 1 else f"{name}-{generation}"
+def _names(template: Template) -> tuple[str, list[str]]:
+    """The PodGroup's and the pods' names in the template's current generation: ``<name>-<generation>``; a pod named
+    after its PodGroup keeps that prefix with the PodGroup's new name."""
+    suffix = f"-{template.generation}"
+    group = str(template.podgroup["metadata"]["name"]) if template.podgroup is not None else ""
+    pods = []
+    for pod in template.pods:
+        name = str(pod["metadata"]["name"])
+        pods.append(group + suffix + name[len(group) :] if group and name.startswith(group) else name + suffix)
+    return (group + suffix if group else ""), pods
 
 
-def _pod_name(pod: Raw, template: Template, podgroup_name: str) -> str:
-    """A pod named after its podgroup keeps that prefix with the new generation's name; others get a suffix."""
-    name = str(pod["metadata"]["name"])
-    group = template.podgroup["metadata"]["name"] if template.podgroup is not None else ""
-    if group and name.startswith(group):
-        return podgroup_name + name[len(group) :]
-    return f"{name}-{template.generation}"
+def _taken(cluster: MemoryCluster, template: Template) -> bool:
+    podgroup_name, pod_names = _names(template)
+    namespace = (template.podgroup or template.pods[0])["metadata"].get("namespace")
+    if podgroup_name and cluster.get("PodGroup", f"{namespace}/{podgroup_name}") is not None:
+        return True
+    return any(
+        cluster.get("Pod", f"{p['metadata'].get('namespace')}/{n}")
+        for p, n in zip(template.pods, pod_names, strict=True)
+    )
 
 
 def _fresh(obj: Raw, name: str, created: str) -> dict[str, Any]:
