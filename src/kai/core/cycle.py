@@ -33,6 +33,8 @@ from kai.core.plugins.taskorder import TaskOrderPlugin
 from kai.core.plugins.topology import TopologyPlugin
 from kai.core.state.fit_errors import NOT_READY, JobFitError, render_detailed, render_short
 from kai.core.state.pod_status import PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.reasons import Reason, ReasonKind, headline_order
 from kai.core.state.snapshot import ClusterInfo
 
 PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
@@ -80,14 +82,14 @@ def open_session(
 
 
 def close_session(ssn: Session) -> None:
-    """Report every podgroup that still waits, with KAI's reason and messages."""
+    """Report every podgroup that still waits, with KAI's reason and messages and the typed reasons beside them."""
     result = ssn.result
     result.bind_requests_to_delete.extend(ssn.cluster.bind_requests_to_delete)
     waiting = list(ssn.jobs.values()) + list(ssn.cluster.unschedulable_jobs.values())
     for job in ssn.jobs.values():
         waits = any(task.status in (PodStatus.PENDING, PodStatus.GATED) for task in job.tasks.values())
         if not job.fit_errors and waits and not job.is_ready_for_scheduling():
-            job.add_fit_error(JobFitError(NOT_READY, [job.not_ready_message()]))
+            job.add_fit_error(JobFitError(NOT_READY, [job.not_ready_message()], why=job.not_ready_reason()))
     for job in waiting:
         if not job.fit_errors:
             continue
@@ -95,14 +97,30 @@ def close_session(ssn: Session) -> None:
         if not pending and job.key in ssn.jobs:
             continue
         reason = job.fit_errors[0].reason if len(job.fit_errors) == 1 else "Unschedulable"
+        reasons = typed_reasons(ssn, job)
         result.unschedulable[job.key] = Unschedulable(
-            job.key, reason, render_short(job.fit_errors), render_detailed(job.fit_errors)
+            job.key, reason, render_short(job.fit_errors), render_detailed(job.fit_errors), reasons
         )
         for task in pending:
             errors = job.task_fit_errors.get(task.key)
             result.pod_errors[task.key] = errors.error() if errors is not None else render_short(job.fit_errors)
+            own = errors.why if errors is not None else None
+            if own is not None or reasons:
+                result.pod_reasons[task.key] = own if own is not None else reasons[0]
             if not job.podgroup.mark_unschedulable:
                 result.events_only.add(task.key)
+
+
+def typed_reasons(ssn: Session, job: PodGroupInfo) -> tuple[Reason, ...]:
+    """The job's typed reasons, most decisive first: those of its fit errors (a fact already told inside another
+    reason is not repeated) and the plugins' own (``wait_reason_fns``)."""
+    found = [error.why or Reason(ReasonKind.UNKNOWN, {"text": error.detailed_message()}) for error in job.fit_errors]
+    nested = {id(child) for reason in found for child in reason.children}
+    found = [reason for reason in found if id(reason) not in nested]
+    if job.key in ssn.jobs:
+        for fn in ssn.wait_reason_fns:
+            found.extend(fn(job, found))
+    return headline_order(found)
 
 
 def run_cycle(

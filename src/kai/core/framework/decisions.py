@@ -3,6 +3,8 @@
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kai.core.state.reasons import Fix, Reason, nearest_fix
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimAllocation:
@@ -47,12 +49,18 @@ class Pipeline:
 
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
-    """A podgroup that could not be scheduled, with KAI's reason code and rendered messages."""
+    """A podgroup that could not be scheduled, with KAI's reason code and rendered messages, and beside them the
+    typed reasons, most decisive first."""
 
     podgroup_key: str
     reason: str
     message: str
     detailed_message: str
+    reasons: tuple[Reason, ...] = ()
+
+    @property
+    def nearest_fix(self) -> Fix | None:
+        return nearest_fix(self.reasons)
 
 
 @dataclass
@@ -84,6 +92,8 @@ class CycleResult:
     unschedulable: dict[str, Unschedulable] = field(default_factory=dict)
     pod_errors: dict[str, str] = field(default_factory=dict)
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""
+    pod_reasons: dict[str, Reason] = field(default_factory=dict)
+    """The typed form of ``pod_errors``: the pod's own reason where it has one, else its podgroup's headline."""
     events_only: set[str] = field(default_factory=set)
     """Pods of podgroups with ``markUnschedulable: false``: they get the event but no PodScheduled condition."""
     bind_requests_to_delete: list[str] = field(default_factory=list)

@@ -3,6 +3,7 @@ share (KAI's actions/*/ Execute loops differ only in filters, victims and valida
 
 from collections.abc import Callable
 
+from kai.core.framework.fit_reasons import refused_everywhere
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.scenario_search import JobSolver
@@ -133,12 +134,14 @@ def _blocked_for_good(ssn: Session, job: PodGroupInfo) -> bool:
             failure = check(task)
             if failure is None:
                 continue
+            why = refused_everywhere(failure, task.key)
             if task.key not in job.task_fit_errors:
-                job.task_fit_errors[task.key] = TaskFitErrors(headline=failure)
+                job.task_fit_errors[task.key] = TaskFitErrors(headline=failure, why=why)
             job.add_fit_error(
                 JobFitError(
                     POD_SCHEDULING_ERRORS,
                     [f"Resources were not found for pod {task.namespace}/{task.name} due to: {failure}"],
+                    why=why,
                 )
             )
             return True

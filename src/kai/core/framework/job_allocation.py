@@ -9,21 +9,24 @@ from functools import cmp_to_key
 
 import numpy as np
 
-from kai.core.framework.session import Session
+from kai.core.framework.fit_reasons import gang_short, node_fit_reason, refused_everywhere
+from kai.core.framework.session import Exclusion, Session
 from kai.core.framework.statement import Statement
 from kai.core.model import names
 from kai.core.state.fit_errors import DEFAULT_POD_ERROR, POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
 from kai.core.state.gpu_sharing import WHOLE_GPU, task_gpu_memory
 from kai.core.state.node_table import Mask, NodeInfo
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
+from kai.core.state.reasons import Predicate, Reason, ReasonKind, Refusal
 from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
 
-_SHORT_REASONS = {
-    CPU_ROW: "node(s) didn't have enough resources: CPU cores",
-    MEMORY_ROW: "node(s) didn't have enough resources: memory",
-    GPU_ROW: "node(s) didn't have enough resources: GPUs",
-}
+
+def _short(resource: str) -> Refusal:
+    return Refusal(f"node(s) didn't have enough resources: {resource}", Predicate.RESOURCES, {"resource": resource})
+
+
+_SHORT_REASONS = {CPU_ROW: _short("CPU cores"), MEMORY_ROW: _short("memory"), GPU_ROW: _short("GPUs")}
 
 
 def tasks_to_allocate(ssn: Session, job: PodGroupInfo, real_allocation: bool) -> list[TaskInfo]:
@@ -197,18 +200,18 @@ def allocate_task(
         error = pre(task, job)
         if error:
             fit_errors.headline = error
+            fit_errors.why = refused_everywhere(error, task.key)
             job.task_fit_errors[task.key] = fit_errors
             return False
     nodes = ssn.nodes
     scores = ssn.node_scores(task, candidates)
     feasible = candidates & nodes.fits_non_allocated(task)
-    excluded: list[tuple[Mask, str]] = []
+    excluded: list[Exclusion] = []
     for node_filter in ssn.node_filters:
         filtered = node_filter(task, job)
         if filtered is not None:
-            mask, why = filtered
-            excluded.append((candidates & ~mask, why))
-            feasible &= mask
+            excluded.append(filtered)
+            feasible &= filtered.allowed
     columns = np.flatnonzero(feasible)
     if columns.size:
         idle_fit = nodes.fits_idle(task)
@@ -217,6 +220,7 @@ def allocate_task(
             failure = next((r for r in (p(task, job, node) for p in ssn.predicates) if r), None)
             if failure:
                 fit_errors.add(failure)
+                fit_errors.nodes.setdefault(failure, node.name)
                 continue
             if task.request.is_shared_gpu:
                 if _allocate_shared(ssn, stmt, task, node, bool(idle_fit[column]), pipeline_only):
@@ -270,29 +274,36 @@ def _allocate_shared(
 
 
 def _explain(
-    ssn: Session, task: TaskInfo, candidates: Mask, excluded: list[tuple[Mask, str]], fit_errors: TaskFitErrors
+    ssn: Session, task: TaskInfo, candidates: Mask, excluded: list[Exclusion], fit_errors: TaskFitErrors
 ) -> None:
     """Count nodes per reason, only once a task fits nowhere: a node short of resources reports each missing
-    resource (KAI checks resources first); any other node reports the first filter that excluded it."""
+    resource (KAI checks resources first); any other node reports the first filter that excluded it. Then the
+    typed reason with its nearest fix."""
     nodes = ssn.nodes
     lacking = (task.req_vec[:, None] > nodes.non_allocated() + 1e-9) & candidates
     short = lacking.any(axis=0)
     for row in np.flatnonzero(lacking.any(axis=1)):
-        reason = _SHORT_REASONS.get(int(row), f"node(s) didn't have enough resources: {nodes.index.names[row]}")
+        reason = _SHORT_REASONS.get(int(row)) or _short(nodes.index.names[row])
         fit_errors.add(reason, int(lacking[row].sum()))
     remaining = candidates & ~short
-    for mask, reason in excluded:
-        fit_errors.add(reason, int((remaining & mask).sum()))
+    for exclusion in excluded:
+        mask = candidates & ~exclusion.allowed
+        fit_errors.add(exclusion.reason, int((remaining & mask).sum()))
         remaining = remaining & ~mask
+    fit_errors.why = node_fit_reason(ssn, task, candidates, excluded, fit_errors)
 
 
 def _record_failure(job: PodGroupInfo, task: TaskInfo, scheduled: int) -> None:
     errors = job.task_fit_errors.get(task.key)
     text = errors.error() if errors is not None else DEFAULT_POD_ERROR
+    why = errors.why if errors is not None and errors.why is not None else Reason(ReasonKind.UNKNOWN, {"text": text})
     pod_set = job.pod_set_of(task)
     if not job.is_gang() or pod_set.active_used >= pod_set.min_available:
         message = f"Resources were not found for pod {task.namespace}/{task.name} due to: {text}"
-    elif len(job.pod_sets) == 1 and pod_set.name == names.DEFAULT_SUBGROUP:
+        job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [message], why=why))
+        return
+    why = gang_short(why, scheduled, pod_set.min_available, pod_set.name)
+    if len(job.pod_sets) == 1 and pod_set.name == names.DEFAULT_SUBGROUP:
         message = (
             f"Resources were found for {scheduled} pods while {pod_set.min_available} are required for gang "
             f"scheduling. Additional pods cannot be scheduled due to: {text}"
@@ -303,4 +314,4 @@ def _record_failure(job: PodGroupInfo, task: TaskInfo, scheduled: int) -> None:
             f"requires {pod_set.min_available} pods for gang scheduling. Additional pods cannot be scheduled "
             f"in this sub-group due to: {text}"
         )
-    job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [message]))
+    job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [message], why=why))

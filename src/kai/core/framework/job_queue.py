@@ -15,6 +15,7 @@ from kai.core.model.meta import format_time
 from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
+from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
 
 
 @dataclass(eq=False)
@@ -192,6 +193,9 @@ def _record_preemption_delay(job: PodGroupInfo) -> None:
     if any(error.reason == PREEMPTION_DELAY_NOT_ELAPSED for error in job.fit_errors):
         return
     delay, end = job.podgroup.preemption_delay_s or 0.0, job.preemption_delay_end() or 0.0
+    why = Reason(
+        ReasonKind.PREEMPTION_DELAY, {"delaySeconds": delay, "until": end}, (Fix(FixKind.WAIT_UNTIL, {"until": end}),)
+    )
     job.add_fit_error(
         JobFitError(
             PREEMPTION_DELAY_NOT_ELAPSED,
@@ -199,5 +203,6 @@ def _record_preemption_delay(job: PodGroupInfo) -> None:
                 f"Workload is within its preemption delay window ({format_duration(delay)}) and may not trigger "
                 f"evictions before {format_time(end)}"
             ],
+            why=why,
         )
     )

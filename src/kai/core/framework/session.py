@@ -4,7 +4,8 @@ Plugins only add functions to the hook lists in ``on_session_open``; actions cal
 hooks are vectorised: they take and return arrays over all nodes of the node table.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any, Protocol
 
@@ -17,6 +18,7 @@ from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.queue_info import QueueInfo
+from kai.core.state.reasons import Reason
 from kai.core.state.resource_index import Vector
 from kai.core.state.snapshot import ClusterInfo
 from kai.core.state.task import TaskInfo
@@ -36,15 +38,28 @@ class QueueOrderFn(Protocol):
     ) -> int: ...
 
 
-class NodeFilter(Protocol):
-    """Static per-task node mask (affinity, taints, node kind); returns the mask and the reason for excluded nodes."""
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """The nodes a static filter keeps for a task. KAI counts every node it excludes under one text, the first
+    excluded node's (``reason``); ``by_reason`` keeps each reason's own nodes, for explaining."""
 
-    def __call__(self, task: TaskInfo, job: PodGroupInfo) -> tuple[Mask, str] | None: ...
+    allowed: Mask
+    reason: str
+    by_reason: tuple[tuple[str, Mask], ...] = ()
+
+
+class NodeFilter(Protocol):
+    """Static per-task node mask (affinity, taints, node kind)."""
+
+    def __call__(self, task: TaskInfo, job: PodGroupInfo) -> Exclusion | None: ...
 
 
 Predicate = Callable[[TaskInfo, PodGroupInfo, NodeInfo], str | None]
 """Per-node check that depends on what is placed (host ports, pod affinity); returns the reason or None."""
 CapacityCheck = Callable[[PodGroupInfo, list[TaskInfo]], JobFitError | None]
+WaitReasonFn = Callable[[PodGroupInfo, Sequence[Reason]], list[Reason]]
+"""A plugin's own typed reasons for a job that still waits at session close, given the reasons found so far (KAI
+says nothing about them: protected victims, a fair share too small to reclaim)."""
 SubsetNodes = Callable[[PodGroupInfo, "SubGroupSet | PodSet", list[PodSet], list[TaskInfo], Mask], list[Mask]]
 """Split a node set into candidate node sets for a (sub-)group (topology domains); [] when none fits."""
 
@@ -96,6 +111,9 @@ class Session:
         self.job_solution_start_fns: list[Callable[[], None]] = []
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
+        self.wait_reason_fns: list[WaitReasonFn] = []
+        self.fix_cache: dict[Hashable, Any] = {}
+        """Nearest fixes per pod shape and node-table state (``fit_reasons``): identical pods fail alike."""
         self.scenario_generators: list[tuple[str, Callable[[Any], Any]]] = []
         """Victim-scenario generators in plugin order (name, factory of a generator for one solve context)."""
         self.claim_allocations: dict[str, tuple[ClaimAllocation, ...]] = {}

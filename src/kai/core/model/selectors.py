@@ -367,7 +367,12 @@ class Tolerations:
     def check(self, taints: Sequence[Taint]) -> str | None:
         """None when the node's taints are all tolerated, else upstream's TaintToleration reason."""
         taint = self.untolerated(taints)
-        return None if taint is None else f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+        return None if taint is None else untolerated_reason(taint)
+
+
+def untolerated_reason(taint: Taint) -> str:
+    """Upstream's TaintToleration reason for a node with this taint."""
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 
 
 def tolerations_key(tolerations: Sequence[Mapping[str, object]], where: str = "Pod") -> Hashable:

@@ -15,6 +15,7 @@ from kai.core.framework.session import Session
 from kai.core.model.dra import RESERVED_FOR_MAX, Device
 from kai.core.state.node_table import NodeInfo
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.reasons import FixKind, Predicate, Refusal
 from kai.core.state.task import TaskInfo
 
 GATE = "DynamicResourceAllocation"
@@ -104,27 +105,45 @@ class DynamicResourcesPlugin:
         for key in self._keys(task):
             where = self.bound.get(key)
             if where is not None and where != node.name:
-                return f"node(s) cannot reach resource claim {key}, allocated on node {where}"
+                return Refusal(
+                    f"node(s) cannot reach resource claim {key}, allocated on node {where}",
+                    Predicate.CLAIM_ON_NODE,
+                    {"claim": key, "claimNode": where},
+                )
         return None
 
-    def pre_predicate(self, task: TaskInfo, job: PodGroupInfo) -> str | None:
+    def pre_predicate(self, task: TaskInfo, job: PodGroupInfo) -> Refusal | None:
         pod = task.pod
         if not pod.claims:
             return None
         if not self.ssn.config.feature_gates.get(GATE, False):
-            return f"pod {task.key} uses resource claims but the {GATE} feature gate is off"
+            text = f"pod {task.key} uses resource claims but the {GATE} feature gate is off"
+            return Refusal(
+                text, Predicate.DRA, {"problem": "feature gate off", "gate": GATE, "fix": FixKind.ENABLE_FEATURE_GATE}
+            )
         queue_label = self.ssn.config.queue_label_key
         for use in pod.claims:
             key = f"{task.namespace}/{use.claim_name}"
             claim = self.ssn.cluster.claims.get(key)
             if claim is None:
-                return f"resource claim {key} does not exist"
+                return Refusal(
+                    f"resource claim {key} does not exist",
+                    Predicate.DRA,
+                    {"problem": "claim missing", "claim": key, "fix": FixKind.CREATE_CLAIM},
+                )
             others = self.consumers.get(key, set()) - {pod.meta.uid}
             if len(others) >= RESERVED_FOR_MAX:
-                return f"resource claim {key} is already used by the maximum of {RESERVED_FOR_MAX} pods"
+                return Refusal(
+                    f"resource claim {key} is already used by the maximum of {RESERVED_FOR_MAX} pods",
+                    Predicate.DRA,
+                    {"problem": "claim full", "claim": key, "users": len(others), "fix": FixKind.FREE_CLAIM},
+                )
             if not use.from_template and claim.gpus and claim.meta.labels.get(queue_label) != job.queue:
-                return (
+                text = (
                     f"shared GPU resource claim {key} must have the label {queue_label}={job.queue} "
                     f"(it has {claim.meta.labels.get(queue_label, 'none')})"
                 )
+                label = f"{queue_label}={job.queue}"
+                evidence = {"problem": "queue label", "claim": key, "label": label, "fix": FixKind.LABEL_CLAIM}
+                return Refusal(text, Predicate.DRA, evidence)
         return None

@@ -5,17 +5,23 @@ to the root; for reclaim, ``reclaimMinRuntime`` found the same way (``queue``) o
 one level below the lowest common ancestor of the two queues, on the victim's side. Without a queue value the
 plugin's default applies. A protected job is not a victim; a protected elastic job may lose pods above its gang
 size, but no solution may take one of its pod sets below its minimum.
+
+KAI says nothing when protection is why no victim could be found; kai notes every protected victim a pending job
+passed over and, if the job still waits at session close, says so as a typed reason: wait for the victim whose
+protection ends soonest among those that together hold what the job asks for.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
 from kai.core.framework.victims import Scenario
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
 
 WHERE = "scheduler config"
 METHODS = ("lca", "queue")
@@ -42,6 +48,9 @@ class MinRuntimePlugin:
         ssn.reclaim_victim_filters.append(self.reclaim_filter)
         ssn.preempt_validators.append(self.preempt_valid)
         ssn.reclaim_validators.append(self.reclaim_valid)
+        ssn.wait_reason_fns.append(self.wait_reasons)
+        self.protected: dict[str, dict[str, tuple[float, str, float, str]]] = {}
+        """Per pending job, the victims protection kept from it: (protected until, queue, GPUs, action)."""
 
     def _path(self, queue: str) -> list[str]:
         """Queue names from the root down to ``queue``."""
@@ -83,10 +92,42 @@ class MinRuntimePlugin:
         return any(ps.min_available < len(ps.tasks) for ps in job.pod_sets.values())
 
     def preempt_filter(self, preemptor: PodGroupInfo, victim: PodGroupInfo) -> bool:
-        return self._elastic(victim) or not self._protected(victim, self._preempt_min(victim))
+        return self._elastic(victim) or self._unprotected(preemptor, victim, self._preempt_min(victim), "preempt")
 
     def reclaim_filter(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> bool:
-        return self._elastic(victim) or not self._protected(victim, self._reclaim_min(reclaimer, victim))
+        minimum = self._reclaim_min(reclaimer, victim)
+        return self._elastic(victim) or self._unprotected(reclaimer, victim, minimum, "reclaim")
+
+    def _unprotected(self, pending: PodGroupInfo, victim: PodGroupInfo, minimum: float, action: str) -> bool:
+        if not self._protected(victim, minimum):
+            return True
+        if victim.preemptible and victim.has_active_allocated():
+            held = sum(t.accepted_gpus or t.gpus_quota for t in victim.tasks.values() if t.status in ACTIVE_ALLOCATED)
+            until = (victim.last_start_ts or 0.0) + minimum
+            self.protected.setdefault(pending.key, {})[victim.key] = (until, victim.queue, held, action)
+        return False
+
+    def wait_reasons(self, job: PodGroupInfo, found: Sequence[Reason]) -> list[Reason]:
+        """Victims protection kept from the job; the fix waits for the one that, taking them soonest first, brings
+        together the GPUs the job asks for."""
+        victims = self.protected.get(job.key)
+        if not victims:
+            return []
+        ordered = sorted(victims.items(), key=lambda item: (item[1][0], item[0]))
+        needed, held = init_request(self.ssn, job)[2], 0.0
+        wait_for = ordered[-1]
+        for entry in ordered:
+            held += entry[1][2]
+            if held >= needed:
+                wait_for = entry
+                break
+        listed = [
+            {"podgroup": key, "queue": queue, "until": until, "gpus": gpus, "action": action}
+            for key, (until, queue, gpus, action) in ordered
+        ]
+        key, (until, queue, _, _) = wait_for
+        fix = Fix(FixKind.WAIT_FOR_JOB, {"podgroup": key, "queue": queue, "until": until})
+        return [Reason(ReasonKind.MIN_RUNTIME, {"victims": listed}, (fix,))]
 
     def _keeps_gangs(self, scenario: Scenario, minimum: Any) -> bool:
         for job_key in scenario.victims:

@@ -11,16 +11,40 @@ from collections.abc import Hashable
 import numpy as np
 
 from kai.core.framework.max_node_resources import MaxNodeResources
-from kai.core.framework.session import Session
+from kai.core.framework.session import Exclusion, Session
 from kai.core.model.pod_affinity import PlacedPod, PodAffinityFilter
 from kai.core.model.resources import GpuRequestKind
-from kai.core.model.selectors import NODE_AFFINITY_REASON
+from kai.core.model.selectors import NODE_AFFINITY_REASON, untolerated_reason
 from kai.core.state.node_table import Mask, NodeInfo
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.reasons import Predicate, Refusal
 from kai.core.state.task import TaskInfo
 
-NOT_READY = "node(s) were unschedulable or not ready"
+NOT_READY = Refusal("node(s) were unschedulable or not ready", Predicate.NOT_READY)
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+NODE_AFFINITY = Refusal(NODE_AFFINITY_REASON, Predicate.NODE_AFFINITY)
+
+
+def _static_reason(task: TaskInfo, info: NodeInfo) -> Refusal | None:
+    """Why the node can never take this pod this cycle (readiness, affinity, taints, GPU kind), KAI's text."""
+    node, pod = info.node, task.pod
+    if not node.ready:
+        return NOT_READY
+    if not pod.node_affinity.matches(node.name, node.labels):
+        return NODE_AFFINITY
+    taint = pod.tolerations.untolerated(node.taints)
+    if taint is not None:
+        return Refusal(
+            untolerated_reason(taint),
+            Predicate.TAINT,
+            {
+                "taint": f"{taint.key}={taint.value}:{taint.effect.value}",
+                "key": taint.key,
+                "effect": taint.effect.value,
+            },
+        )
+    kind = _kind_reason(task, info)
+    return Refusal(kind, Predicate.GPU_KIND) if kind else None
 
 
 def _kind_reason(task: TaskInfo, node: NodeInfo) -> str | None:
@@ -49,7 +73,7 @@ class PredicatesPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self._masks: dict[Hashable, tuple[Mask, str]] = {}
+        self._masks: dict[Hashable, Exclusion] = {}
         self._version = 0
         self._affinity: dict[str, tuple[int, PodAffinityFilter]] = {}
         self._anti_affinity_placed = any(
@@ -77,7 +101,7 @@ class PredicatesPlugin:
         if not task.pod.pod_affinity.is_empty:
             self._anti_affinity_placed = True
 
-    def node_mask(self, task: TaskInfo, job: PodGroupInfo) -> tuple[Mask, str] | None:
+    def node_mask(self, task: TaskInfo, job: PodGroupInfo) -> Exclusion | None:
         pod = task.pod
         key = (pod.node_affinity.key, pod.tolerations.key, pod.request.gpu_kind, pod.is_legacy_mig)
         cached = self._masks.get(key)
@@ -86,30 +110,30 @@ class PredicatesPlugin:
             self._masks[key] = cached
         return cached
 
-    def _compute_mask(self, task: TaskInfo) -> tuple[Mask, str]:
-        pod = task.pod
+    def _compute_mask(self, task: TaskInfo) -> Exclusion:
         infos = self.ssn.nodes.infos
         mask = np.ones(len(infos), dtype=bool)
-        first_reason = ""
+        by_reason: dict[str, list[int]] = {}
         for info in infos:
-            node = info.node
-            reason: str | None = None
-            if not node.ready:
-                reason = NOT_READY
-            elif not pod.node_affinity.matches(node.name, node.labels):
-                reason = NODE_AFFINITY_REASON
-            else:
-                reason = pod.tolerations.check(node.taints) or _kind_reason(task, info)
+            reason = _static_reason(task, info)
             if reason:
                 mask[info.column] = False
-                first_reason = first_reason or reason
-        return mask, first_reason
+                by_reason.setdefault(reason, []).append(info.column)
+        masks: list[tuple[str, Mask]] = []
+        for text, columns in by_reason.items():
+            excluded = np.zeros(len(infos), dtype=bool)
+            excluded[columns] = True
+            masks.append((text, excluded))
+        return Exclusion(mask, next(iter(by_reason), ""), tuple(masks))
 
     def capacity(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
         over = self.ssn.task_over_capacity_on_node(task, job, node)
         if over is None:
             return None
-        return f"node does not have enough capacity. Reason: {over.reason}, Details: {over.messages[0]}"
+        text = f"node does not have enough capacity. Reason: {over.reason}, Details: {over.messages[0]}"
+        fix = over.why.fix if over.why is not None else None
+        evidence = {"fix": fix.kind.value, **fix.evidence} if fix is not None else {}
+        return Refusal(text, Predicate.QUEUE_CAPACITY, evidence)
 
     def host_ports(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
         wanted = task.pod.host_ports
@@ -124,7 +148,7 @@ class PredicatesPlugin:
                         and port.protocol == used.protocol
                         and (same_ip or used.host_ip == port.host_ip)
                     ):
-                        return PORTS_REASON
+                        return Refusal(PORTS_REASON, Predicate.HOST_PORTS, {"port": port.port})
         return None
 
     def pod_affinity(self, task: TaskInfo, job: PodGroupInfo, node: NodeInfo) -> str | None:
@@ -146,4 +170,5 @@ class PredicatesPlugin:
                 PodAffinityFilter.prepare(pod.meta.namespace, pod.meta.labels, pod.pod_affinity, labels, placed),
             )
             self._affinity[task.key] = cached
-        return cached[1].check(node.node.labels)
+        refused = cached[1].check(node.node.labels)
+        return Refusal(refused, Predicate.POD_AFFINITY) if refused else None

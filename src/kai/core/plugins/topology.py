@@ -19,7 +19,8 @@ from kai.core.state.fit_errors import POD_SCHEDULING_ERRORS, JobFitError
 from kai.core.state.node_table import Mask
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import PodGroupInfo, PodSet, SubGroupSet
-from kai.core.state.resource_index import CPU_ROW, GPU_ROW, PODS_ROW, Vector
+from kai.core.state.reasons import QUANTITIES, Fix, FixKind, Reason, ReasonKind, amount
+from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW, PODS_ROW, Vector
 from kai.core.state.task import TaskInfo
 
 ROOT = "root"
@@ -102,8 +103,14 @@ class TopologyPlugin:
             return [nodes]
         tree = self.trees.get(constraint.topology)
         if tree is None:
+            missing = {"topology": constraint.topology, "missing": True}
+            why = Reason(
+                ReasonKind.TOPOLOGY, missing, (Fix(FixKind.CREATE_TOPOLOGY, {"topology": constraint.topology}),)
+            )
             job.add_fit_error(
-                JobFitError(POD_SCHEDULING_ERRORS, [f"Requested topology {constraint.topology} does not exist"])
+                JobFitError(
+                    POD_SCHEDULING_ERRORS, [f"Requested topology {constraint.topology} does not exist"], why=why
+                )
             )
             return []
         if not tasks:
@@ -124,6 +131,7 @@ class TopologyPlugin:
                 JobFitError(
                     POD_SCHEDULING_ERRORS,
                     [_no_match(job, group, tree, f"not enough resources in {where} to allocate the job")],
+                    why=self._no_match_reason(job, group, tree, [self._domain_reason(tree, domain, tasks, requested)]),
                 )
             )
             return []
@@ -131,7 +139,7 @@ class TopologyPlugin:
         _sort_tree(requested, domain, preferred or required)
         if preferred:
             self.scores[group.name] = self._preferred_scores(domain, preferred)
-        domains = self._allocatable_domains(job, group, pod_sets, requested, len(tasks), tree)
+        domains = self._allocatable_domains(job, group, pod_sets, tasks, requested, tree)
         order = _reverse_level_order(tree.root)
         ranked = [d for d in order for candidate in domains if candidate is d]
         result = []
@@ -199,8 +207,15 @@ class TopologyPlugin:
         return scores
 
     def _allocatable_domains(
-        self, job: PodGroupInfo, group: Group, pod_sets: list[PodSet], requested: Vector, count: int, tree: Tree
+        self,
+        job: PodGroupInfo,
+        group: Group,
+        pod_sets: list[PodSet],
+        tasks: list[TaskInfo],
+        requested: Vector,
+        tree: Tree,
     ) -> list[Domain]:
+        count = len(tasks)
         constraint = group.topology
         assert constraint is not None
         levels = [*reversed(tree.levels), ROOT]
@@ -229,14 +244,83 @@ class TopologyPlugin:
                 error = _domain_fit(job, group, requested, count, each)
                 if error is not None:
                     if index == len(relevant) - 1:
+                        error.why = self._domain_reason(tree, each, tasks, requested)
                         top_errors.append(error)
                     continue
                 domains.append(each)
         if not domains:
             for error in top_errors:
                 job.add_fit_error(error)
-            job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [_no_match(job, group, tree)]))
+            tried = [error.why for error in top_errors if error.why is not None]
+            why = self._no_match_reason(job, group, tree, tried)
+            job.add_fit_error(JobFitError(POD_SCHEDULING_ERRORS, [_no_match(job, group, tree)], why=why))
         return domains
+
+    def _no_match_reason(self, job: PodGroupInfo, group: Group, tree: Tree, tried: list[Reason]) -> Reason:
+        """The group fits in no domain of its level; the domains tried, the one needing the least first."""
+        constraint = group.topology
+        evidence = {
+            "topology": tree.name,
+            "requiredLevel": constraint.required_level if constraint else "",
+            "preferredLevel": constraint.preferred_level if constraint else "",
+            "podgroup": job.key,
+            "subgroup": "" if group.name == "default" else group.name,
+            "domains": len(tried),
+        }
+        children = tuple(sorted(tried, key=lambda reason: float(reason.evidence.get("shortfall", math.inf))))
+        return Reason(ReasonKind.TOPOLOGY, evidence, children=children)
+
+    def _domain_reason(self, tree: Tree, domain: Domain, tasks: list[TaskInfo], requested: Vector) -> Reason:
+        """One domain that cannot hold the group: its numbers, and what would make it hold it (room for the
+        missing pods on its nodes, or the missing GPUs)."""
+        evidence: dict[str, object] = {"topology": tree.name, "level": domain.level, "domain": domain.id}
+        where = {"level": domain.level, "domain": domain.id}
+        if domain.allocatable_pods != -1:
+            short = len(tasks) - domain.allocatable_pods
+            evidence.update(allocatablePods=domain.allocatable_pods, requiredPods=len(tasks))
+            node, needs, gpus = self._room_for(domain, tasks, short)
+            evidence["shortfall"] = gpus if gpus else short
+            fix = Fix(FixKind.FREE_IN_DOMAIN, {**where, "pods": short, "moreGPUs": gpus, "node": node, "needs": needs})
+            return Reason(ReasonKind.TOPOLOGY, evidence, (fix,))
+        free = domain.free if domain.free is not None else np.zeros_like(requested)
+        more = amount(max(float(requested[GPU_ROW] - free[GPU_ROW]), 0.0))
+        evidence.update(
+            freeGPUs=amount(float(free[GPU_ROW])), requestedGPUs=amount(float(requested[GPU_ROW])), shortfall=more
+        )
+        return Reason(ReasonKind.TOPOLOGY, evidence, (Fix(FixKind.FREE_IN_DOMAIN, {**where, "moreGPUs": more}),))
+
+    def _room_for(
+        self, domain: Domain, tasks: list[TaskInfo], short: int
+    ) -> tuple[str, list[dict[str, object]], float]:
+        """Where ``short`` more copies of the group's largest pod would fit soonest: the node needing the least for
+        one more copy (and what it needs), and the GPUs all missing copies need together."""
+        maximum = np.max([t.req_vec for t in tasks], axis=0)
+        maximum[PODS_ROW] = 0
+        nodes = self.ssn.nodes
+        rows = np.flatnonzero(maximum > 0)
+        if not rows.size or not domain.columns:
+            return "", [], 0.0
+        available = (nodes.idle + nodes.releasing)[np.ix_(rows, np.array(domain.columns, dtype=np.intp))]
+        copies = np.floor((available + 1e-9) / maximum[rows, None]).min(axis=0)
+        extra = np.maximum((copies + 1) * maximum[rows, None] - available, 0.0)
+        cost = (extra / maximum[rows, None]).sum(axis=0)
+        order = np.argsort(cost, kind="stable")
+        best = int(order[0])
+        needs = []
+        for position, row in enumerate(rows):
+            if extra[position, best] <= 1e-9:
+                continue
+            resource, unit, scale = {CPU_ROW: QUANTITIES[0], MEMORY_ROW: QUANTITIES[1], GPU_ROW: QUANTITIES[2]}.get(
+                int(row), (nodes.index.names[row], "", 1.0)
+            )
+            needs.append({"resource": resource, "unit": unit, "more": amount(float(extra[position, best]), scale)})
+        gpu = np.flatnonzero(rows == GPU_ROW)
+        gpus = 0.0
+        if gpu.size:
+            per_node = list(extra[int(gpu[0]), order])
+            per_node += [float(maximum[GPU_ROW])] * max(short - len(per_node), 0)
+            gpus = amount(float(sum(per_node[:short])))
+        return nodes.infos[domain.columns[best]].name, needs, gpus
 
 
 def _add_subtree(domain: Domain, by_level: dict[str, dict[str, Domain]]) -> None:
@@ -269,11 +353,11 @@ def _ratio(requested: Vector, domain: Domain) -> float:
     ratio = 0.0
     if requested[GPU_ROW] > 0:
         ratio = max(ratio, requested[GPU_ROW] / free[GPU_ROW] if free[GPU_ROW] else math.inf)
-    for row, amount in enumerate(requested):
-        if row in (GPU_ROW, PODS_ROW) or amount <= 0:
+    for row, wanted in enumerate(requested):
+        if row in (GPU_ROW, PODS_ROW) or wanted <= 0:
             continue
         scale = 1000.0 if row == CPU_ROW else 1.0  # KAI compares Quantity.Value(): whole cores for CPU
-        want, have = math.ceil(amount / scale), math.ceil(free[row] / scale)
+        want, have = math.ceil(wanted / scale), math.ceil(free[row] / scale)
         ratio = max(ratio, MISSING_RESOURCE_RATIO if have == 0 else want / have)
     return float(ratio)
 

@@ -1,11 +1,14 @@
 """Why a pod or a podgroup could not be placed, kept as data and rendered with KAI's exact wording.
 
 Reasons are typed first and turned into text last (STYLE.md §2.4): the PodGroup condition, the pod event, the
-simulator report and ``--json`` all render through these functions.
+simulator report and ``--json`` all render through these functions. Each error also carries its typed reason
+(``reasons``) for ``kai explain``; the texts never depend on it.
 """
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+from kai.core.state.reasons import Reason
 
 DEFAULT_PODGROUP_REASON = "Unable to schedule podgroup"
 DEFAULT_POD_ERROR = "Unable to schedule pod"
@@ -31,6 +34,8 @@ class JobFitError:
     subgroup: str = ""
     node_group: str = ""
     details: dict[str, object] = field(default_factory=dict)
+    why: Reason | None = None
+    """The typed reason beside KAI's texts."""
 
     def detailed_message(self) -> str:
         text = ", ".join(self.detailed or self.messages)
@@ -65,12 +70,16 @@ class TaskFitErrors:
 
     headline: str = ""
     counts: Counter[str] = field(default_factory=Counter)
+    nodes: dict[str, str] = field(default_factory=dict)
+    """The first node each placement rule refused the pod on (a node that had room), for the nearest fix."""
+    why: Reason | None = None
+    """The typed reason: the pre-predicate that refused the pod, or the nodes by predicate and the nearest fix."""
 
     def add(self, reason: str, nodes: int = 1) -> None:
         if nodes:
             self.counts[reason] += nodes
 
     def error(self) -> str:
-        text = self.headline or RESOURCES_NOT_FOUND
+        text = str(self.headline) or RESOURCES_NOT_FOUND
         histogram = sorted(f"{n} {reason}" for reason, n in self.counts.items())
         return f"{text}: {_REASON_SEPARATOR.join(histogram)}." if histogram else text

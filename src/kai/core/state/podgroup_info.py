@@ -10,6 +10,7 @@ from kai.core.model import names
 from kai.core.model.objects import PodGroup, TopologyConstraint
 from kai.core.state.fit_errors import JobFitError, TaskFitErrors
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, ALIVE, ALLOCATED, PodStatus
+from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
 from kai.core.state.task import TaskInfo
 
 GATED = frozenset({PodStatus.GATED})
@@ -200,6 +201,24 @@ class PodGroupInfo:
                     f"exist, {gated} are gated."
                 )
         return message
+
+    def not_ready_reason(self) -> Reason:
+        """The typed form of ``not_ready_message``: gated pods (remove their gates) or missing pods (create them)."""
+        sets, fixes, gated_pods = [], [], []
+        for pod_set in self.pod_sets.values():
+            if pod_set.is_ready_for_scheduling():
+                continue
+            alive, gated = pod_set.count(ALIVE), pod_set.count(GATED)
+            subgroup = "" if pod_set.name == names.DEFAULT_SUBGROUP else pod_set.name
+            sets.append({"subgroup": subgroup, "minMember": pod_set.min_available, "exist": alive, "gated": gated})
+            gated_pods += sorted(t.key for t in pod_set.tasks.values() if t.status is PodStatus.GATED)
+            missing = pod_set.min_available - (alive - gated)
+            if missing > gated:  # ungating is not enough: pods are missing too
+                fixes.append(Fix(FixKind.CREATE_PODS, {"subgroup": subgroup, "count": missing - gated}))
+        if gated_pods:
+            gates = Fix(FixKind.REMOVE_GATES, {"pods": gated_pods})
+            return Reason(ReasonKind.SCHEDULING_GATE, {"podSets": sets, "gatedPods": gated_pods}, (gates, *fixes))
+        return Reason(ReasonKind.GANG_INCOMPLETE, {"podSets": sets}, tuple(fixes))
 
     def has_pending(self) -> bool:
         return any(task.status is PodStatus.PENDING for task in self.tasks.values())

@@ -16,6 +16,7 @@ from kai.core.state.node_table import NodeTable
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
+from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
 from kai.core.state.resource_index import GPU_ROW, ResourceIndex
 from kai.core.state.task import TaskInfo
 
@@ -91,15 +92,18 @@ def _queues(state: ClusterState) -> dict[str, QueueInfo]:
 
 def _queue_error(state: ClusterState, queue: str) -> JobFitError:
     """KAI's reason for a podgroup whose queue cannot be used; the message says why when the queue exists."""
-    problem = state.unusable_queues.get(queue)
-    if problem is not None:
+    problem = state.unusable_queues.get(queue) or state.invalid.get(("Queue", queue))
+    if problem is None:
+        why = Reason(ReasonKind.QUEUE_UNUSABLE, {"queue": queue}, (Fix(FixKind.CREATE_QUEUE, {"queue": queue}),))
+        return JobFitError(QUEUE_DOES_NOT_EXIST, [f"Queue '{queue}' does not exist"], subgroup="", why=why)
+    if queue in state.unusable_queues:
         message = f"Queue '{queue}' is not usable: {problem.problem}"
-    elif ("Queue", queue) in state.invalid:
-        error = state.invalid[("Queue", queue)]
-        message = f"Queue '{queue}' is invalid: field {error.field}: {error.problem}"
     else:
-        message = f"Queue '{queue}' does not exist"
-    return JobFitError(QUEUE_DOES_NOT_EXIST, [message], subgroup="")
+        message = f"Queue '{queue}' is invalid: field {problem.field}: {problem.problem}"
+    evidence = {"queue": queue, "field": problem.field, "problem": problem.problem}
+    fix = Fix(FixKind.FIX_FIELD, {"object": problem.obj, "field": problem.field, "problem": problem.problem})
+    why = Reason(ReasonKind.QUEUE_UNUSABLE, evidence, (fix,))
+    return JobFitError(QUEUE_DOES_NOT_EXIST, [message], subgroup="", why=why)
 
 
 def take_snapshot(

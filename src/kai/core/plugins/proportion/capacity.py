@@ -1,7 +1,8 @@
 """Queue capacity policy (KAI's capacity_policy): hard limits, and non-preemptible jobs within deserved quota.
 
 Both checks walk the job's leaf queue and every ancestor; the first violation becomes the job's fit error, with
-KAI's reason (OverLimit / NonPreemptibleOverQuota), its message and the queue's numbers as details.
+KAI's reason (OverLimit / NonPreemptibleOverQuota), its message and the queue's numbers as details, and the typed
+reason beside them: the queue, the resource, its numbers and by how much the limit or quota would have to grow.
 """
 
 from collections.abc import Mapping
@@ -10,6 +11,7 @@ from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, go_float, huma
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.resource_division import UNLIMITED
 from kai.core.state.fit_errors import NON_PREEMPTIBLE_OVER_QUOTA, OVER_LIMIT, JobFitError
+from kai.core.state.reasons import QUANTITIES, Fix, FixKind, Reason, ReasonKind, amount
 
 
 def _details(queue: QueueAttributes, requested: Quantities, preemptible: bool) -> dict[str, object]:
@@ -35,7 +37,9 @@ def over_limit(
                 continue
             if limit < queue.allocated[i] + requested[i]:
                 message = _over_limit_message(queue, i, requested[i])
-                return JobFitError(OVER_LIMIT, [message], details=_details(queue, requested, preemptible))
+                numbers = (limit, queue.allocated[i], requested[i])
+                why = _typed(ReasonKind.QUEUE_LIMIT, FixKind.RAISE_QUEUE_LIMIT, queue.uid, i, numbers)
+                return JobFitError(OVER_LIMIT, [message], details=_details(queue, requested, preemptible), why=why)
     return None
 
 
@@ -51,10 +55,40 @@ def non_preemptible_over_quota(
                 continue
             if deserved < queue.allocated_non_preemptible[i] + requested[i]:
                 message = _over_quota_message(queue, i, requested)
+                used = queue.allocated_non_preemptible[i]
+                why = _typed(
+                    ReasonKind.NON_PREEMPTIBLE_OVER_QUOTA,
+                    FixKind.RAISE_QUEUE_QUOTA,
+                    queue.uid,
+                    i,
+                    (deserved, used, requested[i]),
+                    Fix(FixKind.MAKE_PREEMPTIBLE),
+                )
                 return JobFitError(
-                    NON_PREEMPTIBLE_OVER_QUOTA, [message], details=_details(queue, requested, preemptible)
+                    NON_PREEMPTIBLE_OVER_QUOTA, [message], details=_details(queue, requested, preemptible), why=why
                 )
     return None
+
+
+def _typed(
+    kind: ReasonKind, fix: FixKind, queue: str, i: int, numbers: tuple[float, float, float], *more: Fix
+) -> Reason:
+    """The queue's bound (limit or quota), what it holds and what the workload asks for, in KAI's units; the fix
+    grows the bound to exactly what is needed."""
+    bound, used, wanted = numbers
+    resource, unit, scale = QUANTITIES[i]
+    needed = amount(used + wanted, scale)
+    evidence = {
+        "queue": queue,
+        "resource": resource,
+        "unit": unit,
+        "bound": amount(bound, scale),
+        "allocated": amount(used, scale),
+        "requested": amount(wanted, scale),
+    }
+    by = round(needed - amount(bound, scale), 3)
+    grow = Fix(fix, {"queue": queue, "resource": resource, "unit": unit, "by": by, "to": needed})
+    return Reason(kind, evidence, (grow, *more))
 
 
 def _over_limit_message(queue: QueueAttributes, i: int, requested: float) -> str:

@@ -23,6 +23,7 @@ from kai.core.plugins.proportion.resource_division import (
     ResourceTotals,
     divide_tree,
 )
+from kai.core.plugins.proportion.wait_reasons import wait_reasons
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import NodeInfo
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, ALLOCATED, PodStatus
@@ -85,6 +86,7 @@ class ProportionPlugin:
         ssn.job_solution_start_fns.append(self.job_solution_start)
         self.simulation_queues = self.queues
         ssn.task_over_capacity_on_node_fns.append(self._task_over_capacity_on_node)
+        ssn.wait_reason_fns.append(lambda job, found: wait_reasons(ssn, self.queues, job, found))
 
     def _total(self, ssn: Session) -> Quantities:
         nodes = ssn.nodes
@@ -228,6 +230,7 @@ class ProportionPlugin:
                 "memory": queue.shares.memory.usage,
                 "gpu": queue.shares.gpu.usage,
             },
+            "request": dict(zip(("cpu", "memory", "gpu"), queue.request(), strict=True)),
         }
 
     def allocation_sample(self) -> AllocationSample:
