@@ -1,4 +1,5 @@
-"""The ``kai`` command: one entry point for every component (today: ``kai simulate``)."""
+"""The ``kai`` command: one entry point for every component, the simulator, and the questions about a cluster
+(``kai explain``, ``kai queues``, ``kai snapshot``)."""
 
 import json
 import logging
@@ -8,6 +9,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from kai.cli.explain import explain
+from kai.cli.queues import queues
+from kai.cli.snapshot import snapshot
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.endpoints import EndpointError
 from kai.components.runtime import COMPONENTS, RuntimeOptions
@@ -129,6 +133,7 @@ def _serve(
     health_probe_bind_address: str,
     leader_elect: bool,
     reservation_namespace: str,
+    plugin_server_port: int = 0,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -144,6 +149,7 @@ def _serve(
         schedule_period_s=period,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
+        plugin_server_port=plugin_server_port,
         write_workers=16,
         reservation_namespace=reservation_namespace,
     )
@@ -153,7 +159,15 @@ def _serve(
         raise click.ClickException(str(error)) from error
 
 
+PROBES = ":8081"
+SCHEDULER_PROBES = ":8082"
+"""Commands that run the scheduler keep KAI's plugin server port (127.0.0.1:8081), so their probes move aside."""
+PLUGIN_SERVER_PORT = 8081
+
+
 def _component_command(name: str, components: tuple[str, ...], help_text: str) -> None:
+    schedules = "scheduler" in components
+
     @main.command(name=name, help=help_text)
     @click.option(
         "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
@@ -176,7 +190,7 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
     )
     @click.option(
         "--health-probe-bind-address",
-        default=":8081",
+        default=SCHEDULER_PROBES if schedules else PROBES,
         show_default=True,
         help="HOST:PORT for /healthz and /readyz (0 = off).",
     )
@@ -187,6 +201,14 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         show_default=True,
         help="Namespace of the binder's GPU reservation pods (created if missing).",
     )
+    @click.option(
+        "--plugin-server-port",
+        type=click.IntRange(0, 65535),
+        default=PLUGIN_SERVER_PORT if schedules else 0,
+        show_default=schedules,
+        hidden=not schedules,
+        help="Port on 127.0.0.1 for /get-snapshot, /get-job-order and /get-cycles (0 = off).",
+    )
     def command(
         kubeconfig: str | None,
         context: str | None,
@@ -196,6 +218,7 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         health_probe_bind_address: str,
         leader_elect: bool,
         resource_reservation_namespace: str,
+        plugin_server_port: int,
     ) -> None:
         _serve(
             set(components),
@@ -207,6 +230,7 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
             health_probe_bind_address,
             leader_elect,
             resource_reservation_namespace,
+            plugin_server_port,
         )
 
 
@@ -215,3 +239,7 @@ _component_command("binder", ("binder",), "Bind pods named by BindRequests.")
 _component_command("controllers", ("controllers",), "Keep Queue and PodGroup status up to date.")
 _component_command("podgrouper", ("podgrouper",), "Create a PodGroup for every ungrouped kai-scheduler pod.")
 _component_command("all", COMPONENTS, "Run the scheduler, binder, controllers and pod-grouper in one process.")
+
+
+for command in (explain, queues, snapshot):
+    main.add_command(command)

@@ -83,6 +83,20 @@ def _text_headers(body: str) -> list[tuple[str, str]]:
     return [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body.encode())))]
 
 
+def bind(address: tuple[str, int], app: WsgiApp, what: str) -> WSGIServer:
+    """A server for ``app`` on ``address``, not yet serving; ``what`` names it in the error if the port is taken."""
+    host, port = address
+    try:
+        return make_server(host, port, app, _Server, _QuietHandler)
+    except OSError as error:
+        raise EndpointError(f"cannot serve {what} on {host}:{port}: {error.strerror or error}") from error
+
+
+def start(server: WSGIServer) -> None:
+    """Serve on a daemon thread until ``shutdown``."""
+    threading.Thread(target=server.serve_forever, name="kai-endpoints", daemon=True).start()
+
+
 class Endpoints:
     """The HTTP servers of one process, each on its own daemon thread until ``close``."""
 
@@ -95,16 +109,16 @@ class Endpoints:
         if probes_at is not None:
             apps[probes_at] = (apps.get(probes_at, (None, None))[0], health)
         self.servers: list[WSGIServer] = []
-        for (host, port), (metrics, probes) in apps.items():
+        for address, (metrics, probes) in apps.items():
             what = " and ".join(n for n, on in (("metrics", metrics), ("health probes", probes)) if on)
             try:
-                self.servers.append(make_server(host, port, _app(metrics, probes), _Server, _QuietHandler))
-            except OSError as error:
+                self.servers.append(bind(address, _app(metrics, probes), what))
+            except EndpointError:
                 for server in self.servers:
                     server.server_close()
-                raise EndpointError(f"cannot serve {what} on {host}:{port}: {error.strerror or error}") from error
+                raise
         for server in self.servers:
-            threading.Thread(target=server.serve_forever, name="kai-endpoints", daemon=True).start()
+            start(server)
 
     @property
     def ports(self) -> list[int]:

@@ -47,6 +47,8 @@ class RuntimeOptions:
     controllers_period_s: float = 2.0
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
+    plugin_server_port: int = 0
+    """The scheduler's plugin server on 127.0.0.1 (0 = off)."""
     write_workers: int = 1
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
     grouping: Settings = field(default_factory=Settings)
@@ -98,9 +100,10 @@ def run(
     stop: threading.Event,
     registry: CollectorRegistry | None = None,
     health: Health | None = None,
+    on_scheduler: Callable[[SchedulerLoop], None] | None = None,
 ) -> None:
-    """Run the named components until ``stop`` is set; their metrics go to ``registry``, and ``health`` learns
-    whether their loops are alive."""
+    """Run the named components until ``stop`` is set; their metrics go to ``registry``, ``health`` learns
+    whether their loops are alive, and ``on_scheduler`` gets the scheduler loop once it exists."""
     registry = registry if registry is not None else CollectorRegistry()
     writes = Writes(options.write_workers)
     wakes = {name: threading.Event() for name in components}
@@ -144,6 +147,8 @@ def run(
     if "scheduler" in components:
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
         loop = SchedulerLoop(cluster, options.config, metrics, writes=writes)
+        if on_scheduler is not None:
+            on_scheduler(loop)
         threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))
     for thread in threads:
         thread.start()

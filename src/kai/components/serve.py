@@ -20,6 +20,8 @@ from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
 from kai.components.endpoints import Endpoints, Health
 from kai.components.runtime import RuntimeOptions, kinds_for, run
+from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.scheduler.plugin_server import PluginServer
 
 log = logging.getLogger(__name__)
 SYNC_TIMEOUT_S = 120.0
@@ -63,9 +65,12 @@ def serve(
     registry, health = CollectorRegistry(), Health()
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None
+    plugin_server: PluginServer | None = None
     elector: LeaderElector | None = None
     try:
         endpoints = Endpoints(options.metrics_bind_address, options.health_probe_bind_address, registry, health)
+        if "scheduler" in components and options.plugin_server_port:
+            plugin_server = PluginServer(options.plugin_server_port)
         cluster.start()
         if not cluster.wait_for_sync(SYNC_TIMEOUT_S):
             raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
@@ -88,10 +93,18 @@ def serve(
                 if stop.is_set():
                     return
             log.info("%s leads", identity)
-        run(cluster, components, options, stop, registry, health)
+        serving = plugin_server
+
+        def attach(loop: SchedulerLoop) -> None:
+            if serving is not None:
+                serving.attach(loop, cluster)
+
+        run(cluster, components, options, stop, registry, health, attach)
     finally:
         if elector is not None:
             elector.stop()
         cluster.close()
         if endpoints is not None:
             endpoints.close()
+        if plugin_server is not None:
+            plugin_server.close()

@@ -3,7 +3,7 @@
 Object events arrive from the cluster port on another thread; a lock keeps them out while a snapshot is taken,
 so a cycle sees one consistent state. Invalid objects are skipped, and reported once each on the object itself
 (``invalid``). With time-based fair share, each cycle reads the queues' usage and records what they hold
-(``usage``).
+(``usage``). The last cycles' results are kept (``history``) for the plugin server.
 """
 
 import logging
@@ -16,9 +16,11 @@ from kai.cluster.port import ClusterClient
 from kai.components.events import EventRecorder
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
+from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.invalid import InvalidObjectReporter
 from kai.components.scheduler.usage import UsageSource, cycle_with_usage, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
+from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.state.cluster_state import ClusterState
@@ -49,6 +51,8 @@ class SchedulerLoop:
         self._lock = threading.Lock()
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
         self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
+        self.cycles = 0
+        self.history = CycleHistory()
         cluster.subscribe(self._on_change)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
@@ -63,11 +67,22 @@ class SchedulerLoop:
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
         session = cycle_with_usage(self.usage, cluster, self.config, now, time.perf_counter)
+        self.cycles += 1
+        self.history.add(self.cycles, now, session.result)
         self.writer.write(session.result, session.jobs)
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:
             self.metrics.observe(session, (time.perf_counter() - started) * 1000)
         return session
+
+    def opened_session(self) -> Session:
+        """A session opened on the state as it is now, before any action: what the next cycle starts from."""
+        now = self.clock()
+        with self._lock:
+            cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
+        if self.usage is not None:
+            cluster.queue_usage = self.usage.read(now)
+        return open_session(cluster, self.config, now)
 
     def run(self, period_s: float, stop: threading.Event) -> None:
         while not stop.is_set():

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from kai.cluster.yamlfile import YamlFileError, read_documents
+from kai.components.kai_snapshot import SnapshotFormatError
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
+from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -114,6 +116,9 @@ def load_scenarios(
     manifests: list[tuple[Path, list[tuple[str, Any]]]] = []
     for path in paths:
         try:
+            if is_snapshot(path):
+                runs.append((path, snapshot_scenario(path, cycles)))
+                continue
             raw, plain = _read(path)
             if not plain:
                 name = str(raw.get("name") or path.stem)
@@ -135,6 +140,16 @@ def load_scenarios(
             combined = error
         runs[runs.index(None)] = (first, combined)
     return [run for run in runs if run is not None]
+
+
+def snapshot_scenario(path: Path, cycles: int | None = None) -> Scenario:
+    """A KAI snapshot zip as a scenario: its objects and config, at the time it was taken, one cycle by default."""
+    try:
+        loaded = load_snapshot(path)
+    except SnapshotFormatError as error:
+        raise ScenarioError(str(error)) from error
+    runner = Runner(cycles_before_check=cycles or 1)
+    return Scenario(path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems)
 
 
 def _build(

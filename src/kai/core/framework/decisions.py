@@ -28,6 +28,7 @@ class Bind:
     gpu_portion: float
     gpu_groups: tuple[str, ...]
     claim_allocations: tuple[ClaimAllocation, ...] = ()
+    podgroup_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class Pipeline:
     pod_key: str
     node: str
     message: str
+    podgroup_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

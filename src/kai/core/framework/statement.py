@@ -165,7 +165,7 @@ class Statement:
                     ssn.jobs[task.job_key].last_eviction_ts = ssn.now
                     result.last_eviction[task.job_key] = ssn.now
             elif op.kind == "pipeline":
-                result.pipelined.append(Pipeline(task.key, op.node, op.message))
+                result.pipelined.append(Pipeline(task.key, op.node, op.message, task.job_key))
             else:
                 request = task.request
                 self.ssn.jobs[task.job_key].set_status(task, PodStatus.BINDING)
@@ -179,6 +179,7 @@ class Statement:
                         gpu_portion=request.gpu_portion,
                         gpu_groups=task.gpu_groups,
                         claim_allocations=self.ssn.claim_allocations.get(task.key, ()),
+                        podgroup_key=task.job_key,
                     )
                 )
         self.operations = []

@@ -37,7 +37,7 @@ def fix_json(fix: Fix, now: float | None = None) -> dict[str, Any]:
 
 
 def when(ts: Any, now: float | None) -> str:
-    """A time as "12:05:00Z (in 4m0s)" within a day of ``now``, else in full."""
+    """A time as "12:05:00Z (in 4m0s)" or "11:59:00Z (1m0s ago)" within a day of ``now``, else in full."""
     if not isinstance(ts, int | float):
         return str(ts)
     text = format_time(float(ts))
@@ -45,8 +45,10 @@ def when(ts: Any, now: float | None) -> str:
         return text
     if abs(ts - now) < 86400:
         text = datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%SZ")
-    delta = ts - now
-    return f"{text} (in {format_duration(round(delta))})" if delta > 0 else f"{text} (passed)"
+    delta = round(ts - now)
+    if delta > 0:
+        return f"{text} (in {format_duration(delta)})"
+    return f"{text} ({format_duration(-delta)} ago)" if delta < 0 else f"{text} (now)"
 
 
 def _n(value: Any) -> str:

@@ -1,0 +1,63 @@
+"""``kai snapshot``: what a scheduling cycle sees, saved in KAI's snapshot format (``kai simulate FILE`` runs it)."""
+
+import time
+from pathlib import Path
+
+import click
+
+from kai.cli.sources import DEFAULT_SCHEDULER
+from kai.components.capture import capture
+from kai.components.kai_snapshot import write_zip
+from kai.components.live import LiveError, connect, scheduler_side
+from kai.components.scheduler.plugin_client import Unreachable, fetch
+
+
+@click.command()
+@click.option(
+    "-o", "--output", default="snapshot.zip", show_default=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--context", help="Kubeconfig context.")
+@click.option(
+    "--scheduler-conf",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Scheduler configuration to record (default: the running scheduler's, else KAI's default).",
+)
+@click.option(
+    "--scheduler-address", default=DEFAULT_SCHEDULER, show_default=True, help="The scheduler's plugin server."
+)
+@click.option("--from-scheduler", is_flag=True, help="Ask the running scheduler for its snapshot (/get-snapshot).")
+def snapshot(
+    output: Path,
+    kubeconfig: str | None,
+    context: str | None,
+    scheduler_conf: Path | None,
+    scheduler_address: str,
+    from_scheduler: bool,
+) -> None:
+    """Capture the cluster state a cycle sees (pods, nodes, queues, podgroups, bind requests, priority classes,
+    topologies, DRA objects) and the scheduler config, as KAI's snapshot plugin does, into a zip."""
+    if from_scheduler:
+        try:
+            data = fetch(scheduler_address, "/get-snapshot")
+        except Unreachable as error:
+            raise click.ClickException(str(error)) from error
+        _write(output, data)
+        click.echo(f"wrote {output}: the snapshot of the scheduler at {scheduler_address}")
+        return
+    try:
+        side = scheduler_side(scheduler_conf, scheduler_address)
+        with connect(kubeconfig, context, side.config, watch=False) as cluster:
+            objects = capture(cluster, side.config)
+    except LiveError as error:
+        raise click.ClickException(str(error)) from error
+    _write(output, write_zip(side.config, objects, time.time()))
+    counts = ", ".join(f"{len(items)} {kind}" for kind, items in objects.items())
+    click.echo(f"wrote {output}: {counts}; scheduler config: {side.source}")
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as error:
+        raise click.ClickException(f"{path}: cannot be written: {error.strerror or error}") from error

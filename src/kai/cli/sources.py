@@ -1,0 +1,116 @@
+"""Where ``kai explain`` and ``kai queues`` get what they look at: a file (scenario, manifests or snapshot) or a
+live cluster (kubeconfig flags as the component commands), run through one cycle of the real scheduler."""
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kai.cluster.yamlfile import YamlFileError, read_mapping
+from kai.components.inspect import Inspection, inspect
+from kai.components.live import LiveError, SchedulerSide, connect, read, scheduler_side
+from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios
+from kai.core.framework.config import parse_config
+from kai.core.model.errors import InvalidObject
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_SCHEDULER = "127.0.0.1:8081"
+
+
+def source_options(command: F) -> F:
+    """``-f FILE`` or the live cluster's flags, and where the running scheduler's plugin server is."""
+    options = [
+        click.option(
+            "-f",
+            "--file",
+            "files",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A scenario, manifests (several -f form one cluster) or a snapshot zip, instead of a live cluster.",
+        ),
+        click.option("--cycles", type=click.IntRange(min=1), help="With -f: cycles to run (default: the file's)."),
+        click.option(
+            "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
+        ),
+        click.option("--context", help="Kubeconfig context."),
+        click.option(
+            "--scheduler-conf",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="Scheduler configuration to run (default: the running scheduler's, else KAI's default).",
+        ),
+        click.option(
+            "--scheduler-address",
+            default=DEFAULT_SCHEDULER,
+            show_default=True,
+            help="HOST:PORT of the scheduler's plugin server (its last cycles and config).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@dataclass
+class Source:
+    files: tuple[Path, ...]
+    cycles: int | None
+    kubeconfig: str | None
+    context: str | None
+    scheduler_conf: Path | None
+    scheduler_address: str
+
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> "Source":
+        names = ("files", "cycles", "kubeconfig", "context", "scheduler_conf", "scheduler_address")
+        return cls(*(options.pop(name) for name in names))
+
+    @property
+    def label(self) -> str:
+        if self.files:
+            return " + ".join(str(path) for path in self.files)
+        return f"the cluster ({self.context or 'current context'})"
+
+    def inspect(self) -> tuple[Inspection, SchedulerSide | None]:
+        """One look: the file's cycles, or one dry cycle over the live cluster."""
+        if self.files:
+            return run_inspection(self._file_scenario()), None
+        side = self.scheduler_side()
+        try:
+            with connect(self.kubeconfig, self.context, side.config, watch=False) as cluster:
+                scenario = read(cluster, side.config, self.label)
+        except LiveError as error:
+            raise click.ClickException(str(error)) from error
+        return run_inspection(scenario), side
+
+    def scheduler_side(self) -> SchedulerSide:
+        try:
+            return scheduler_side(self.scheduler_conf, self.scheduler_address)
+        except LiveError as error:
+            raise click.ClickException(str(error)) from error
+
+    def _file_scenario(self) -> Scenario:
+        runs = load_scenarios(list(self.files), self.cycles)
+        if len(runs) != 1:
+            raise click.ClickException("give one scenario or snapshot, or manifests that together form one cluster")
+        scenario = runs[0][1]
+        if isinstance(scenario, ScenarioError):
+            raise click.ClickException(str(scenario))
+        if self.scheduler_conf is not None:
+            try:
+                config = parse_config(read_mapping(self.scheduler_conf, "a scheduler config"))
+            except (InvalidObject, YamlFileError) as error:
+                raise click.ClickException(str(error)) from error
+            scenario = dataclasses.replace(scenario, config=config)
+        return scenario
+
+
+def run_inspection(scenario: Scenario) -> Inspection:
+    try:
+        return inspect(scenario)
+    except Exception as error:  # a kai bug: one line for the user, with what is needed to report it
+        raise click.ClickException(
+            f"kai failed on {scenario.name} ({type(error).__name__}: {error}); please report it"
+        ) from error

@@ -1,0 +1,184 @@
+"""What ``kai explain`` says about a podgroup or a pod, as data: the CLI renders it and ``-o json`` prints it.
+
+For a podgroup: its pods and what the cycle did with each, KAI's reason and messages, the typed reasons (most
+decisive first) and the nearest fix, its place in line (in its queue, its queue among its siblings, up to the top,
+and in the whole cluster), an estimated start where one can be known, and what the last cycles did for it.
+"""
+
+from typing import Any
+
+from kai.components.inspect import Inspection
+from kai.components.scheduler.history import outcome
+from kai.core.state.pod_status import ACTIVE_USED, PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.reason_text import as_json, describe_fix, fix_json
+from kai.core.state.reasons import FixKind, Reason, invalid_object, pipelined
+from kai.core.state.task import TaskInfo
+
+TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT_FOR_JOB})
+"""Fixes that are a wait with a known end: the start can be estimated."""
+
+
+class NotFound(LookupError):
+    """The object is not in what the cycle saw; the message says what was looked for and where."""
+
+
+def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles."""
+    job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
+    if job is None:
+        error = ins.state.invalid.get(("PodGroup", key))
+        if error is None:
+            raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
+        return _invalid("PodGroup", key, error.field, error.problem, ins.now)
+    return _podgroup(ins, job, history)
+
+
+def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
+    for job in [*ins.session.jobs.values(), *ins.session.cluster.unschedulable_jobs.values()]:
+        task = job.tasks.get(key)
+        if task is not None:
+            own = ins.session.result.pod_reasons.get(key)
+            return {
+                "kind": "Pod",
+                "name": key,
+                "podgroup": job.key,
+                "reason": as_json(own, ins.now) if own is not None else None,
+                "explanation": _podgroup(ins, job, history),
+            }
+    error = ins.state.invalid.get(("Pod", key))
+    if error is not None:
+        return _invalid("Pod", key, error.field, error.problem, ins.now)
+    pod = ins.state.pods.get(key)
+    if pod is None:
+        raise NotFound(f"pod {key} not found in {ins.scenario.name}")
+    if pod.scheduler_name != ins.scenario.config.scheduler_name:
+        what = f"pod {key} is scheduled by {pod.scheduler_name or 'the default scheduler'}, not by kai"
+    else:
+        what = f"pod {key} belongs to no podgroup kai schedules (the pod-grouper has not grouped it)"
+    return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
+
+
+def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[str, Any]:
+    reason = invalid_object(f"{kind} {key}", field, problem)
+    fix = reason.fix
+    return {
+        "kind": kind,
+        "name": key,
+        "state": "invalid",
+        "summary": f"kai skips {kind} {key}: field {field}: {problem}",
+        "reasons": [as_json(reason, now)],
+        "nearestFix": fix_json(fix, now) if fix is not None else None,
+    }
+
+
+def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None) -> dict[str, Any]:
+    result, now = ins.session.result, ins.now
+    placed = {b.pod_key: b.node for b in result.binds if b.podgroup_key == job.key}
+    waiting_on = {p.pod_key: p.node for p in result.pipelined if p.podgroup_key == job.key}
+    waits = result.unschedulable.get(job.key)
+    reasons: list[Reason] = list(waits.reasons) if waits is not None else []
+    if waiting_on and waits is None:
+        reasons.append(pipelined(waiting_on.values()))
+    state = _state(job, placed, waiting_on, waits is not None)
+    fix = reasons[0].fix if reasons and reasons[0].fix is not None else next((r.fix for r in reasons if r.fix), None)
+    opened = ins.opened.jobs.get(job.key) or ins.opened.cluster.unschedulable_jobs.get(job.key) or job
+    return {
+        "kind": "PodGroup",
+        "name": job.key,
+        "queue": job.queue,
+        "priority": job.priority,
+        "preemptible": job.preemptible,
+        "minMember": job.podgroup.min_member,
+        "state": state,
+        "pods": [
+            _pod(task, placed, waiting_on, _own(result.pod_reasons.get(task.key), reasons), now)
+            for task in _tasks(opened)
+        ],
+        "kai": {"reason": waits.reason, "message": waits.message, "detailedMessage": waits.detailed_message.strip()}
+        if waits is not None
+        else None,
+        "reasons": [as_json(reason, now) for reason in reasons],
+        "nearestFix": fix_json(fix, now) if fix is not None else None,
+        "position": _position(ins, opened),
+        "estimatedStart": _start(state, fix, now),
+        "lastCycles": _last_cycles(ins, job.key, history),
+    }
+
+
+def _own(reason: Reason | None, podgroup_reasons: list[Reason]) -> Reason | None:
+    """A pod's reason when it is its own (the podgroup's headline is told once, above the pods)."""
+    return None if reason is None or (podgroup_reasons and reason is podgroup_reasons[0]) else reason
+
+
+def _tasks(job: PodGroupInfo) -> list[TaskInfo]:
+    return sorted(job.tasks.values(), key=lambda task: task.key)
+
+
+def _state(job: PodGroupInfo, placed: dict[str, str], waiting_on: dict[str, str], waits: bool) -> str:
+    if waits:
+        return "waiting"
+    if placed:
+        return "starting"
+    if waiting_on:
+        return "pipelined"
+    if job.tasks and all(task.status in ACTIVE_USED for task in job.tasks.values()):
+        return "running"
+    if job.tasks and all(task.status is PodStatus.SUCCEEDED for task in job.tasks.values()):
+        return "succeeded"
+    return "nothing to schedule" if not job.has_pending() else "pending"
+
+
+def _pod(
+    task: TaskInfo, placed: dict[str, str], waiting_on: dict[str, str], reason: Reason | None, now: float
+) -> dict[str, Any]:
+    if task.key in placed:
+        next_cycle = f"placed on {placed[task.key]}"
+    elif task.key in waiting_on:
+        next_cycle = f"pipelined on {waiting_on[task.key]}"
+    else:
+        next_cycle = "waits" if task.status is PodStatus.PENDING else ""
+    return {
+        "name": task.key,
+        "status": task.status.value,
+        "node": task.node_name,
+        "nextCycle": next_cycle,
+        "reason": as_json(reason, now) if reason is not None and task.status is PodStatus.PENDING else None,
+    }
+
+
+def _position(ins: Inspection, job: PodGroupInfo) -> dict[str, Any]:
+    """Where the job stands in line at the start of the cycle, or why it is not in line."""
+    places = ins.order.place(job.key, job.queue)
+    if places:
+        line = [{"queue": queue, "place": place, "of": count} for queue, place, count in places]
+        overall = {"place": ins.order.jobs.index(job.key) + 1, "of": len(ins.order.jobs)}
+        return {"inLine": True, "line": line, "cluster": overall}
+    if job.key in ins.opened.cluster.unschedulable_jobs:
+        why = f"its queue {job.queue} cannot be used"
+    elif not job.has_pending():
+        why = "it has no pending pods"
+    elif not job.is_ready_for_scheduling():
+        why = "it is not ready: too few of its pods exist or they are gated"
+    else:
+        why = "it is beyond the allocate queue depth of its queue"
+    return {"inLine": False, "why": why}
+
+
+def _start(state: str, fix: Any, now: float) -> dict[str, Any]:
+    if state == "starting":
+        return {"at": now, "basis": "the next cycle binds it (this cycle placed it)"}
+    if state == "pipelined":
+        return {"at": None, "basis": "once the pods evicted for it are gone"}
+    if state != "waiting":
+        return {"at": None, "basis": ""}
+    if fix is not None and fix.kind in TIMED_FIXES:
+        return {"at": fix.evidence["until"], "basis": f"if nothing else changes: {describe_fix(fix, now)}"}
+    return {"at": None, "basis": "none known: it needs the nearest fix, or others to finish (kai knows no runtimes)"}
+
+
+def _last_cycles(ins: Inspection, key: str, history: dict[str, Any] | None) -> dict[str, Any]:
+    if history is not None:
+        return history
+    cycles = [{"cycle": r.number, "at": ins.now, **outcome(r.session.result, key)} for r in ins.cycles]
+    return {"source": f"this run of {ins.scenario.name}", "cycles": cycles}

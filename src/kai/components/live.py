@@ -1,0 +1,98 @@
+"""A live cluster as a scenario: what the scheduler sees there now, read through the kube adapter, with the
+scheduler config it runs, for ``kai explain``, ``kai queues`` and ``kai snapshot``.
+
+Nothing is written to the cluster. The config is the one given (``--scheduler-conf``), else the running
+scheduler's (asked on its plugin server), else KAI's default, and the answer says which.
+"""
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kai.cluster.kube import ApiError, KubeCluster, KubeconfigError
+from kai.cluster.yamlfile import YamlFileError, read_mapping
+from kai.components.capture import as_scenario, capture, scheduler_kinds
+from kai.components.kai_snapshot import config_from_kai
+from kai.components.scheduler.plugin_client import Unreachable, fetch_json
+from kai.components.sim.scenario import Scenario
+from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.model.errors import InvalidObject
+
+SYNC_TIMEOUT_S = 60.0
+
+
+class LiveError(RuntimeError):
+    """The cluster, its kubeconfig or a config file cannot be used; one line saying which and why."""
+
+
+@dataclass
+class SchedulerSide:
+    """The scheduler config to run, where it came from, and whether the running scheduler answered."""
+
+    config: SchedulerConfig
+    source: str
+    address: str
+    reachable: bool
+    why_not: str = ""
+
+
+def scheduler_side(scheduler_conf: Path | None, address: str) -> SchedulerSide:
+    try:
+        answer = fetch_json(address, "/get-cycles")
+    except Unreachable as error:
+        answer, why_not = None, str(error)
+    else:
+        why_not = ""
+    try:
+        if scheduler_conf is not None:
+            config = parse_config(read_mapping(scheduler_conf, "a scheduler config"))
+            return SchedulerSide(config, str(scheduler_conf), address, answer is not None, why_not)
+        if isinstance(answer, dict):
+            merged, _ = config_from_kai(answer, f"the scheduler at {address}")
+            return SchedulerSide(parse_config(merged), f"the scheduler at {address}", address, True)
+    except (InvalidObject, YamlFileError, ValueError) as error:
+        raise LiveError(str(error)) from error
+    return SchedulerSide(
+        parse_config({}), "KAI's default (no --scheduler-conf, no scheduler answered)", address, False, why_not
+    )
+
+
+def history(side: SchedulerSide, podgroup: str) -> dict[str, Any]:
+    """What the running scheduler's last cycles did for ``podgroup``, or why that cannot be told."""
+    if not side.reachable:
+        return {"source": f"the scheduler at {side.address}", "unavailable": side.why_not, "cycles": []}
+    try:
+        answer = fetch_json(side.address, "/get-cycles", {"podgroup": podgroup})
+    except Unreachable as error:
+        return {"source": f"the scheduler at {side.address}", "unavailable": str(error), "cycles": []}
+    return {"source": f"the scheduler at {side.address}", "cycles": answer.get("cycles", [])}
+
+
+@contextmanager
+def connect(kubeconfig: str | None, context: str | None, config: SchedulerConfig, watch: bool) -> Iterator[KubeCluster]:
+    """The cluster; with ``watch``, its caches of the scheduler's kinds kept up to date (for repeated reads)."""
+    try:
+        cluster = KubeCluster.from_kubeconfig(
+            kubeconfig, context=context, kinds=scheduler_kinds(config) if watch else ()
+        )
+    except KubeconfigError as error:
+        raise LiveError(str(error)) from error
+    try:
+        if watch:
+            cluster.start()
+            if not cluster.wait_for_sync(SYNC_TIMEOUT_S):
+                raise LiveError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def read(cluster: KubeCluster, config: SchedulerConfig, label: str) -> Scenario:
+    """What the scheduler sees now, as a one-cycle scenario at the current time."""
+    try:
+        return as_scenario(capture(cluster, config), config, time.time(), label)
+    except ApiError as error:
+        raise LiveError(f"reading the cluster failed: {error}") from error
