@@ -41,6 +41,7 @@ class Kai:
     def __init__(self, cp: ControlPlane, log: Path, *extra: str, component: str = "all") -> None:
         self.metrics_port = free_port()
         self.probe_port = free_port()
+        self.plugin_port = free_port()
         self.log = log
         self.cp = cp
         self.extra = extra
@@ -51,7 +52,9 @@ class Kai:
         argv = [
             sys.executable, "-m", "kai", self.component, f"--kubeconfig={self.cp.kubeconfig_path}",
             "--schedule-period=200ms", f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", *self.extra,
+            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
+            *([f"--plugin-server-port={self.plugin_port}"] if self.component in ("all", "scheduler") else []),
+            *self.extra,
         ]  # fmt: skip
         with self.log.open("ab") as out:
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)

@@ -52,8 +52,9 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         _fix(told, console)
         return
     preemptible = "preemptible" if told["preemptible"] else "non-preemptible"
+    count = len(told["pods"])
     console.print(
-        f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {len(told['pods'])} pods "
+        f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {count} pod{'s' * (count != 1)} "
         f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
     )
     console.print(f"State: [bold]{told['state']}[/bold]")
@@ -110,10 +111,10 @@ def _ordinal(n: int) -> str:
 def _position(position: dict[str, Any]) -> str:
     if not position["inLine"]:
         return f"not in line: {position['why']}"
-    line = position["line"]
-    parts = [f"{_ordinal(line[0]['place'])} of {line[0]['of']} in queue {line[0]['queue']}"]
-    for level, above in zip(line[1:], [*line[2:], None], strict=False):
-        where = f"under {above['queue']}" if above is not None else "at the top"
+    first = position["inQueue"]
+    parts = [f"{_ordinal(first['place'])} of {first['of']} in queue {first['queue']}"]
+    for level in position["queues"]:
+        where = f"under {level['under']}" if level["under"] else "at the top"
         parts.append(f"{level['queue']} {_ordinal(level['place'])} of {level['of']} {where}")
     cluster = position["cluster"]
     parts.append(f"{_ordinal(cluster['place'])} of {cluster['of']} in the cluster")

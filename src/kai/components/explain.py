@@ -9,12 +9,14 @@ from typing import Any
 
 from kai.components.inspect import Inspection
 from kai.components.scheduler.history import outcome
+from kai.core.cycle import typed_reasons
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.reason_text import as_json, describe_fix, fix_json
 from kai.core.state.reasons import FixKind, Reason, invalid_object, pipelined
 from kai.core.state.task import TaskInfo
 
+WAITING = frozenset({PodStatus.PENDING, PodStatus.GATED})
 TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT_FOR_JOB})
 """Fixes that are a wait with a known end: the start can be estimated."""
 
@@ -78,9 +80,11 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
     waiting_on = {p.pod_key: p.node for p in result.pipelined if p.podgroup_key == job.key}
     waits = result.unschedulable.get(job.key)
     reasons: list[Reason] = list(waits.reasons) if waits is not None else []
+    if waits is None and job.fit_errors and any(t.status in WAITING for t in job.tasks.values()):
+        reasons = list(typed_reasons(ins.session, job))  # gated only: KAI reports no condition, only an event
     if waiting_on and waits is None:
         reasons.append(pipelined(waiting_on.values()))
-    state = _state(job, placed, waiting_on, waits is not None)
+    state = _state(job, placed, waiting_on, bool(reasons) and not waiting_on)
     fix = reasons[0].fix if reasons and reasons[0].fix is not None else next((r.fix for r in reasons if r.fix), None)
     opened = ins.opened.jobs.get(job.key) or ins.opened.cluster.unschedulable_jobs.get(job.key) or job
     return {
@@ -151,15 +155,25 @@ def _position(ins: Inspection, job: PodGroupInfo) -> dict[str, Any]:
     """Where the job stands in line at the start of the cycle, or why it is not in line."""
     places = ins.order.place(job.key, job.queue)
     if places:
-        line = [{"queue": queue, "place": place, "of": count} for queue, place, count in places]
-        overall = {"place": ins.order.jobs.index(job.key) + 1, "of": len(ins.order.jobs)}
-        return {"inLine": True, "line": line, "cluster": overall}
+        (queue, place, count), *levels = places
+        parents = [level[0] for level in levels[1:]] + [""]
+        return {
+            "inLine": True,
+            "inQueue": {"queue": queue, "place": place, "of": count},
+            "queues": [
+                {"queue": q, "place": p, "of": n, "under": parent}
+                for (q, p, n), parent in zip(levels, parents, strict=True)
+            ],
+            "cluster": {"place": ins.order.jobs.index(job.key) + 1, "of": len(ins.order.jobs)},
+        }
     if job.key in ins.opened.cluster.unschedulable_jobs:
         why = f"its queue {job.queue} cannot be used"
-    elif not job.has_pending():
+    elif not any(task.status in WAITING for task in job.tasks.values()):
         why = "it has no pending pods"
     elif not job.is_ready_for_scheduling():
         why = "it is not ready: too few of its pods exist or they are gated"
+    elif not job.has_pending():
+        why = "all its waiting pods are gated"
     else:
         why = "it is beyond the allocate queue depth of its queue"
     return {"inLine": False, "why": why}

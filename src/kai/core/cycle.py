@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
-from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.config import ENDPOINT_PLUGINS, SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
 from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
@@ -75,7 +75,8 @@ def open_session(
     for option in config.plugins:
         factory = PLUGINS.get(option.name)
         if factory is None:
-            ssn.result.skipped.append(f"plugin {option.name}")
+            if option.name not in ENDPOINT_PLUGINS:
+                ssn.result.skipped.append(f"plugin {option.name}")
             continue
         factory(option.arguments).on_session_open(ssn)
     return ssn

@@ -67,8 +67,11 @@ KAI_PLUGINS = (
     "reflectjoborder",
 )
 """Every plugin name KAI v0.17 registers (pkg/scheduler/plugins/factory.go); any other name is a mistake."""
-NOT_IMPLEMENTED_PLUGINS = frozenset({"numa", "podaffinity", "snapshot", "reflectjoborder"})
+NOT_IMPLEMENTED_PLUGINS = frozenset({"numa", "podaffinity"})
 """KAI plugins kai does not run yet: a config naming one is used without it, with a warning."""
+ENDPOINT_PLUGINS = frozenset({"snapshot", "reflectjoborder"})
+"""KAI plugins that only serve an HTTP path (``/get-snapshot``, ``/get-job-order``): the scheduler's plugin server
+serves both whatever the config says, so a cycle has nothing to run for them."""
 WHERE = "scheduler config"
 
 

@@ -98,7 +98,8 @@ def _pod_sets(e: Evidence) -> str:
     parts = []
     for entry in e.get("podSets", []):
         where = f"sub-group {entry['subgroup']}" if entry.get("subgroup") else "the gang"
-        parts.append(f"{where} needs {entry['minMember']} pods, {entry['exist']} exist, {entry['gated']} gated")
+        needs = _amount(entry["minMember"], "pods")
+        parts.append(f"{where} needs {needs}, {entry['exist']} exist, {entry['gated']} gated")
     return "; ".join(parts)
 
 

@@ -1,0 +1,300 @@
+"""`kai explain`, `kai queues` and `kai snapshot` as a user runs them against `kai all` on a real kube-apiserver:
+the reason, nearest fix and place in line of gangs blocked by a queue limit, by topology and by a victim's min
+runtime; the seed's queues against their Queue statuses; a snapshot of the cluster run by `kai simulate`; the
+scheduler's plugin server paths."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane
+from kai_support import REPO, SEED, Kai, apply, gpu_pod, kubectl_json, wait_until
+from testcluster import Kwok
+
+from kai.core.model.meta import parse_time
+
+GANG_PRIORITY = "train"
+
+
+def kai_cli(cp: ControlPlane, kai: Kai, *args: str) -> str:
+    """A kai command against the test cluster and the running scheduler, as a user types it; its stdout."""
+    argv = [
+        sys.executable, "-m", "kai", *args, f"--kubeconfig={cp.kubeconfig_path}",
+        f"--scheduler-address=127.0.0.1:{kai.plugin_port}",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
+def explain_json(cp: ControlPlane, kai: Kai, namespace: str, name: str) -> dict[str, Any]:
+    told: dict[str, Any] = json.loads(kai_cli(cp, kai, "explain", "podgroup", name, "-n", namespace, "-o", "json"))
+    return told
+
+
+def queue_tree(cp: ControlPlane, tmp_path: Path, parent: str, *children: tuple[str, dict[str, Any]]) -> None:
+    """A top-level queue of its own per test (so places in line do not depend on other tests) and its children."""
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+
+    def spec(gpu: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}, **extra}
+
+    queues = [
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent}, "spec": spec(unlimited)}
+    ]
+    for name, child in children:
+        gpu = {"quota": child.pop("quota", -1), "limit": child.pop("limit", -1), "overQuotaWeight": 1}
+        body = spec(gpu, parentQueue=parent, **child)
+        queues.append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": body})
+    apply(cp, tmp_path, *queues)
+
+
+def gang(namespace: str, name: str, queue: str, pool: str, size: int, gpus: int, **spec: Any) -> list[dict[str, Any]]:
+    podgroup = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": size, "queue": queue, "priorityClassName": GANG_PRIORITY, **spec},
+    }
+    return [podgroup, *(gpu_pod(namespace, f"{name}-{i}", queue, pool, gpus, name) for i in range(size))]
+
+
+def condition_reason(cp: ControlPlane, namespace: str, name: str) -> str:
+    group = kubectl_json(cp, "get", "podgroup", name, "-n", namespace)
+    conditions = group.get("status", {}).get("schedulingConditions") or []
+    return str(conditions[0]["reasons"][0]["reason"]) if conditions else ""
+
+
+def bound(cp: ControlPlane, namespace: str, pod: str) -> str:
+    return str(kubectl_json(cp, "get", "pod", pod, "-n", namespace)["spec"].get("nodeName") or "")
+
+
+def test_explain_a_gang_blocked_by_its_queue_limit(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    pool, parent, queue = f"limit-{namespace}", f"p-{namespace}", f"q-{namespace}"
+    queue_tree(control_plane, tmp_path, parent, (queue, {"limit": 4}))
+    kwok.node(f"{pool}-gpu", 8, {"pool": pool})
+    apply(control_plane, tmp_path, *gang(namespace, "first", queue, pool, 1, 2))
+    wait_until("the first job to be bound", lambda: bound(control_plane, namespace, "first-0"))
+    apply(control_plane, tmp_path, *gang(namespace, "big", queue, pool, 2, 2))
+    wait_until("KAI's OverLimit condition", lambda: condition_reason(control_plane, namespace, "big") == "OverLimit")
+
+    told = explain_json(control_plane, kai, namespace, "big")
+    assert told["state"] == "waiting"
+    assert told["kai"]["reason"] == "OverLimit"
+    assert told["reasons"][0]["kind"] == "QueueLimit"
+    assert told["reasons"][0]["evidence"] == {
+        "queue": queue, "resource": "GPU", "unit": "GPUs", "bound": 4, "allocated": 2, "requested": 4
+    }  # fmt: skip
+    assert told["nearestFix"]["text"] == f"raise the GPU limit of queue {queue} by 2 GPUs (to 6)"
+    assert_in_line(told, queue, parent)
+    cycles = told["lastCycles"]["cycles"]
+    assert told["lastCycles"]["source"] == f"the scheduler at 127.0.0.1:{kai.plugin_port}"
+    assert cycles and cycles[-1]["did"] == "waited" and cycles[-1]["kind"] == "QueueLimit"
+
+    text = kai_cli(control_plane, kai, "explain", "podgroup", "big", "-n", namespace)
+    assert f"QueueLimit  queue {queue} would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested" in text
+    assert f"Nearest fix: raise the GPU limit of queue {queue} by 2 GPUs (to 6)" in text
+    assert f"In line: 1st of 1 in queue {queue} · {queue} 1st of 1 under {parent} · {parent} " in text
+    assert "waited: QueueLimit" in text
+    pod_text = kai_cli(control_plane, kai, "explain", "pod", "big-1", "-n", namespace)
+    assert (
+        f"Pod {namespace}/big-1 of podgroup {namespace}/big" in pod_text
+        and "Nearest fix: raise the GPU limit" in pod_text
+    )
+
+
+def assert_in_line(told: dict[str, Any], queue: str, parent: str) -> None:
+    """First and only in its queue, which is its parent's only child; the parent's place among the top-level
+    queues depends on the other tests' queues, so only its range is checked."""
+    position = told["position"]
+    assert position["inQueue"] == {"queue": queue, "place": 1, "of": 1}
+    mine, top = position["queues"]
+    assert mine == {"queue": queue, "place": 1, "of": 1, "under": parent}
+    assert top["queue"] == parent and top["under"] == "" and 1 <= top["place"] <= top["of"]
+
+
+def test_explain_a_gang_blocked_by_topology(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    """Two racks of two 2-GPU nodes, each rack with one GPU held by another scheduler's pod; a gang of four 1-GPU
+    pods must share a rack: each rack has room for 3."""
+    pool, parent, queue, rack_label = f"topo-{namespace}", f"p-{namespace}", f"q-{namespace}", "kai.test/rack"
+    queue_tree(control_plane, tmp_path, parent, (queue, {}))
+    topology = {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": f"racks-{namespace}"},
+        "spec": {"levels": [{"nodeLabel": rack_label}]},
+    }
+    apply(control_plane, tmp_path, topology)
+    for rack in ("r1", "r2"):
+        for i in range(2):
+            name = f"{pool}-{rack}-{i}"
+            kwok.node(name, 2, {"pool": pool})
+            control_plane.kubectl("label", "node", name, f"{rack_label}={namespace}-{rack}", "--overwrite")
+    fillers = []
+    for node in (f"{pool}-r1-0", f"{pool}-r2-1"):
+        filler = gpu_pod(namespace, f"filler-{node}", queue, pool, 1)
+        filler["spec"] |= {"schedulerName": "default-scheduler", "nodeName": node}
+        fillers.append(filler)
+    apply(control_plane, tmp_path, *fillers)
+    constraint = {"topology": f"racks-{namespace}", "requiredTopologyLevel": rack_label}
+    apply(control_plane, tmp_path, *gang(namespace, "spread", queue, pool, 4, 1, topologyConstraint=constraint))
+    wait_until("the gang's scheduling condition", lambda: condition_reason(control_plane, namespace, "spread"))
+
+    told = explain_json(control_plane, kai, namespace, "spread")
+    (reason,) = told["reasons"]
+    assert reason["kind"] == "TopologyDomain"
+    assert reason["evidence"]["requiredLevel"] == rack_label and reason["evidence"]["domains"] == 2
+    assert [(c["evidence"]["domain"], c["evidence"]["allocatablePods"]) for c in reason["children"]] == [
+        (f"{namespace}-r1", 3),
+        (f"{namespace}-r2", 3),
+    ]
+    fix = told["nearestFix"]
+    assert fix["kind"] == "FreeInDomain" and fix["evidence"]["pods"] == 1
+    assert fix["text"] == f"1 more GPU free on one node of {namespace}-r1 ({rack_label}) ({pool}-r1-0 comes closest)"
+    assert_in_line(told, queue, parent)
+    text = kai_cli(control_plane, kai, "explain", "pg", "spread", "-n", namespace)
+    assert f"Nearest fix: 1 more GPU free on one node of {namespace}-r1" in text
+    assert "TopologyDomain" in text and "has room for 3 of the 4 pods" in text
+
+
+def test_explain_a_gang_waiting_for_a_victims_min_runtime(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    """Queue b (quota 2) wants the node's 2 GPUs, held over quota by queue a, whose jobs are protected from reclaim
+    for an hour after they start."""
+    pool, parent, a, b = f"minrt-{namespace}", f"p-{namespace}", f"a-{namespace}", f"b-{namespace}"
+    queue_tree(control_plane, tmp_path, parent, (a, {"quota": 0, "reclaimMinRuntime": "1h"}), (b, {"quota": 2}))
+    kwok.node(f"{pool}-gpu", 2, {"pool": pool})
+    apply(control_plane, tmp_path, *gang(namespace, "holder", a, pool, 1, 2))
+    wait_until("the holder to be bound", lambda: bound(control_plane, namespace, "holder-0"))
+    started = wait_until(
+        "the holder's last-start annotation",
+        lambda: (
+            kubectl_json(control_plane, "get", "podgroup", "holder", "-n", namespace)["metadata"]
+            .get("annotations", {})
+            .get("kai.scheduler/last-start-timestamp")
+        ),
+    )
+    apply(control_plane, tmp_path, *gang(namespace, "wants", b, pool, 1, 2))
+    wait_until("the gang's scheduling condition", lambda: condition_reason(control_plane, namespace, "wants"))
+
+    told = explain_json(control_plane, kai, namespace, "wants")
+    assert told["reasons"][0]["kind"] == "VictimsProtectedByMinRuntime"
+    (victim,) = told["reasons"][0]["evidence"]["victims"]
+    assert victim["podgroup"] == f"{namespace}/holder" and victim["queue"] == a and victim["action"] == "reclaim"
+    until = victim["until"]
+    assert abs(until - (parse_time(started, "PodGroup holder", "last-start") + 3600)) < 1
+    assert told["nearestFix"]["kind"] == "WaitForJob"
+    assert told["nearestFix"]["evidence"] == {"podgroup": f"{namespace}/holder", "queue": a, "until": until}
+    assert told["estimatedStart"]["at"] == until
+    position = told["position"]
+    assert position["inQueue"] == {"queue": b, "place": 1, "of": 1}
+    assert position["queues"][0] == {"queue": b, "place": 1, "of": 2, "under": parent}  # a has nothing pending
+    assert position["queues"][1]["queue"] == parent
+    text = kai_cli(control_plane, kai, "explain", "podgroup", "wants", "-n", namespace)
+    assert f"Nearest fix: wait for {namespace}/holder (queue {a}): its min runtime ends at" in text
+    assert f"In line: 1st of 1 in queue {b} · {b} 1st of 2 under {parent}" in text
+
+
+SEED_QUEUES = ("departement-ml", "equipe-training", "equipe-inference")
+
+
+def test_queues_on_the_seed_match_the_queue_statuses(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    control_plane.kubectl("apply", "-f", str(SEED / "queues.yaml"))
+    pool = f"seed-q-{namespace}"
+    kwok.node(f"{pool}-gpu", 8, {"pool": pool})
+    apply(
+        control_plane,
+        tmp_path,
+        *gang(namespace, "inference", "equipe-inference", pool, 1, 3),
+        *gang(namespace, "training", "equipe-training", pool, 2, 4),
+    )
+    wait_until("the inference job to be bound", lambda: bound(control_plane, namespace, "inference-0"))
+
+    def compare() -> list[str]:
+        shown = {row["queue"]: row for row in json.loads(kai_cli(control_plane, kai, "queues", "-o", "json"))["queues"]}
+        mismatches = []
+        for name in SEED_QUEUES:
+            status = kubectl_json(control_plane, "get", "queue", name).get("status", {})
+            gpu = shown[name]["resources"]["gpu"]
+            for field in ("allocated", "requested"):
+                want = float(status.get(field, {}).get("nvidia.com/gpu", 0))
+                if gpu[field] != want:
+                    mismatches.append(f"{name} {field}: kai queues {gpu[field]}, Queue status {want}")
+        return mismatches
+
+    wait_until("kai queues to agree with the Queue statuses", lambda: not compare())
+    shown = {row["queue"]: row for row in json.loads(kai_cli(control_plane, kai, "queues", "-o", "json"))["queues"]}
+    training = shown["equipe-training"]["resources"]["gpu"]
+    assert (training["quota"], training["limit"], training["weight"]) == (10, 20, 2)
+    assert shown["equipe-training"]["parent"] == "departement-ml" and shown["equipe-training"]["depth"] == 1
+    text = kai_cli(control_plane, kai, "queues", "equipe-training")
+    assert "Queues (GPUs)" in text and ("└ equipe-training" in text or "├ equipe-training" in text)
+    assert f"{namespace}/training" in text and "Pending in equipe-training" in text
+
+
+def test_a_snapshot_of_the_test_cluster_runs_in_kai_simulate(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    pool, parent, queue = f"snap-{namespace}", f"p-{namespace}", f"q-{namespace}"
+    queue_tree(control_plane, tmp_path, parent, (queue, {"limit": 4}))
+    kwok.node(f"{pool}-gpu", 8, {"pool": pool})
+    apply(
+        control_plane,
+        tmp_path,
+        *gang(namespace, "first", queue, pool, 1, 2),
+        *gang(namespace, "big", queue, pool, 2, 2),
+    )
+    wait_until("the first job to be bound", lambda: bound(control_plane, namespace, "first-0"))
+    taken = tmp_path / "cluster.zip"
+    out = kai_cli(control_plane, kai, "snapshot", "-o", str(taken))
+    assert out.startswith(f"wrote {taken}: ") and "scheduler config: the scheduler at" in out
+    served = tmp_path / "served.zip"
+    kai_cli(control_plane, kai, "snapshot", "--from-scheduler", "-o", str(served))
+    for path in (taken, served):
+        document = json.loads(zipfile.ZipFile(path).read("snapshot.json"))
+        assert {"config", "schedulerParams", "rawObjects"} <= set(document)
+        assert any(p["metadata"]["name"] == "big-0" for p in document["rawObjects"]["pods"])
+        done = subprocess.run(
+            [sys.executable, "-m", "kai", "simulate", str(path), "--json"],
+            capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (run,) = json.loads(done.stdout)
+        groups = run["cycles"][-1]["podGroups"]
+        assert groups[f"{namespace}/first"]["status"] in ("Bound", "Running")
+        assert "OverLimit" in groups[f"{namespace}/big"]["fitErrorMessage"]
+
+
+def test_the_plugin_server_serves_kai_paths_on_loopback(kai: Kai) -> None:
+    def get(path: str) -> bytes:
+        with urllib.request.urlopen(f"http://127.0.0.1:{kai.plugin_port}{path}", timeout=10) as answer:
+            return bytes(answer.read())
+
+    def cycles_run() -> list[dict[str, Any]]:
+        code, body = Kai.get(kai.plugin_port, "/get-cycles")
+        return list(json.loads(body)["cycles"]) if code == 200 else []
+
+    last = wait_until("the scheduler's first cycles", cycles_run)[-1]
+    assert {"cycle", "at", "binds", "pipelined", "evictions", "unschedulable"} == set(last)
+    order = json.loads(get("/get-job-order"))
+    assert set(order) == {"global_order", "queue_order"}
+    with zipfile.ZipFile(io.BytesIO(get("/get-snapshot"))) as archive:
+        assert archive.namelist() == ["snapshot.json"]
+    assert Kai.get(kai.plugin_port, "/metrics")[0] == 404

@@ -1,0 +1,188 @@
+"""`kai explain` and `kai queues` on a scenario file, as a user runs them: what they print and their JSON."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kai.cli.main import main
+from kai.components.inspect import inspect
+from kai.components.queue_report import pending, queue_tree
+from kai.components.sim.scenario import load_scenario
+
+NOW = "2025-01-01T00:10:00Z"
+
+
+def _queue(name: str, parent: str = "", quota: float = -1, limit: float = -1) -> dict[str, Any]:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    spec: dict[str, Any] = {"resources": {"gpu": {"quota": quota, "limit": limit, "overQuotaWeight": 1}}}
+    spec["resources"] |= {"cpu": unlimited, "memory": unlimited}
+    if parent:
+        spec["parentQueue"] = parent
+    return {"kind": "Queue", "metadata": {"name": name, "creationTimestamp": "2025-01-01T00:00:00Z"}, "spec": spec}
+
+
+def _group(name: str, queue: str, size: int, created: str = "2025-01-01T00:01:00Z", **spec: Any) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "team", "creationTimestamp": created}
+    return {"kind": "PodGroup", "metadata": meta, "spec": {"queue": queue, "minMember": size, **spec}}
+
+
+def _pod(name: str, group: str, gpus: int, node: str = "", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "schedulerName": "kai-scheduler",
+        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
+        **spec,
+    }
+    if node:
+        body["nodeName"] = node
+    meta = {"name": name, "namespace": "team", "annotations": {"pod-group-name": group} if group else {}}
+    return {"kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": "Running" if node else "Pending"}}
+
+
+def _node(name: str, gpus: int) -> dict[str, Any]:
+    allocatable = {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
+    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Path:
+    """dept → a (GPU limit 4), b (quota 2), c (quota 1) on one 8-GPU node: a holds 2 GPUs and wants 4 more as a
+    gang; b has a 1-GPU job that fits and a gated one; c holds 3 GPUs; one podgroup kai cannot read; one pod of
+    another scheduler."""
+    objects = [
+        {"kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50},
+        _queue("dept"),
+        _queue("a", "dept", limit=4),
+        _queue("b", "dept", quota=2),
+        _queue("c", "dept", quota=1),
+        _node("n0", 8),
+        _group("first", "a", 1, "2025-01-01T00:00:00Z"),
+        _pod("first-0", "first", 2, "n0"),
+        _group("held", "c", 1, "2025-01-01T00:00:00Z"),
+        _pod("held-0", "held", 3, "n0"),
+        _group("big", "a", 2),
+        _pod("big-0", "big", 2),
+        _pod("big-1", "big", 2),
+        _group("small", "b", 1),
+        _pod("small-0", "small", 1),
+        _group("later", "b", 1, "2025-01-01T00:02:00Z"),
+        _pod("later-0", "later", 1, schedulingGates=[{"name": "data"}]),
+        _group("broken", "b", 1, minMember="two"),
+        _pod("other", "", 1, schedulerName="default-scheduler"),
+    ]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(
+        yaml.safe_dump({"name": "team cluster", "now": NOW, "config": {"actions": "allocate"}, "objects": objects})
+    )
+    return path
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def explain_json(path: Path, *args: str) -> dict[str, Any]:
+    told: dict[str, Any] = json.loads(run("explain", *args, "-n", "team", "-f", str(path), "-o", "json"))
+    return told
+
+
+def test_a_gang_over_its_queue_limit(scenario: Path) -> None:
+    told = explain_json(scenario, "podgroup", "big")
+    assert told["state"] == "waiting"
+    assert told["kai"]["reason"] == "OverLimit"
+    assert [r["kind"] for r in told["reasons"]] == ["QueueLimit"]
+    assert told["nearestFix"]["text"] == "raise the GPU limit of queue a by 2 GPUs (to 6)"
+    assert told["position"] == {
+        "inLine": True,
+        "inQueue": {"queue": "a", "place": 1, "of": 1},
+        "queues": [
+            {"queue": "a", "place": 2, "of": 3, "under": "dept"},  # b, below its quota, comes first
+            {"queue": "dept", "place": 1, "of": 1, "under": ""},
+        ],
+        "cluster": {"place": 2, "of": 2},
+    }
+    assert told["estimatedStart"]["at"] is None
+    assert told["lastCycles"]["cycles"] == [
+        {
+            "cycle": 1,
+            "at": 1735690200.0,
+            "did": "waited",
+            "reason": "OverLimit",
+            "kind": "QueueLimit",
+            "text": "queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
+        }
+    ]
+    text = run("explain", "podgroup", "team/big", "-f", str(scenario))
+    for line in (
+        "PodGroup team/big  queue a · 2 pods (minMember 2) · priority 50 · preemptible",
+        "State: waiting",
+        "QueueLimit  queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
+        "KAI: OverLimit: OverLimit.",
+        "Nearest fix: raise the GPU limit of queue a by 2 GPUs (to 6)",
+        "In line: 1st of 1 in queue a · a 2nd of 3 under dept · dept 1st of 1 at the top · 2nd of 2 in the cluster",
+        "cycle 1 (00:10:00Z (now)): waited: QueueLimit: queue a would exceed its GPU limit",
+    ):
+        assert line in text, f"{line!r} not in:\n{text}"
+
+
+def test_a_job_the_cycle_places_starts_next_cycle(scenario: Path) -> None:
+    told = explain_json(scenario, "podgroup", "small")
+    assert told["state"] == "starting" and told["reasons"] == [] and told["nearestFix"] is None
+    assert told["pods"] == [
+        {"name": "team/small-0", "status": "Pending", "node": "", "nextCycle": "placed on n0", "reason": None}
+    ]
+    assert told["estimatedStart"] == {"at": 1735690200.0, "basis": "the next cycle binds it (this cycle placed it)"}
+    assert told["lastCycles"]["cycles"][0]["did"] == "placed"
+
+
+def test_a_gated_job_is_not_in_line_and_names_its_gates(scenario: Path) -> None:
+    told = explain_json(scenario, "podgroup", "later")
+    assert told["position"] == {"inLine": False, "why": "it is not ready: too few of its pods exist or they are gated"}
+    assert told["reasons"][0]["kind"] == "SchedulingGate"
+    assert told["nearestFix"]["text"] == "remove the scheduling gates of team/later-0"
+
+
+def test_a_pod_is_explained_with_its_podgroup(scenario: Path) -> None:
+    told = explain_json(scenario, "pod", "big-1")
+    assert told["podgroup"] == "team/big" and told["explanation"]["nearestFix"]["kind"] == "RaiseQueueLimit"
+    text = run("explain", "pod", "big-1", "-n", "team", "-f", str(scenario))
+    assert "Pod team/big-1 of podgroup team/big" in text and "Nearest fix: raise the GPU limit of queue a" in text
+
+
+def test_objects_kai_cannot_use_or_does_not_schedule(scenario: Path) -> None:
+    told = explain_json(scenario, "podgroup", "broken")
+    assert told["state"] == "invalid" and told["reasons"][0]["kind"] == "InvalidObject"
+    assert told["nearestFix"]["text"].startswith("fix PodGroup team/broken, field spec.minMember:")
+    other = explain_json(scenario, "pod", "other")
+    assert other["summary"] == "pod team/other is scheduled by default-scheduler, not by kai"
+    result = CliRunner().invoke(main, ["explain", "podgroup", "nowhere", "-n", "team", "-f", str(scenario)])
+    assert result.exit_code == 1 and "Error: podgroup team/nowhere not found in team cluster" in result.output
+
+
+def test_queue_tree_numbers_borrowing_and_pending_order(scenario: Path) -> None:
+    inspection = inspect(load_scenario(scenario))
+    rows = {row["queue"]: row for row in queue_tree(inspection)}
+    assert [row["queue"] for row in queue_tree(inspection)] == ["dept", "a", "b", "c"]
+    c = rows["c"]["resources"]["gpu"]
+    assert (c["quota"], c["deserved"], c["allocated"], c["requested"]) == (1, 1, 3, 3)
+    assert c["borrows"] == [{"from": "b", "amount": 2}] and c["unassigned"] == 0
+    assert rows["b"]["resources"]["gpu"]["lends"] == [{"to": "c", "amount": 2}]
+    assert rows["a"]["resources"]["gpu"]["limit"] == 4 and rows["dept"]["depth"] == 0 and rows["b"]["depth"] == 1
+    waiting = pending(inspection, "dept")
+    assert [(row["podgroup"], row["place"], row["state"]) for row in waiting] == [
+        ("team/small", 1, "starting"),  # queue b is below its quota: it comes first
+        ("team/big", 2, "waiting"),
+        ("team/later", None, "waiting"),
+    ]
+    text = run("queues", "b", "-f", str(scenario))
+    assert "├ a" in text and "└ c" in text and "borrows 2 from b" in text and "lends 2 to c" in text
+    assert "Pending in b" in text and "team/small" in text and "team/later" in text
+    shown = json.loads(run("queues", "-f", str(scenario), "-o", "json", "--resource", "all"))
+    assert shown["source"] == "team cluster" and "pending" not in shown
+    result = CliRunner().invoke(main, ["queues", "nowhere", "-f", str(scenario)])
+    assert result.exit_code == 1 and "queue nowhere does not exist" in result.output
