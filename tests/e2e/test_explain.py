@@ -11,11 +11,9 @@ import subprocess
 import sys
 import urllib.request
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from controlplane import ControlPlane
 from kai_support import REPO, SEED, Kai, apply, gpu_pod, kubectl_json, wait_until
 from testcluster import Kwok
