@@ -237,7 +237,17 @@ def test_queues_on_the_seed_match_the_queue_statuses(
                     mismatches.append(f"{name} {field}: kai queues {gpu[field]}, Queue status {want}")
         return mismatches
 
-    wait_until("kai queues to agree with the Queue statuses", lambda: not compare())
+    last: list[str] = []
+
+    def agree() -> bool:
+        last[:] = compare()
+        return not last
+
+    try:
+        wait_until("kai queues to agree with the Queue statuses", agree)
+    except AssertionError as error:
+        dump = control_plane.kubectl("get", "podgroups,pods,ns", "-A", "-o", "wide", check=False)
+        raise AssertionError(f"{error}: {last}\n{dump.stdout}") from None
     shown = {row["queue"]: row for row in json.loads(kai_cli(control_plane, kai, "queues", "-o", "json"))["queues"]}
     training = shown["equipe-training"]["resources"]["gpu"]
     assert (training["quota"], training["limit"], training["weight"]) == (10, 20, 2)
@@ -253,13 +263,10 @@ def test_a_snapshot_of_the_test_cluster_runs_in_kai_simulate(
     pool, parent, queue = f"snap-{namespace}", f"p-{namespace}", f"q-{namespace}"
     queue_tree(control_plane, tmp_path, parent, (queue, {"limit": 4}))
     kwok.node(f"{pool}-gpu", 8, {"pool": pool})
-    apply(
-        control_plane,
-        tmp_path,
-        *gang(namespace, "first", queue, pool, 1, 2),
-        *gang(namespace, "big", queue, pool, 2, 2),
-    )
+    apply(control_plane, tmp_path, *gang(namespace, "first", queue, pool, 1, 2))
     wait_until("the first job to be bound", lambda: bound(control_plane, namespace, "first-0"))
+    apply(control_plane, tmp_path, *gang(namespace, "big", queue, pool, 2, 2))
+    wait_until("KAI's OverLimit condition", lambda: condition_reason(control_plane, namespace, "big") == "OverLimit")
     taken = tmp_path / "cluster.zip"
     out = kai_cli(control_plane, kai, "snapshot", "-o", str(taken))
     assert out.startswith(f"wrote {taken}: ") and "scheduler config: the scheduler at" in out
