@@ -12,6 +12,7 @@ from rich.console import Console
 from kai.cli.explain import explain
 from kai.cli.queues import queues
 from kai.cli.snapshot import snapshot
+from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, run_what_if
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.endpoints import EndpointError
 from kai.components.runtime import COMPONENTS, RuntimeOptions
@@ -20,6 +21,7 @@ from kai.components.serve import ServeError, serve
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
+from kai.components.sim.whatif.changes import ChangeError
 from kai.core.framework.config import parse_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
@@ -60,6 +62,24 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 )
 @click.option("--check", is_flag=True, help="Compare each scenario's expect block; one PASS/FAIL line each.")
 @click.option("--json", "as_json_output", is_flag=True, help="Print every cycle's outcome as JSON.")
+@click.option(
+    "--what-if",
+    "what_if",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Changes (docs/what-if.md): run the input as it is and changed, and compare.",
+)
+@click.option(
+    "--set", "settings", multiple=True, help="A what-if change: queue.NAME.gpu.quota=4, placement.gpu=spread…"
+)
+@click.option("--add-nodes", multiple=True, help="A what-if change: N:like=NODE adds N copies of NODE.")
+@click.option("--remove-node", multiple=True, help="A what-if change: remove NODE (its pods go back to pending).")
+@click.option(
+    "--default-run-time",
+    help=f"What-if runs: how long pods without a run time run (default {DEFAULT_RUN_TIME}; 'none': until evicted).",
+)
+@click.option(
+    "--plot", type=click.Path(file_okay=False, path_type=Path), help="What-if runs: write PNGs and HTML here."
+)
 def simulate(
     paths: tuple[Path, ...],
     cycles: int | None,
@@ -68,14 +88,27 @@ def simulate(
     sample_every: float | None,
     check: bool,
     as_json_output: bool,
+    what_if: Path | None,
+    settings: tuple[str, ...],
+    add_nodes: tuple[str, ...],
+    remove_node: tuple[str, ...],
+    default_run_time: str | None,
+    plot: Path | None,
 ) -> None:
     """Run the scheduler on scenario files or folders against the embedded cluster.
 
     Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster.
-    With --period the clock advances between cycles and the queues' allocation over time is shown."""
+    With --period the clock advances between cycles and the queues' allocation over time is shown. With changes
+    (--what-if, --set, --add-nodes, --remove-node) one input runs twice, as it is and changed, side by side."""
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     console = Console(width=200)
+    if what_if or settings or add_nodes or remove_node:
+        changes = (what_if, settings, add_nodes, remove_node)
+        _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot)
+        return
+    if default_run_time is not None or plot is not None:
+        raise click.UsageError("--default-run-time and --plot are for what-if runs (--what-if, --set, --add-nodes…)")
     passed = failed = 0
     documents = []
     clock = ClockSpec(period or 0.0, duration, sample_every)
@@ -110,6 +143,44 @@ def simulate(
         click.echo(f"{passed} passed, {failed} failed")
     if failed:
         sys.exit(1)
+
+
+def _what_if(
+    paths: tuple[Path, ...],
+    cycles: int | None,
+    period: float | None,
+    duration: float | None,
+    sample_every: float | None,
+    changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+    default_run_time: str | None,
+    plot: Path | None,
+) -> None:
+    if len(paths) != 1:
+        raise click.UsageError("a what-if run takes one snapshot or scenario")
+    if cycles is None and duration is None:
+        raise click.UsageError("a what-if run needs --cycles or --duration: how long to run")
+    try:
+        changes = gather_changes(*changes_given)
+    except ChangeError as error:
+        raise click.ClickException(str(error)) from None
+    run_time = _run_time(default_run_time if default_run_time is not None else DEFAULT_RUN_TIME)
+    clock = ClockSpec(period or DEFAULT_PERIOD_S, duration, sample_every)
+    ((_, scenario),) = load_scenarios(list(paths), cycles, clock)
+    if isinstance(scenario, ScenarioError):
+        raise click.ClickException(str(scenario))
+    run_what_if(scenario, changes, clock.period_s, run_time, Console(width=200), plot)
+
+
+def _run_time(text: str) -> float | None:
+    if text == "none":
+        return None
+    try:
+        seconds = parse_duration(text, "command line", "--default-run-time", days=True)
+    except InvalidObject as error:
+        raise click.BadParameter(f"{error.problem}; or 'none'", param_hint="--default-run-time") from None
+    if seconds <= 0:
+        raise click.BadParameter(f"got {text!r}; must be longer than 0", param_hint="--default-run-time")
+    return seconds
 
 
 def _simulate(scenario: Scenario) -> ScenarioRun:

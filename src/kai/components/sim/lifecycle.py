@@ -3,7 +3,9 @@
 - A pod with the annotation ``simulate.kai.scheduler/run-time`` (a Go duration such as ``45m``) succeeds that long
   after it started running (``status.startTime``; a pod already running in the input started at the simulation's
   start); its resources are free from then on. Pods without it run until they are evicted, unless the simulation
-  gives a default run time. An evicted pod starts from zero when it runs again.
+  gives a default run time (what-if runs: a snapshot has no run times), which counts from the pod's start or the
+  simulation's start, whichever is later, so that the pods of a snapshot do not all finish at once. An evicted pod
+  starts from zero when it runs again.
 - A PodGroup with the annotation ``simulate.kai.scheduler/resubmit: "true"`` is submitted again, as a fresh
   PodGroup with fresh pods (names ``<podgroup>-2``, ``-3``, …, created at that time), once every pod of the
   previous one has finished; the finished one is removed. So a queue's demand stays steady. The same annotation on
@@ -70,8 +72,10 @@ class WorkloadLifecycle:
             key = object_key(pod)
             status = pod.setdefault("status", {})
             if self.timed and status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
-                run_time = self._run_time(pod, key)
+                run_time, given = self._run_time(pod, key)
                 started = _started(pod, key, self.start)
+                if not given:  # a guess for a pod that says nothing: its run begins no earlier than the run's
+                    started = max(started, self.start)
                 if run_time is not None and now - started >= run_time:
                     status["phase"] = "Succeeded"
                     cluster.update_status("Pod", pod)
@@ -81,18 +85,19 @@ class WorkloadLifecycle:
             if all(phases.get(key, "Succeeded") in FINISHED for key in template.current):
                 self._resubmit(cluster, template, now)
 
-    def _run_time(self, pod: Raw, key: str) -> float | None:
+    def _run_time(self, pod: Raw, key: str) -> tuple[float | None, bool]:
+        """The pod's run time, and whether the pod gives it (else it is the default)."""
         text = (pod["metadata"].get("annotations") or {}).get(RUN_TIME_ANNOTATION)
         if text is None:
-            return self.default_run_time_s
+            return self.default_run_time_s, False
         try:
-            return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{RUN_TIME_ANNOTATION}]")
+            return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{RUN_TIME_ANNOTATION}]"), True
         except InvalidObject as error:
             if key not in self._reported:
                 self._reported.add(key)
                 problem = InvalidObject(error.obj, error.field, f"{error.problem}; the pod runs until evicted")
                 self.problems.append(Problem.of(WARNING, "Pod", key, problem))
-            return None
+            return None, True
 
     def _templates(self, objects: list[Raw]) -> list[Template]:
         podgroups = {object_key(o): o for o in objects if o["kind"] == "PodGroup"}

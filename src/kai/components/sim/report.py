@@ -60,14 +60,19 @@ def _sample_json(sample: TimelineSample) -> dict[str, Any]:
 
 def timeline_rows(run: ScenarioRun) -> list[TimelineSample]:
     """The samples the table shows: one per ``sampleEvery`` of simulated time (about 24 by default), and the last."""
-    if not run.timeline or run.clock is None or not run.clock.running:
+    if run.clock is None or not run.clock.running:
         return []
-    period = run.clock.period_s
-    span = run.timeline[-1].elapsed_s
-    every = run.scenario.clock.sample_every_s or max(period, span / TIMELINE_ROWS)
-    step = max(1, math.ceil(every / period - 1e-9))
-    rows = run.timeline[::step]
-    return rows if rows[-1] is run.timeline[-1] else [*rows, run.timeline[-1]]
+    return sampled(run.timeline, run.clock.period_s, run.scenario.clock.sample_every_s)
+
+
+def sampled(timeline: list[TimelineSample], period_s: float, every_s: float | None) -> list[TimelineSample]:
+    """One sample per ``every_s`` of simulated time (None: about 24 in all), and the last."""
+    if not timeline or period_s <= 0:
+        return []
+    every = every_s or max(period_s, timeline[-1].elapsed_s / TIMELINE_ROWS)
+    step = max(1, math.ceil(every / period_s - 1e-9))
+    rows = timeline[::step]
+    return rows if rows[-1] is timeline[-1] else [*rows, timeline[-1]]
 
 
 def print_timeline(run: ScenarioRun, console: Console) -> None:

@@ -117,7 +117,7 @@ def load_scenarios(
     for path in paths:
         try:
             if is_snapshot(path):
-                runs.append((path, snapshot_scenario(path, cycles)))
+                runs.append((path, snapshot_scenario(path, cycles, clock)))
                 continue
             raw, plain = _read(path)
             if not plain:
@@ -142,14 +142,23 @@ def load_scenarios(
     return [run for run in runs if run is not None]
 
 
-def snapshot_scenario(path: Path, cycles: int | None = None) -> Scenario:
-    """A KAI snapshot zip as a scenario: its objects and config, at the time it was taken, one cycle by default."""
+def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | None = None) -> Scenario:
+    """A KAI snapshot zip as a scenario: its objects and config, at the time it was taken, one cycle by default
+    (or as many as the clock's duration covers)."""
     try:
         loaded = load_snapshot(path)
     except SnapshotFormatError as error:
         raise ScenarioError(str(error)) from error
-    runner = Runner(cycles_before_check=cycles or 1)
-    return Scenario(path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems)
+    clock = clock or ClockSpec()
+    runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
+    return Scenario(path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems, clock)
+
+
+def _clock_cycles(clock: ClockSpec) -> int | None:
+    """The cycles that cover the clock's duration (None without one)."""
+    if clock.duration_s is None or not clock.period_s:
+        return None
+    return max(1, math.ceil(clock.duration_s / clock.period_s - 1e-9))
 
 
 def _build(
@@ -187,8 +196,8 @@ def _build(
         runner = Runner()
     if cycles is not None:
         runner.cycles_before_check = cycles
-    elif clock.duration_s is not None and not runner.multi_cycle:
-        runner.cycles_before_check = max(1, math.ceil(clock.duration_s / clock.period_s - 1e-9))
+    elif (covered := _clock_cycles(clock)) is not None and not runner.multi_cycle:
+        runner.cycles_before_check = covered
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):
         raise ScenarioError(f"{where}: field expect: expected a mapping")

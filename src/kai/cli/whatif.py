@@ -1,0 +1,64 @@
+"""``kai simulate … --what-if``: the changes from a file and the command line, the two runs with a progress bar on
+a terminal, the side-by-side report and, with ``--plot``, the plots."""
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import Progress
+
+from kai.components.sim.scenario import Scenario
+from kai.components.sim.whatif.apply import apply_changes
+from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_set, read_changes
+from kai.components.sim.whatif.compare import Comparison, compare
+from kai.components.sim.whatif.plots import write_plots
+from kai.components.sim.whatif.report import print_comparison
+
+DEFAULT_PERIOD_S = 60.0
+"""What-if runs need a running clock: one cycle a simulated minute unless --period says otherwise."""
+DEFAULT_RUN_TIME = "1h"
+"""How long a pod without a run-time annotation runs in a what-if run (a snapshot has none)."""
+
+
+def gather_changes(
+    file: Path | None, settings: tuple[str, ...], add_nodes: tuple[str, ...], remove_nodes: tuple[str, ...]
+) -> Changes:
+    """The file's changes, then the command line's; ``ChangeError`` for the first that cannot be used."""
+    changes = read_changes(file) if file is not None else Changes()
+    for text in settings:
+        changes.extend(parse_set(text))
+    for text in add_nodes:
+        changes.extend(parse_add_nodes(text))
+    changes.remove_nodes += list(remove_nodes)
+    return changes
+
+
+def run_what_if(
+    scenario: Scenario,
+    changes: Changes,
+    period_s: float,
+    default_run_time_s: float | None,
+    console: Console,
+    plot: Path | None,
+) -> Comparison:
+    try:
+        changed = apply_changes(scenario, changes)
+    except ChangeError as error:
+        raise click.ClickException(str(error)) from None
+    cycles = scenario.runner.cycles_before_check
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task("simulating base and changed", total=cycles)
+        comparison = compare(
+            scenario,
+            changed,
+            cycles,
+            period_s,
+            default_run_time_s,
+            changes.describe(),
+            lambda done: progress.update(task, completed=done),
+        )
+    print_comparison(comparison, console, scenario.clock.sample_every_s)
+    if plot is not None:
+        written = write_plots(comparison, plot)
+        console.print("wrote " + ", ".join(str(path) for path in written))
+    return comparison

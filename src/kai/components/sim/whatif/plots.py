@@ -1,0 +1,110 @@
+"""PNG plots of a what-if run and an HTML page showing them with the report's figures (``--plot DIR``).
+
+matplotlib draws off screen (the Agg canvas; no display, no pyplot state): GPUs allocated per queue over time,
+base solid and changed dashed; the cluster's GPU utilisation; each queue's time to start (p50 and max).
+"""
+
+import html
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure
+
+from kai.components.sim.whatif.compare import Comparison, RunMetrics, wait_stats
+from kai.components.sim.whatif.report import queue_rows, totals
+
+PLOTS = ("gpu_allocation.png", "utilisation.png", "time_to_start.png")
+HOUR = 3600.0
+
+
+def write_plots(comparison: Comparison, folder: Path) -> list[Path]:
+    """The three PNGs and ``index.html`` in ``folder`` (created if missing); the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = (_allocation(comparison), _utilisation(comparison), _time_to_start(comparison))
+    written = []
+    for name, figure in zip(PLOTS, figures, strict=True):
+        path = folder / name
+        figure.savefig(path, dpi=100)
+        written.append(path)
+    page = folder / "index.html"
+    page.write_text(_page(comparison))
+    return [*written, page]
+
+
+def _hours(run: RunMetrics) -> list[float]:
+    return [sample.elapsed_s / HOUR for sample in run.timeline]
+
+
+def _allocation(comparison: Comparison) -> Figure:
+    figure = Figure(figsize=(10, 5), layout="constrained")
+    axes = figure.subplots()
+    colours = matplotlib.colormaps["tab10"]
+    for index, queue in enumerate(comparison.queues()):
+        colour = colours(index % 10)
+        for run, style, label in ((comparison.base, "-", "base"), (comparison.changed, "--", "changed")):
+            values = [s.queues[queue].allocated["gpu"] if queue in s.queues else 0.0 for s in run.timeline]
+            axes.step(_hours(run), values, where="post", linestyle=style, color=colour, label=f"{queue} ({label})")
+    axes.set(title="GPUs allocated per queue (solid: base, dashed: changed)", xlabel="simulated hours", ylabel="GPUs")
+    axes.legend(loc="upper right", fontsize="small")
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _utilisation(comparison: Comparison) -> Figure:
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    axes = figure.subplots()
+    for run, style, label in ((comparison.base, "-", "base"), (comparison.changed, "--", "changed")):
+        axes.step(_hours(run), [100 * u for u in run.utilisation()], where="post", linestyle=style, label=label)
+    axes.set(title="GPU utilisation of the cluster", xlabel="simulated hours", ylabel="% of GPUs allocated")
+    axes.set_ylim(0, 105)
+    axes.legend(loc="lower right")
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _time_to_start(comparison: Comparison) -> Figure:
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    axes = figure.subplots()
+    queues = comparison.queues()
+    width = 0.2
+    for offset, (run, label) in enumerate(((comparison.base, "base"), (comparison.changed, "changed"))):
+        stats = [wait_stats(run.waits.get(queue, [])) or (0.0, 0.0) for queue in queues]
+        positions = [i + (offset * 2 - 1.5) * width for i in range(len(queues))]
+        axes.bar(positions, [s[0] / 60 for s in stats], width, label=f"p50 ({label})")
+        axes.bar([p + width for p in positions], [s[1] / 60 for s in stats], width, label=f"max ({label})")
+    axes.set_xticks(range(len(queues)), queues)
+    axes.set(title="Time to start per queue", ylabel="minutes")
+    axes.legend(fontsize="small")
+    axes.grid(alpha=0.3, axis="y")
+    return figure
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _page(comparison: Comparison) -> str:
+    changes = "".join(f"<li>{html.escape(line)}</li>" for line in comparison.changes) or "<li>none</li>"
+    queue_header = (
+        "queue",
+        "pods started",
+        "time to start p50 / max",
+        "pending at end",
+        "mean GPUs",
+        "mean fair share",
+    )
+    images = "".join(f'<p><img src="{name}" alt="{name}"></p>' for name in PLOTS)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>kai what-if</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+        f"<h1>kai what-if</h1><h2>Changes</h2><ul>{changes}</ul>"
+        f"<h2>Cluster</h2>{_table(('', 'base', 'changed'), totals(comparison))}"
+        f"<h2>Queues (base → changed)</h2>{_table(queue_header, queue_rows(comparison))}"
+        f"<h2>Plots</h2>{images}</body></html>\n"
+    )

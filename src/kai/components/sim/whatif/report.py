@@ -1,0 +1,114 @@
+"""The side-by-side report of a what-if run in the terminal: the changes, totals, per-queue figures and the GPUs
+each queue holds over time, base beside changed."""
+
+import statistics
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from kai.components.sim.report import sampled
+from kai.components.sim.timeline import QueueSample
+from kai.components.sim.whatif.compare import Comparison, RunMetrics, wait_stats
+from kai.core.model.duration import format_duration
+from kai.core.model.text import humanize
+
+ARROW = " → "
+
+
+def totals(comparison: Comparison) -> list[tuple[str, ...]]:
+    """(figure, base, changed) for the whole cluster; the plots' page shows the same rows."""
+    base, changed = comparison.base, comparison.changed
+
+    def both(figure: str, fn: Callable[[RunMetrics], str]) -> tuple[str, ...]:
+        return figure, fn(base), fn(changed)
+
+    rows = [
+        both("pods started", lambda r: str(len(r.started))),
+        both("pods pending at the end", lambda r: str(sum(r.pending.values()))),
+        both("pods finished their run time", lambda r: str(r.completed)),
+        both("time to start p50 / max", lambda r: _waits([w for ws in r.waits.values() for w in ws])),
+        both("GPU utilisation mean / peak", _utilisation),
+        both("GPUs in the cluster", lambda r: humanize(r.capacity[-1]) if r.capacity else "0"),
+    ]
+    actions = sorted(set(base.evictions) | set(changed.evictions))
+    rows.append(both("evictions", lambda r: str(sum(r.evictions.values()))))
+    for action in actions:
+        rows.append((f"  by {action}", str(base.evictions[action]), str(changed.evictions[action])))
+    return rows
+
+
+def _waits(waits: list[float]) -> str:
+    stats = wait_stats(waits)
+    return "-" if stats is None else f"{format_duration(stats[0])} / {format_duration(stats[1])}"
+
+
+def _utilisation(run: RunMetrics) -> str:
+    values = run.utilisation()
+    return f"{statistics.fmean(values):.0%} / {max(values):.0%}" if values else "-"
+
+
+def queue_rows(comparison: Comparison) -> list[tuple[str, ...]]:
+    """Per leaf queue: pods started, time to start, mean GPUs allocated and mean fair share, base → changed."""
+    rows = []
+    base, changed = comparison.base, comparison.changed
+    for queue in comparison.queues():
+        cells = [
+            f"{len(base.waits.get(queue, []))}{ARROW}{len(changed.waits.get(queue, []))}",
+            f"{_waits(base.waits.get(queue, []))}{ARROW}{_waits(changed.waits.get(queue, []))}",
+            f"{base.pending[queue]}{ARROW}{changed.pending[queue]}",
+        ]
+        for key in ("allocated", "fair_share"):
+            cells.append(f"{base.mean_queue(queue, key):.2f}{ARROW}{changed.mean_queue(queue, key):.2f}")
+        rows.append((queue, *cells))
+    return rows
+
+
+def print_comparison(comparison: Comparison, console: Console, sample_every_s: float | None = None) -> None:
+    run_time = comparison.default_run_time_s
+    span = format_duration(comparison.cycles * comparison.period_s)
+    console.print(
+        f"[bold]What if[/bold] — {comparison.cycles} cycles, one every {format_duration(comparison.period_s)} "
+        f"({span} simulated); pods without a run time run "
+        + (format_duration(run_time) if run_time is not None else "until evicted")
+    )
+    console.print("Changes: " + ("; ".join(comparison.changes) or "none"))
+    summary = Table("", "base", "changed", title="Cluster")
+    for figure in totals(comparison):
+        summary.add_row(*figure)
+    console.print(summary)
+    queues = Table(
+        "queue",
+        "pods started",
+        "time to start p50 / max",
+        "pending at end",
+        "mean GPUs allocated",
+        "mean GPU fair share",
+        title=f"Queues (base{ARROW}changed)",
+    )
+    for row in queue_rows(comparison):
+        queues.add_row(*row)
+    console.print(queues)
+    _print_timeline(comparison, console, sample_every_s)
+
+
+def _print_timeline(comparison: Comparison, console: Console, sample_every_s: float | None) -> None:
+    base, changed = comparison.base, comparison.changed
+    queues = comparison.queues()
+    title = f"GPUs over time: allocated / fair share (base{ARROW}changed)"
+    table = Table("time", *queues, title=title, min_width=len(title) + 4)
+    rows = sampled(base.timeline, comparison.period_s, sample_every_s)
+    by_cycle = {sample.cycle: sample for sample in changed.timeline}
+    for sample in rows:
+        other = by_cycle.get(sample.cycle)
+        cells = []
+        for queue in queues:
+            left = sample.queues.get(queue)
+            right = other.queues.get(queue) if other is not None else None
+            cells.append(f"{_cell(left)}{ARROW}{_cell(right)}")
+        table.add_row(f"+{format_duration(sample.elapsed_s)}", *cells)
+    console.print(table)
+
+
+def _cell(queue: QueueSample | None) -> str:
+    return "-" if queue is None else f"{humanize(queue.allocated['gpu'])} / {humanize(queue.fair_share['gpu'])}"

@@ -1,0 +1,215 @@
+"""What-if runs of ``kai simulate``: a scenario run as it is and changed, side by side on the simulated clock;
+changes of queue quotas, nodes and the scheduler config, and bad changes as one clear line."""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kai.cli.main import main
+from kai.components.sim.scenario import ClockSpec, load_scenario
+from kai.components.sim.whatif.apply import apply_changes
+from kai.components.sim.whatif.changes import ChangeError, Changes, parse_changes, parse_set
+from kai.components.sim.whatif.compare import Comparison, compare, wait_stats
+
+NOW = "2026-01-01T00:00:00Z"
+HOUR = 3600.0
+
+
+def queue(name: str, quota: float) -> dict[str, Any]:
+    gpu = {"quota": quota, "limit": -1, "overQuotaWeight": 1}
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    return {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}},
+    }
+
+
+def node(name: str, gpus: int = 8) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.count": str(gpus), "kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}},
+    }
+
+
+def jobs(queue_name: str, count: int, gpus: int = 1) -> list[dict[str, Any]]:
+    """``count`` one-pod jobs of ``gpus`` GPUs each in ``queue_name``, all waiting at the start."""
+    objects: list[dict[str, Any]] = []
+    for i in range(count):
+        name = f"{queue_name}-{i}"
+        objects.append(
+            {
+                "apiVersion": "scheduling.run.ai/v2alpha2",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "ml", "creationTimestamp": NOW},
+                "spec": {"queue": queue_name, "priorityClassName": "train", "minMember": 1},
+            }
+        )
+        resources = {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)}}
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-0",
+                    "namespace": "ml",
+                    "creationTimestamp": NOW,
+                    "annotations": {"pod-group-name": name},
+                },
+                "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c", "resources": resources}]},
+                "status": {"phase": "Pending"},
+            }
+        )
+    return objects
+
+
+def scenario_file(tmp_path: Path, *objects: dict[str, Any]) -> Path:
+    train = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump({"name": "what-if", "now": NOW, "objects": [train, *objects]}))
+    return path
+
+
+def two_queues(tmp_path: Path) -> Path:
+    return scenario_file(tmp_path, queue("a", 4), queue("b", 4), node("node-0"), *jobs("a", 8), *jobs("b", 8))
+
+
+def run(path: Path, changes: Changes, hours: float = 3, run_time_s: float | None = HOUR) -> Comparison:
+    period = 600.0
+    scenario = load_scenario(path, clock=ClockSpec(period, hours * HOUR))
+    changed = apply_changes(scenario, changes)
+    cycles = scenario.runner.cycles_before_check
+    return compare(scenario, changed, cycles, period, run_time_s, changes.describe())
+
+
+def test_a_queue_quota_change_moves_gpus_between_queues(tmp_path: Path) -> None:
+    changes = parse_set("queue.a.gpu.quota=6")
+    changes.extend(parse_set("queue.b.gpu.quota=2"))
+    comparison = run(two_queues(tmp_path), changes, run_time_s=None)
+    base, changed = comparison.base, comparison.changed
+    assert base.mean_queue("a", "allocated") == pytest.approx(4)
+    assert base.mean_queue("b", "allocated") == pytest.approx(4)
+    assert changed.mean_queue("a", "allocated") == pytest.approx(6)
+    assert changed.mean_queue("b", "allocated") == pytest.approx(2)
+    assert changed.mean_queue("a", "fair_share") > base.mean_queue("a", "fair_share")
+    assert (len(base.waits["a"]), len(changed.waits["a"])) == (4, 6)
+    assert (base.pending["b"], changed.pending["b"]) == (4, 6)
+    assert comparison.changes == ["queue a: gpu.quota = 6", "queue b: gpu.quota = 2"]
+
+
+def test_an_added_node_lowers_the_time_to_start(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, queue("a", 8), node("node-0"), *jobs("a", 16))
+    comparison = run(path, parse_changes({"nodes": {"add": [{"like": "node-0", "count": 1}]}}, "test"))
+    base, changed = comparison.base, comparison.changed
+    assert base.capacity[-1] == 8 and changed.capacity[-1] == 16
+    assert wait_stats(base.waits["a"]) == (pytest.approx(HOUR / 2), pytest.approx(HOUR))
+    assert wait_stats(changed.waits["a"]) == (0.0, 0.0)
+    assert len(base.started) == len(changed.started) == 16
+    assert changed.utilisation()[0] == 1.0 and base.utilisation()[0] == 1.0
+    assert base.completed == changed.completed == 16
+
+
+def test_the_default_run_time_counts_from_the_start_of_the_run(tmp_path: Path) -> None:
+    """Pods running in the input for longer than the default run time do not all finish at the first step."""
+    running = jobs("a", 8)
+    for obj in running:
+        if obj["kind"] == "Pod":
+            obj["spec"]["nodeName"] = "node-0"
+            obj["status"] = {"phase": "Running", "startTime": "2025-12-31T00:00:00Z"}
+    path = scenario_file(tmp_path, queue("a", 8), queue("b", 0), node("node-0"), *running, *jobs("b", 8))
+    comparison = run(path, Changes(), hours=2)
+    waits = sorted(comparison.base.waits["b"])
+    assert waits[0] == pytest.approx(HOUR) and waits[-1] == pytest.approx(HOUR)
+
+
+def test_a_removed_node_sends_its_pods_back_to_pending(tmp_path: Path) -> None:
+    running = jobs("a", 4)
+    for obj in running:
+        if obj["kind"] == "Pod":
+            obj["spec"]["nodeName"] = "node-1"
+            obj["status"] = {"phase": "Running", "startTime": NOW}
+    path = scenario_file(tmp_path, queue("a", 8), node("node-0", 2), node("node-1"), *running)
+    comparison = run(path, Changes(remove_nodes=["node-1"]), hours=1, run_time_s=None)
+    assert comparison.base.started == set() and comparison.changed.capacity[-1] == 2
+    assert len(comparison.changed.started) == 2 and comparison.changed.pending["a"] == 2
+
+
+def test_scheduler_changes_replace_actions_and_placement(tmp_path: Path) -> None:
+    scenario = load_scenario(two_queues(tmp_path))
+    changes = parse_changes({"scheduler": {"actions": "allocate", "placement": {"gpu": "spread"}}}, "test")
+    config = apply_changes(scenario, changes).config
+    assert config.actions == ("allocate",)
+    placement = [o for tier in config.tiers for o in tier if o.name == "nodeplacement"]
+    assert [o.arguments["gpu"] for o in placement] == ["spread"]
+    assert scenario.config.actions != ("allocate",)
+
+
+def test_the_command_prints_base_beside_changed(tmp_path: Path) -> None:
+    path = two_queues(tmp_path)
+    changes = tmp_path / "changes.yaml"
+    changes.write_text(yaml.safe_dump({"queues": {"a": {"gpu": {"quota": 6}}, "b": {"gpu": {"quota": 2}}}}))
+    args = ["simulate", str(path), "--what-if", str(changes), "--period", "10m", "--duration", "2h"]
+    result = CliRunner().invoke(main, [*args, "--default-run-time", "none"])
+    assert result.exit_code == 0, result.output
+    assert "12 cycles, one every 10m0s (2h0m0s simulated); pods without a run time run until evicted" in result.output
+    assert "queue a: gpu.quota = 6" in result.output
+    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 3}
+    assert "4.00 → 6.00" in lines["a"] and "4.00 → 2.00" in lines["b"]
+    assert [cell.strip() for cell in lines["pods started"].split("│")[2:4]] == ["8", "8"]
+
+
+BAD_FILES = [
+    ({"queues": {"a": {"gpu": {"quota": "lots"}}}}, "field queues.a.gpu.quota: got 'lots'; expected a number"),
+    ({"queues": {"a": {"gpu": {"quotas": 4}}}}, "field queues.a.gpu.quotas: unknown; allowed: quota, limit"),
+    ({"queues": {"a": {"gpus": {"quota": 4}}}}, "field queues.a.gpus: unknown; allowed: gpu, cpu, memory"),
+    ({"queues": {"nope": {"gpu": {"quota": 4}}}}, "queue nope: no such Queue in the input; its queues: a, b"),
+    ({"queue": {}}, "field queue: unknown; allowed: queues, nodes, scheduler, submit"),
+    ({"nodes": {"add": [{"like": "node-0", "count": 0}]}}, "field nodes.add[0].count: got 0"),
+    ({"nodes": {"add": [{"like": "gone"}]}}, "like=gone: no such Node in the input; its nodes: node-0"),
+    ({"nodes": {"remove": "node-0"}}, "field nodes.remove: expected a list, got str"),
+    ({"scheduler": {"actions": "allocate, shuffle"}}, "field scheduler.actions: unknown action 'shuffle'"),
+    ({"scheduler": {"placement": {"gpu": "pack"}}}, "field scheduler.placement.gpu: got 'pack'; allowed: binpack"),
+    ({"submit": [{"kind": "Pod"}]}, "submit: Pod submit[0]: field metadata: got null"),
+    ([1, 2], "expected one mapping with queues, nodes, scheduler, submit"),
+]
+
+
+@pytest.mark.parametrize(("content", "told"), BAD_FILES)
+def test_a_bad_change_file_is_one_line_naming_the_field(tmp_path: Path, content: Any, told: str) -> None:
+    changes = tmp_path / "changes.yaml"
+    changes.write_text(yaml.safe_dump(content))
+    args = ["simulate", str(two_queues(tmp_path)), "--what-if", str(changes), "--cycles", "2"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert told in result.output, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "told"),
+    [
+        (["--set", "queue.a.gpu.quota"], "expected FIELD=VALUE"),
+        (["--set", "queue.a.gpu.quota=x"], "queue a gpu.quota: got 'x'; expected a number"),
+        (["--set", "placement.gpu=pack"], "placement.gpu: got 'pack'; allowed: binpack, spread"),
+        (["--add-nodes", "two:like=node-0"], "expected N:like=<node>"),
+        (["--remove-node", "node-9"], "--remove-node node-9: no such Node in the input"),
+        (["--set", "queue.a.gpu.quota=2", "--default-run-time", "soon"], "--default-run-time"),
+    ],
+)
+def test_bad_changes_on_the_command_line_are_one_clear_error(tmp_path: Path, args: list[str], told: str) -> None:
+    result = CliRunner().invoke(main, ["simulate", str(two_queues(tmp_path)), "--cycles", "2", *args])
+    assert result.exit_code != 0
+    assert told in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_negative_amount_other_than_unlimited_is_refused() -> None:
+    with pytest.raises(ChangeError, match=re.escape("queues.a.cpu.limit: got -2; expected 0 or more, or -1")):
+        parse_changes({"queues": {"a": {"cpu": {"limit": -2}}}}, "test")
