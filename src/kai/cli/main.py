@@ -105,7 +105,7 @@ def simulate(
     console = Console(width=200)
     if what_if or settings or add_nodes or remove_node:
         changes = (what_if, settings, add_nodes, remove_node)
-        _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot)
+        _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, as_json_output)
         return
     if default_run_time is not None or plot is not None:
         raise click.UsageError("--default-run-time and --plot are for what-if runs (--what-if, --set, --add-nodes…)")
@@ -154,6 +154,7 @@ def _what_if(
     changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     default_run_time: str | None,
     plot: Path | None,
+    json_output: bool,
 ) -> None:
     if len(paths) != 1:
         raise click.UsageError("a what-if run takes one snapshot or scenario")
@@ -168,7 +169,7 @@ def _what_if(
     ((_, scenario),) = load_scenarios(list(paths), cycles, clock)
     if isinstance(scenario, ScenarioError):
         raise click.ClickException(str(scenario))
-    run_what_if(scenario, changes, clock.period_s, run_time, Console(width=200), plot)
+    run_what_if(scenario, changes, clock.period_s, run_time, Console(width=200), plot, json_output)
 
 
 def _run_time(text: str) -> float | None:

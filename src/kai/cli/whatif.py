@@ -1,6 +1,7 @@
 """``kai simulate … --what-if``: the changes from a file and the command line, the two runs with a progress bar on
 a terminal, the side-by-side report and, with ``--plot``, the plots."""
 
+import json
 from pathlib import Path
 
 import click
@@ -12,7 +13,7 @@ from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_set, read_changes
 from kai.components.sim.whatif.compare import Comparison, compare
 from kai.components.sim.whatif.plots import write_plots
-from kai.components.sim.whatif.report import print_comparison
+from kai.components.sim.whatif.report import as_json, print_comparison
 
 DEFAULT_PERIOD_S = 60.0
 """What-if runs need a running clock: one cycle a simulated minute unless --period says otherwise."""
@@ -40,6 +41,7 @@ def run_what_if(
     default_run_time_s: float | None,
     console: Console,
     plot: Path | None,
+    json_output: bool = False,
 ) -> Comparison:
     try:
         changed = apply_changes(scenario, changes)
@@ -57,8 +59,12 @@ def run_what_if(
             changes.describe(),
             lambda done: progress.update(task, completed=done),
         )
+    written = write_plots(comparison, plot) if plot is not None else []
+    if json_output:
+        document = {**as_json(comparison), "plots": [str(path) for path in written]}
+        click.echo(json.dumps(document, indent=2))
+        return comparison
     print_comparison(comparison, console, scenario.clock.sample_every_s)
-    if plot is not None:
-        written = write_plots(comparison, plot)
+    if written:
         console.print("wrote " + ", ".join(str(path) for path in written))
     return comparison

@@ -34,6 +34,16 @@ def write_plots(comparison: Comparison, folder: Path) -> list[Path]:
     return [*written, page]
 
 
+def _active(comparison: Comparison) -> list[str]:
+    """The queues worth a line or a bar: those that held GPUs or started pods in either run."""
+    runs = (comparison.base, comparison.changed)
+    return [
+        queue
+        for queue in comparison.queues()
+        if any(run.waits.get(queue) or run.mean_queue(queue, "allocated") > 0 for run in runs)
+    ]
+
+
 def _hours(run: RunMetrics) -> list[float]:
     return [sample.elapsed_s / HOUR for sample in run.timeline]
 
@@ -42,7 +52,7 @@ def _allocation(comparison: Comparison) -> Figure:
     figure = Figure(figsize=(10, 5), layout="constrained")
     axes = figure.subplots()
     colours = matplotlib.colormaps["tab10"]
-    for index, queue in enumerate(comparison.queues()):
+    for index, queue in enumerate(_active(comparison)):
         colour = colours(index % 10)
         for run, style, label in ((comparison.base, "-", "base"), (comparison.changed, "--", "changed")):
             values = [s.queues[queue].allocated["gpu"] if queue in s.queues else 0.0 for s in run.timeline]
@@ -68,15 +78,17 @@ def _utilisation(comparison: Comparison) -> Figure:
 def _time_to_start(comparison: Comparison) -> Figure:
     figure = Figure(figsize=(10, 4), layout="constrained")
     axes = figure.subplots()
-    queues = comparison.queues()
+    queues = _active(comparison)
     width = 0.2
     for offset, (run, label) in enumerate(((comparison.base, "base"), (comparison.changed, "changed"))):
         stats = [wait_stats(run.waits.get(queue, [])) or (0.0, 0.0) for queue in queues]
         positions = [i + (offset * 2 - 1.5) * width for i in range(len(queues))]
-        axes.bar(positions, [s[0] / 60 for s in stats], width, label=f"p50 ({label})")
-        axes.bar([p + width for p in positions], [s[1] / 60 for s in stats], width, label=f"max ({label})")
+        for shift, (index, name) in enumerate(((0, "p50"), (1, "max"))):
+            at = [p + shift * width for p in positions]
+            bars = axes.bar(at, [s[index] / 60 for s in stats], width, label=f"{name} ({label})")
+            axes.bar_label(bars, fmt="%.0f", fontsize="small")  # a zero bar still shows its 0
     axes.set_xticks(range(len(queues)), queues)
-    axes.set(title="Time to start per queue", ylabel="minutes")
+    axes.set(title="Time to start per queue (pods started in the run)", ylabel="minutes")
     axes.legend(fontsize="small")
     axes.grid(alpha=0.3, axis="y")
     return figure

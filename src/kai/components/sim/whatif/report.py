@@ -3,6 +3,7 @@ each queue holds over time, base beside changed."""
 
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -112,3 +113,39 @@ def _print_timeline(comparison: Comparison, console: Console, sample_every_s: fl
 
 def _cell(queue: QueueSample | None) -> str:
     return "-" if queue is None else f"{humanize(queue.allocated['gpu'])} / {humanize(queue.fair_share['gpu'])}"
+
+
+def as_json(comparison: Comparison) -> dict[str, Any]:
+    """The report's figures for programs (``--json``): per run, the cluster's and each queue's."""
+
+    def run_json(run: RunMetrics) -> dict[str, Any]:
+        utilisation = run.utilisation()
+        queues = {}
+        for queue in comparison.queues():
+            stats = wait_stats(run.waits.get(queue, []))
+            queues[queue] = {
+                "podsStarted": len(run.waits.get(queue, [])),
+                "pendingAtEnd": run.pending[queue],
+                "timeToStartP50Seconds": stats[0] if stats else None,
+                "timeToStartMaxSeconds": stats[1] if stats else None,
+                "meanAllocatedGPUs": run.mean_queue(queue, "allocated"),
+                "meanFairShareGPUs": run.mean_queue(queue, "fair_share"),
+            }
+        return {
+            "podsStarted": len(run.started),
+            "pendingAtEnd": sum(run.pending.values()),
+            "completedPods": run.completed,
+            "evictions": dict(run.evictions),
+            "gpuUtilisationMean": statistics.fmean(utilisation) if utilisation else 0.0,
+            "clusterGPUs": run.capacity[-1] if run.capacity else 0.0,
+            "queues": queues,
+        }
+
+    return {
+        "changes": comparison.changes,
+        "cycles": comparison.cycles,
+        "periodSeconds": comparison.period_s,
+        "defaultRunTimeSeconds": comparison.default_run_time_s,
+        "base": run_json(comparison.base),
+        "changed": run_json(comparison.changed),
+    }
