@@ -151,6 +151,15 @@ def test_scheduler_changes_replace_actions_and_placement(tmp_path: Path) -> None
     assert scenario.config.actions != ("allocate",)
 
 
+def test_a_submitted_workload_runs_in_the_changed_world_only(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, queue("a", 4), queue("b", 4), node("node-0"), *jobs("a", 2))
+    submitted = [{**obj, "metadata": {**obj["metadata"], "creationTimestamp": None}} for obj in jobs("b", 3, gpus=2)]
+    comparison = run(path, parse_changes({"submit": submitted}, "test"), hours=1, run_time_s=None)
+    assert "b" not in comparison.base.waits and comparison.changed.waits["b"] == [0.0, 0.0, 0.0]
+    assert comparison.changes == ["6 object(s) submitted at the start"]
+    assert comparison.changed.utilisation()[0] == 1.0 and comparison.base.utilisation()[0] == 0.25
+
+
 def test_the_command_prints_base_beside_changed(tmp_path: Path) -> None:
     path = two_queues(tmp_path)
     changes = tmp_path / "changes.yaml"
@@ -201,6 +210,8 @@ def test_a_bad_change_file_is_one_line_naming_the_field(tmp_path: Path, content:
         (["--add-nodes", "two:like=node-0"], "expected N:like=<node>"),
         (["--remove-node", "node-9"], "--remove-node node-9: no such Node in the input"),
         (["--set", "queue.a.gpu.quota=2", "--default-run-time", "soon"], "--default-run-time"),
+        (["--set", "queue.a.gpu.quota=2", "--check"], "a what-if run compares two runs"),
+        (["--plot", "out"], "--default-run-time and --plot are for what-if runs"),
     ],
 )
 def test_bad_changes_on_the_command_line_are_one_clear_error(tmp_path: Path, args: list[str], told: str) -> None:

@@ -104,6 +104,8 @@ def simulate(
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     console = Console(width=200)
     if what_if or settings or add_nodes or remove_node:
+        if check:
+            raise click.UsageError("--check compares a scenario's expect block; a what-if run compares two runs")
         changes = (what_if, settings, add_nodes, remove_node)
         _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, as_json_output)
         return
