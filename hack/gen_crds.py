@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes kai's CustomResourceDefinitions to deploy/crds/ (the one place the tests and the Helm chart read them).
+"""Writes kai's CustomResourceDefinitions to the Helm chart's crds/ (deploy/crds links there: the one place the
+tests, the chart and the image read them).
 
     python3 hack/gen_crds.py            # rewrite deploy/crds/*.yaml
     python3 hack/gen_crds.py --check    # exit 1 if deploy/crds/ differs from what this script writes
@@ -25,7 +26,7 @@ import yaml
 Schema = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "deploy" / "crds"
+OUT = ROOT / "deploy" / "helm" / "kai-scheduler" / "crds"
 
 HEADER = (
     "# kai CustomResourceDefinitions, compatible with NVIDIA KAI Scheduler's.\n"
@@ -558,13 +559,476 @@ def topology_crd() -> dict[str, Any]:
     )
 
 
+# ---------------------------------------------------------------- Config and SchedulingShard (kai.scheduler/v1)
+# The operator's inputs (kai operator). Fields that hold Kubernetes types the operator passes through unchanged into
+# the Deployments it renders (affinity, resources, security contexts, client settings, VPA policies) keep unknown
+# fields: the API server validates them where they land, in the Deployment (docs/deviations.md).
+
+
+def passed_through(desc: str) -> Schema:
+    """A Kubernetes object copied as is into what the operator renders."""
+    return {"type": "object", "description": desc, "x-kubernetes-preserve-unknown-fields": True}
+
+
+def string_map(desc: str) -> Schema:
+    return {"type": "object", "description": desc, "additionalProperties": {"type": "string"}}
+
+
+PULL_POLICY = ["Always", "IfNotPresent", "Never"]
+STRATEGIES = ["binpack", "spread"]
+
+
+def image(desc: str) -> Schema:
+    return obj(
+        {
+            "name": string("Image name, appended to the repository."),
+            "pullPolicy": string("Image pull policy.", enum=PULL_POLICY),
+            "repository": string("Registry and path the image name is appended to."),
+            "tag": string("Image tag."),
+        },
+        desc,
+    )
+
+
+def toleration() -> Schema:
+    return obj(
+        {
+            "effect": string("Taint effect to match: NoSchedule, PreferNoSchedule or NoExecute; empty = all."),
+            "key": string("Taint key; empty with operator Exists = every taint."),
+            "operator": string("Exists or Equal (default)."),
+            "tolerationSeconds": integer("How long a NoExecute taint is tolerated.", fmt="int64"),
+            "value": string("Taint value to match with Equal."),
+        }
+    )
+
+
+def service(desc: str = "How the component's Deployment runs.") -> Schema:
+    return obj(
+        {
+            "affinity": passed_through("Pod affinity of the component (merged with global.affinity)."),
+            "enabled": boolean("Deploy the component (default true)."),
+            "image": image("The component's image."),
+            "k8sClientConfig": passed_through("API client settings (qps, burst)."),
+            "podDisruptionBudget": obj(
+                {
+                    "enabled": boolean("Create a PodDisruptionBudget when replicas > 1."),
+                    "maxUnavailable": integer("Pods that may be unavailable at once."),
+                }
+            ),
+            "resources": passed_through("Container resources (requests and limits)."),
+        },
+        desc,
+    )
+
+
+def webhooks(prefix: str) -> Schema:
+    return obj(
+        {
+            "enableValidation": boolean("Register the validating webhook (default true)."),
+            "webhookConfigurationNamePrefix": string(f"Prefix of the webhook configuration's name ({prefix})."),
+        }
+    )
+
+
+def service_port() -> Schema:
+    return obj(
+        {
+            "name": string("Port name."),
+            "port": integer("Service port.", fmt=None),
+            "targetPort": integer("Container port.", fmt=None),
+        }
+    )
+
+
+def condition() -> Schema:
+    """A metav1.Condition."""
+    return obj(
+        {
+            "lastTransitionTime": timestamp("Last time the condition changed status."),
+            "message": string("Human-readable details.", maxLength=32768),
+            "observedGeneration": integer("Generation of the object the condition was set for.", fmt="int64"),
+            "reason": string("One-word CamelCase reason.", maxLength=1024),
+            "status": string("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+            "type": string("Condition type.", maxLength=316),
+        },
+        required=["lastTransitionTime", "message", "reason", "status", "type"],
+    )
+
+
+def conditions_status(kind: str) -> Schema:
+    return obj(
+        {
+            "conditions": array(
+                condition(),
+                f"Conditions of the {kind}.",
+                **{"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"},
+            )
+        },
+        f"{kind}Status is what the operator observed.",
+    )
+
+
+def config_crd() -> dict[str, Any]:
+    vpa = passed_through("Vertical Pod Autoscaler settings (no VerticalPodAutoscaler is created by kai).")
+    global_ = obj(
+        {
+            "additionalImagePullSecrets": array(string(), "Image pull secrets of every component."),
+            "affinity": passed_through("Affinity of every component's pods."),
+            "daemonsetsTolerations": array(toleration(), "Tolerations of DaemonSet components."),
+            "imagesPullSecret": string("One image pull secret (older spelling of additionalImagePullSecrets)."),
+            "jsonLog": boolean("Log as JSON."),
+            "namespaceLabelSelector": string_map("Namespaces the webhooks apply to (labels)."),
+            "nodePoolLabelKey": string("Node label that partitions nodes, queues and PodGroups into shards."),
+            "nodeSelector": string_map("Node selector of every component's pods."),
+            "openshift": boolean("Running on OpenShift."),
+            "podLabelSelector": string_map("Pods the webhooks apply to (labels)."),
+            "priorityClassName": string("Priority class of every component's pods."),
+            "queueLabelKey": string("Label naming a workload's queue."),
+            "replicaCount": integer("Replicas of every component unless it sets its own.", fmt=None),
+            "requireDefaultPodAntiAffinityTerm": boolean("Spread each component's replicas over nodes."),
+            "schedulerName": string("spec.schedulerName of the pods kai schedules."),
+            "securityContext": passed_through("Container security context of every component."),
+            "tolerations": array(toleration(), "Tolerations of every component's pods."),
+            "vpa": vpa,
+        },
+        "Settings shared by every component.",
+    )
+    reservation = obj(
+        {
+            "allocationTimeout": integer("Seconds the binder waits for a reservation pod's GPU.", fmt=None),
+            "appLabel": string("app label of reservation pods."),
+            "image": image("The reservation pod's image."),
+            "namespace": string("Namespace of reservation pods."),
+            "podResources": passed_through("Resources of reservation pods."),
+            "reservationContainerSecurityContext": passed_through("Security context of the reservation container."),
+            "reservationPodSecurityContext": passed_through("Security context of reservation pods."),
+            "runtimeClassName": string("Runtime class of reservation pods."),
+            "serviceAccountName": string("ServiceAccount of reservation pods."),
+        },
+        "GPU reservation pods (shared GPUs).",
+    )
+    plugin = obj(
+        {
+            "arguments": string_map("Arguments; when given they replace the defaults."),
+            "enabled": boolean("Whether the plugin runs."),
+            "priority": integer("Order: higher runs first.", fmt=None),
+        }
+    )
+    binder = obj(
+        {
+            "cdiEnabled": boolean("GPUs are handed to containers through CDI."),
+            "maxConcurrentReconciles": integer("BindRequests handled at once.", fmt=None),
+            "metricsPort": integer("Metrics port.", fmt=None),
+            "plugins": {"type": "object", "description": "Binder plugin overrides.", "additionalProperties": plugin},
+            "probePort": integer("Health probe port.", fmt=None),
+            "replicas": integer("Replicas.", fmt="int32"),
+            "resourceReservation": reservation,
+            "service": service(),
+            "volumeBindingTimeoutSeconds": integer("Seconds a volume binding may take.", fmt=None),
+            "vpa": vpa,
+        },
+        "The binder.",
+    )
+    admission = obj(
+        {
+            "blockNvidiaVisibleDevices": boolean("Refuse pods that set NVIDIA_VISIBLE_DEVICES themselves."),
+            "gpuFractionRuntimeClassName": string("Runtime class given to GPU-fraction pods."),
+            "gpuPodRuntimeClassName": string("Runtime class given to GPU pods that have none (empty = leave them)."),
+            "gpuSharing": boolean("Allow gpu-fraction and gpu-memory pods."),
+            "mutatingWebhookConfigurationName": string("Name of the mutating webhook configuration."),
+            "queueLabelSelector": boolean("Only namespaces with the queue label get the webhooks."),
+            "replicas": integer("Replicas.", fmt="int32"),
+            "service": service(),
+            "validatingWebhookConfigurationName": string("Name of the validating webhook configuration."),
+            "vpa": vpa,
+            "webhook": obj(
+                {
+                    "metricsPort": integer("Metrics port.", fmt=None),
+                    "port": integer("Service port of the webhook.", fmt=None),
+                    "probePort": integer("Health probe port.", fmt=None),
+                    "targetPort": integer("Container port of the webhook.", fmt=None),
+                }
+            ),
+        },
+        "The admission webhooks.",
+    )
+    controller_service = obj({"webhook": service_port()})
+    podgroup_controller = obj(
+        {
+            "controllerService": controller_service,
+            "maxConcurrentReconciles": integer("PodGroups handled at once.", fmt=None),
+            "replicas": integer("Replicas.", fmt="int32"),
+            "service": service(),
+            "vpa": vpa,
+            "webhooks": webhooks("kai-podgroup-validation-"),
+        },
+        "The PodGroup controller.",
+    )
+    queue_controller = obj(
+        {
+            "controllerService": obj({"metrics": service_port(), "webhook": service_port()}),
+            "metricsNamespace": string("Prefix of the queue metrics (kai)."),
+            "queueLabelToDefaultMetricValue": string("Default metric label values for queue labels."),
+            "queueLabelToMetricLabel": string("Queue labels exported as metric labels."),
+            "replicas": integer("Replicas.", fmt="int32"),
+            "service": service(),
+            "vpa": vpa,
+            "webhooks": webhooks("kai-queue-validation-"),
+        },
+        "The queue controller.",
+    )
+    pod_grouper = obj(
+        {
+            "args": obj(
+                {
+                    "defaultPrioritiesConfigMapName": string("ConfigMap of default priorities per workload kind."),
+                    "defaultPrioritiesConfigMapNamespace": string("Namespace of that ConfigMap."),
+                    "gangScheduleKnative": boolean("Gang-schedule Knative revisions."),
+                    "genericKartaFallback": boolean("Group unknown Run:ai workloads generically."),
+                }
+            ),
+            "k8sClientConfig": passed_through("API client settings (qps, burst)."),
+            "maxConcurrentReconciles": integer("Pods handled at once.", fmt=None),
+            "replicas": integer("Replicas.", fmt="int32"),
+            "service": service(),
+            "vpa": vpa,
+        },
+        "The pod-grouper.",
+    )
+    scheduler = obj(
+        {
+            "GOGC": integer("GOGC of the scheduler process (KAI's; kai ignores it).", fmt=None),
+            "replicas": integer("Replicas of every shard's scheduler.", fmt="int32"),
+            "schedulerService": obj(
+                {
+                    "port": integer("Metrics service port.", fmt=None),
+                    "targetPort": integer("Metrics container port.", fmt=None),
+                    "type": string("Service type."),
+                }
+            ),
+            "service": service(),
+            "vpa": vpa,
+        },
+        "The scheduler of every shard.",
+    )
+    node_scale_adjuster = obj(
+        {
+            "args": obj(
+                {
+                    "gpuMemoryToFractionRatio": number("GPU memory request counted as this fraction."),
+                    "nodeScaleNamespace": string("Namespace of scaling pods."),
+                    "nodeScaleServiceAccount": string("ServiceAccount of scaling pods."),
+                    "scalingPodImage": image("The scaling pod's image."),
+                }
+            ),
+            "service": service(),
+            "vpa": vpa,
+        },
+        "The node-scale-adjuster (not deployed by kai).",
+    )
+    numa = obj(
+        {
+            "driftResyncInterval": string("Resync interval."),
+            "nodeSelector": string_map("Nodes the exporter runs on."),
+            "podResourcesHostPath": string("Host path of the kubelet's pod-resources directory."),
+            "podResourcesSocket": string("The kubelet's pod-resources socket."),
+            "pollInterval": string("Poll interval."),
+            "service": service(),
+            "sysfsHostPath": string("Host path of sysfs."),
+            "tolerations": array(toleration(), "Tolerations of the exporter."),
+        },
+        "The NUMA placement exporter (not deployed by kai).",
+    )
+    prometheus = obj(
+        {
+            "accountingLabelKey": string("Label of accounted pods."),
+            "accountingLabelValue": string("Value of that label."),
+            "enablePersistentStorage": boolean("Persistent storage for Prometheus."),
+            "enabled": boolean("Deploy Prometheus for time-based fair share (not deployed by kai)."),
+            "externalPrometheusHealthProbe": obj(
+                {
+                    "interval": integer("Seconds between probes.", fmt=None),
+                    "maxRetries": integer("Retries.", fmt=None),
+                    "timeout": integer("Probe timeout in seconds.", fmt=None),
+                }
+            ),
+            "externalPrometheusUrl": string("URL of an external Prometheus."),
+            "instanceName": string("Name of the Prometheus instance."),
+            "retentionPeriod": string("Retention."),
+            "sampleInterval": string("Scrape interval."),
+            "serviceMonitor": obj(
+                {
+                    "bearerTokenFile": string("Bearer token file."),
+                    "enabled": boolean("Create ServiceMonitors."),
+                    "interval": string("Scrape interval."),
+                    "scrapeTimeout": string("Scrape timeout."),
+                }
+            ),
+            "storageClassName": string("Storage class."),
+            "storageSize": string("Storage size."),
+        },
+        "Prometheus for time-based fair share.",
+    )
+    queue_resources = obj(
+        {
+            name: obj(
+                {
+                    "limit": number("Limit; -1 = unlimited.", minimum=-1),
+                    "overQuotaWeight": number("Over-quota weight.", minimum=0),
+                    "quota": number("Deserved quota; -1 = unlimited.", minimum=-1),
+                }
+            )
+            for name in ("cpu", "gpu", "memory")
+        }
+    )
+    default_queue = obj(
+        {
+            "childName": string("Name of the leaf default queue.", pattern=DNS_LABEL),
+            "childResources": queue_resources,
+            "createDefaultQueue": boolean("Create the default queues (default true)."),
+            "parentName": string("Name of the top-level default queue.", pattern=DNS_LABEL),
+            "parentResources": queue_resources,
+        },
+        "The default queues the operator keeps (kai's addition: KAI's chart makes them, once, at install).",
+    )
+    spec = obj(
+        {
+            "admission": admission,
+            "binder": binder,
+            "defaultQueue": default_queue,
+            "global": global_,
+            "namespace": string("Namespace of every component (kai-scheduler)."),
+            "nodeScaleAdjuster": node_scale_adjuster,
+            "numaPlacementExporter": numa,
+            "podGroupController": podgroup_controller,
+            "podGrouper": pod_grouper,
+            "prometheus": prometheus,
+            "queueController": queue_controller,
+            "scheduler": scheduler,
+        },
+        "ConfigSpec is how kai is deployed; the operator reconciles it (the singleton is named kai-config).",
+    )
+    return crd(
+        group="kai.scheduler",
+        version="v1",
+        kind="Config",
+        plural="configs",
+        scope="Cluster",
+        schema=root("Config", "configs", spec, conditions_status("Config")),
+    )
+
+
+def schedulingshard_crd() -> dict[str, Any]:
+    budgets = obj(
+        {
+            "maxActionSearchDuration": {
+                "type": "object",
+                "description": "Per action (default as the fallback): longest victim search.",
+                "additionalProperties": string(pattern=DURATION_PATTERN),
+            },
+            "maxGeneratorSearchDuration": {
+                "type": "object",
+                "description": "Per scenario generator (default as the fallback): longest search.",
+                "additionalProperties": string(pattern=DURATION_PATTERN),
+            },
+            "maxJobSearchDuration": string("Longest victim search per pending job.", pattern=DURATION_PATTERN),
+            "minJobSearchDuration": string("Search time every pending job gets.", pattern=DURATION_PATTERN),
+        },
+        "Time budgets of the victim search (reclaim, preempt, consolidation).",
+    )
+    usage_params = obj(
+        {
+            "cronString": string("Cron schedule of a cron window."),
+            "extraParams": string_map("Client-specific parameters."),
+            "fetchInterval": string("How often usage is fetched."),
+            "halfLifePeriod": string("Half-life of past usage."),
+            "stalenessPeriod": string("Usage older than this is stale."),
+            "tumblingWindowStartTime": string("Start of a tumbling window."),
+            "waitTimeout": string("Wait for usage this long."),
+            "windowSize": string("Usage window size."),
+            "windowType": string("sliding, tumbling or cron."),
+        }
+    )
+    strategy = obj(
+        {
+            "cpu": string("CPU placement: binpack (default) or spread.", enum=STRATEGIES),
+            "gpu": string("GPU placement: binpack (default) or spread.", enum=STRATEGIES),
+        },
+        "Placement preset of the shard.",
+    )
+    spec = obj(
+        {
+            "actions": {
+                "type": "object",
+                "description": "Action overrides by name (enabled, priority); a new name adds an action.",
+                "additionalProperties": obj(
+                    {"enabled": boolean("Whether it runs."), "priority": integer("Higher runs first.", fmt=None)}
+                ),
+            },
+            "args": string_map("Scheduler flags (without --) and their values."),
+            "goMemLimit": {
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "description": "GOMEMLIMIT of KAI's scheduler (kai ignores it).",
+                "pattern": QUANTITY_PATTERN,
+                "x-kubernetes-int-or-string": True,
+            },
+            "goMemLimitRatio": number("GOMEMLIMIT ratio of KAI's scheduler (kai ignores it).", maximum=1, minimum=0),
+            "kValue": number("kValue of the proportion plugin (default 1)."),
+            "minRuntime": obj(
+                {
+                    "preemptMinRuntime": string("Default preempt min runtime.", pattern=DURATION_PATTERN),
+                    "reclaimMinRuntime": string("Default reclaim min runtime.", pattern=DURATION_PATTERN),
+                },
+                "Default minimum runtimes (minruntime plugin).",
+            ),
+            "partitionLabelValue": string("Node-pool label value of this shard's nodes, queues and PodGroups."),
+            "placementStrategy": strategy,
+            "plugins": {
+                "type": "object",
+                "description": "Plugin overrides by name (enabled, priority, arguments); a new name adds a plugin.",
+                "additionalProperties": obj(
+                    {
+                        "arguments": string_map("Arguments; when given they replace the defaults."),
+                        "enabled": boolean("Whether it runs."),
+                        "priority": integer("Higher runs first.", fmt=None),
+                    }
+                ),
+            },
+            "queueDepthPerAction": {
+                "type": "object",
+                "description": "Per action: most jobs of one queue it tries in a cycle.",
+                "additionalProperties": integer(fmt=None, minimum=1),
+            },
+            "scenarioSearchBudgets": budgets,
+            "usageDBConfig": obj(
+                {
+                    "clientType": string("Usage database client (prometheus)."),
+                    "connectionString": string("Connection string."),
+                    "connectionStringEnvVar": string("Environment variable holding the connection string."),
+                    "usageParams": usage_params,
+                },
+                "Usage database for time-based fair share.",
+            ),
+        },
+        "SchedulingShardSpec: one scheduler for the nodes, queues and PodGroups of one node pool.",
+    )
+    return crd(
+        group="kai.scheduler",
+        version="v1",
+        kind="SchedulingShard",
+        plural="schedulingshards",
+        scope="Cluster",
+        schema=root("SchedulingShard", "schedulingshards", spec, conditions_status("SchedulingShard")),
+    )
+
+
 # ---------------------------------------------------------------- output
 
 
 def render() -> dict[str, str]:
     """File name -> YAML text."""
     out = {}
-    for doc in (queue_crd(), podgroup_crd(), bindrequest_crd(), topology_crd()):
+    for doc in (queue_crd(), podgroup_crd(), bindrequest_crd(), topology_crd(), config_crd(), schedulingshard_crd()):
         spec = doc["spec"]
         name = f"{spec['group']}_{spec['names']['plural']}.yaml"
         out[name] = HEADER + yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)

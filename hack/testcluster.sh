@@ -5,6 +5,7 @@
 #   kwok                     the kubelet stand-in (sigs.k8s.io/kwok's controller) + its Stage CRD and stages
 #   kuberay                  the KubeRay operator (RayCluster, RayJob, RayService) + its CRDs
 #   training-operator        the Kubeflow training operator (PyTorchJob, MPIJob, TFJob, ...) + its CRDs
+#   helm                     the Helm v3 client, for the chart's lint and install tests (deploy/helm)
 #
 #   hack/testcluster.sh [PART...]   prints, per part asked (all by default), the directory holding it (stdout, one
 #                                   line each, in order); logs go to stderr
@@ -21,7 +22,7 @@ LOG_PREFIX=testcluster
 # shellcheck source=hack/lib/gobuild.sh
 source "$here/lib/gobuild.sh"
 
-ALL_PARTS=(kube-controller-manager kwok kuberay training-operator)
+ALL_PARTS=(kube-controller-manager kwok kuberay training-operator helm)
 
 # Per part: the module whose version names the cache directory, the package to build, the binary's name, and
 # the files to copy from that module (<path in the module>:<directory in the cache>): CRDs, the ClusterRole the
@@ -32,6 +33,7 @@ part_module() {
     kwok) echo sigs.k8s.io/kwok ;;
     kuberay) echo github.com/ray-project/kuberay/ray-operator ;;
     training-operator) echo github.com/kubeflow/training-operator ;;
+    helm) echo helm.sh/helm/v3 ;;
     *) die "unknown part '$1' (known: ${ALL_PARTS[*]})" ;;
     esac
 }
@@ -41,6 +43,7 @@ part_package() {
     kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
     kuberay) echo github.com/ray-project/kuberay/ray-operator ;;
     training-operator) echo github.com/kubeflow/training-operator/cmd/training-operator.v1 ;;
+    helm) echo helm.sh/helm/v3/cmd/helm ;;
     esac
 }
 part_binary() {
@@ -49,6 +52,7 @@ part_binary() {
     kwok) echo kwok ;;
     kuberay) echo ray-operator ;;
     training-operator) echo training-operator ;;
+    helm) echo helm ;;
     esac
 }
 part_files() {
@@ -74,6 +78,7 @@ part_files() {
 part_ldflags() { # <part> <version>
     case "$1" in
     kube-controller-manager) kube_ldflags "$2" ;;
+    helm) printf '%s' "-s -w -X helm.sh/helm/v3/internal/version.version=$2" ;; # what `helm version` says
     *) printf '%s' "-s -w" ;;
     esac
 }
