@@ -1,9 +1,11 @@
 """The ``kai`` command: one entry point for every component, the simulator, and the questions about a cluster
 (``kai explain``, ``kai queues``, ``kai snapshot``)."""
 
+import dataclasses
 import json
 import logging
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -13,11 +15,18 @@ from kai.cli.explain import explain
 from kai.cli.queues import queues
 from kai.cli.snapshot import snapshot
 from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, run_what_if
+from kai.cluster.kube.client import KubeCluster
+from kai.cluster.kube.errors import ApiError
+from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.endpoints import EndpointError
+from kai.components.operator.crds import CrdFileError, apply_crds, read_crds
+from kai.components.operator.loop import WATCHED, operate
+from kai.components.operator.settings import Image
 from kai.components.runtime import COMPONENTS, RuntimeOptions
+from kai.components.scheduler.loop import NodePool
 from kai.components.scheduler.usage import UsageError
-from kai.components.serve import ServeError, serve
+from kai.components.serve import ServeError, serve, serve_body
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
@@ -207,6 +216,9 @@ def _serve(
     health_probe_bind_address: str,
     leader_elect: bool,
     reservation_namespace: str,
+    node_pool: NodePool,
+    scheduler_name: str | None,
+    lease_name: str,
     plugin_server_port: int = 0,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -218,8 +230,11 @@ def _serve(
         raise click.ClickException(str(error)) from error
     for warning in config.warnings:
         logging.getLogger("kai").warning("%s", warning)
+    if scheduler_name:
+        config = dataclasses.replace(config, scheduler_name=scheduler_name)
     options = RuntimeOptions(
         config=config,
+        node_pool=node_pool,
         schedule_period_s=period,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
@@ -228,7 +243,7 @@ def _serve(
         reservation_namespace=reservation_namespace,
     )
     try:
-        serve(components, options, kubeconfig, context, leader_elect)
+        serve(components, options, kubeconfig, context, leader_elect, lease_name=lease_name)
     except (ServeError, EndpointError, UsageError) as error:
         raise click.ClickException(str(error)) from error
 
@@ -268,7 +283,19 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         show_default=True,
         help="HOST:PORT for /healthz and /readyz (0 = off).",
     )
-    @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-scheduler/kai-scheduler Lease.")
+    @click.option("--leader-elect", is_flag=True, help="Run only while holding this component's Lease.")
+    @click.option("--scheduler-name", help="spec.schedulerName of the pods to schedule (default: the config's).")
+    @click.option(
+        "--nodepool-label-key",
+        default=names.NODE_POOL_LABEL,
+        show_default=True,
+        help="Label that assigns nodes, queues and PodGroups to a shard ('' = no shards).",
+    )
+    @click.option(
+        "--partition-label-value",
+        default="",
+        help="The shard's value of that label ('' = the objects without it).",
+    )
     @click.option(
         "--resource-reservation-namespace",
         default=names.RESERVATION_NAMESPACE,
@@ -292,8 +319,14 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         health_probe_bind_address: str,
         leader_elect: bool,
         resource_reservation_namespace: str,
+        scheduler_name: str | None,
+        nodepool_label_key: str,
+        partition_label_value: str,
         plugin_server_port: int,
     ) -> None:
+        lease = name if name not in ("scheduler", "all") else "kai-scheduler"
+        if name == "scheduler" and partition_label_value:
+            lease = f"kai-scheduler-{partition_label_value}"  # KAI's per-shard Lease
         _serve(
             set(components),
             kubeconfig,
@@ -304,6 +337,9 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
             health_probe_bind_address,
             leader_elect,
             resource_reservation_namespace,
+            NodePool(nodepool_label_key, partition_label_value),
+            scheduler_name,
+            lease,
             plugin_server_port,
         )
 
@@ -312,7 +348,78 @@ _component_command("scheduler", ("scheduler",), "Run scheduling cycles and write
 _component_command("binder", ("binder",), "Bind pods named by BindRequests.")
 _component_command("controllers", ("controllers",), "Keep Queue and PodGroup status up to date.")
 _component_command("podgrouper", ("podgrouper",), "Create a PodGroup for every ungrouped kai-scheduler pod.")
+_component_command("podgroup-controller", ("podgroup-controller",), "Keep PodGroup status (resources) up to date.")
+_component_command("queue-controller", ("queue-controller",), "Keep Queue status up to date from PodGroup status.")
 _component_command("all", COMPONENTS, "Run the scheduler, binder, controllers and pod-grouper in one process.")
+
+
+@main.command()
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--context", help="Kubeconfig context.")
+@click.option(
+    "--image-repository",
+    envvar="KAI_IMAGE_REPOSITORY",
+    default="",
+    help="Registry path of the kai image every component runs [env KAI_IMAGE_REPOSITORY].",
+)
+@click.option("--image-tag", envvar="KAI_IMAGE_TAG", default="latest", show_default=True, help="[env KAI_IMAGE_TAG]")
+@click.option("--period", default="10s", show_default=True, help="Longest time between two reconcile passes.")
+@click.option("--metrics-bind-address", default=":8080", show_default=True, help="HOST:PORT for /metrics (0 = off).")
+@click.option("--health-probe-bind-address", default=":8081", show_default=True, help="HOST:PORT for the probes.")
+@click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-operator Lease.")
+@click.option("--namespace", default="kai-scheduler", show_default=True, help="Namespace of the operator's Lease.")
+def operator(
+    kubeconfig: str | None,
+    context: str | None,
+    image_repository: str,
+    image_tag: str,
+    period: str,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    leader_elect: bool,
+    namespace: str,
+) -> None:
+    """Deploy kai from the Config kai-config and the SchedulingShards (KAI's operator)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    try:
+        period_s = parse_duration(period, "command line", "--period")
+    except InvalidObject as error:
+        raise click.ClickException(str(error)) from error
+    image = Image(image_repository, "kai", image_tag)
+
+    def body(cluster: KubeCluster, stop: threading.Event, _registry: object, _health: object) -> None:
+        operate(cluster, image, period_s, stop)
+
+    try:
+        serve_body(
+            list(WATCHED),
+            body,
+            metrics_bind_address,
+            health_probe_bind_address,
+            kubeconfig,
+            context,
+            leader_elect,
+            namespace,
+            "kai-operator",
+        )
+    except (ServeError, EndpointError) as error:
+        raise click.ClickException(str(error)) from error
+
+
+@main.command(name="apply-crds")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--context", help="Kubeconfig context.")
+def apply_crds_command(paths: tuple[Path, ...], kubeconfig: str | None, context: str | None) -> None:
+    """Apply CRDs server-side, taking them over from Helm (the chart's CRD upgrade hook)."""
+    try:
+        crds = read_crds(list(paths))
+        with KubeCluster.from_kubeconfig(kubeconfig, context=context, component="kai-crd-upgrader") as cluster:
+            applied = apply_crds(cluster, crds)
+    except (CrdFileError, KubeconfigError, ApiError) as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"applied {len(applied)} CRDs: {', '.join(applied)}")
 
 
 for command in (explain, queues, snapshot):

@@ -89,6 +89,14 @@ class MemoryCluster:
     def patch_status(self, kind: str, key: str, status: Raw, *, strategic: bool = False) -> Raw:
         return self._write(kind, apply_patch(self._current(kind, key), {"status": status}, strategic=strategic))
 
+    def apply(self, kind: str, obj: Raw) -> Raw:
+        """Server-side apply as one field manager would: the object becomes ``obj`` (its status is kept)."""
+        existing = self._store.get(kind, {}).get(object_key(obj))
+        desired = copy.deepcopy(obj)
+        if existing is not None and "status" in existing:
+            desired["status"] = existing["status"]
+        return self._write(kind, desired)
+
     def delete(self, kind: str, key: str) -> None:
         """Remove an object; a Pod is only marked terminating until ``finalize`` — the simulated kubelet and
         workload controller finish the deletion and re-create the pod, as they would in a cluster."""

@@ -18,6 +18,7 @@ from kai.components.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import PodGroup, parse_pod, parse_podgroup, parse_priority_class, parse_queue
+from kai.core.model.quantity import resource_amount
 from kai.core.model.resources import GpuRequestKind
 
 log = logging.getLogger(__name__)
@@ -238,6 +239,27 @@ class QueueStatusController:
         self.gauges["queue_allocated_gpus"].labels(name).set(round(allocated.get(names.GPU, 0.0), 4))
         self.gauges["queue_allocated_cpu_cores"].labels(name).set(round(allocated.get(names.CPU, 0.0) / 1000, 4))
         self.gauges["queue_allocated_memory_bytes"].labels(name).set(round(allocated.get(names.MEMORY, 0.0), 4))
+
+
+def totals_from_status(cluster: ClusterClient) -> dict[str, dict[str, Totals]]:
+    """Per PodGroup key, the totals its ``status.resourcesStatus`` holds: what the queue-controller sums when it runs
+    apart from the podgroup-controller (KAI's reads PodGroups only, not pods)."""
+    result: dict[str, dict[str, Totals]] = {}
+    for raw in cluster.list("PodGroup"):
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        statuses = ((raw.get("status") or {}).get("resourcesStatus")) or {}
+        try:
+            result[key] = {
+                field: {
+                    name: resource_amount(name, value, key, f"status.resourcesStatus.{field}.{name}")
+                    for name, value in (statuses.get(field) or {}).items()
+                }
+                for field in ("requested", "allocated", "allocatedNonPreemptible")
+            }
+        except InvalidObject as error:
+            log.warning("skipping %s", error)
+    return result
 
 
 def default_queue(name: str, parent: str) -> Raw:

@@ -2,7 +2,8 @@
 thread over one cluster connection, with a shared Prometheus registry (served by ``endpoints``).
 
 ``kai all`` runs them all (with the pod-grouper); ``kai scheduler`` / ``kai binder`` / ``kai controllers`` /
-``kai podgrouper`` run one each. Loops wake up on
+``kai podgrouper`` run one each, and ``kai podgroup-controller`` / ``kai queue-controller`` split the controllers as
+KAI's install does (the queue-controller then sums the PodGroups' status instead of their pods). Loops wake up on
 the object events that concern them (a new BindRequest wakes the binder at once) or after their period.
 """
 
@@ -17,12 +18,17 @@ from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient
 from kai.components.binder import Binder
-from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.controllers import (
+    PodGroupStatusController,
+    QueueStatusController,
+    ensure_default_queues,
+    totals_from_status,
+)
 from kai.components.endpoints import Health
 from kai.components.metrics import BinderMetrics, SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper, Settings
-from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.scheduler.loop import NodePool, SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model import names
 
@@ -33,6 +39,8 @@ KINDS = {
     "scheduler": ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
     "binder": ("BindRequest", "Pod", "Node"),
     "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
+    "podgroup-controller": ("PodGroup", "Pod", "Node", "PriorityClass"),
+    "queue-controller": ("Queue", "PodGroup"),
 }
 WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
 """Loops woken at once by these kinds of change; the status controllers just run every period (their own writes
@@ -51,6 +59,8 @@ class RuntimeOptions:
     """The scheduler's plugin server on 127.0.0.1 (0 = off)."""
     write_workers: int = 1
     """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
+    node_pool: NodePool = field(default_factory=NodePool)
+    """The scheduler's shard: the node-pool label and the value its nodes, queues and PodGroups carry."""
     grouping: Settings = field(default_factory=Settings)
     """The pod-grouper's options (queue and node-pool label keys, Knative gangs, default-priorities ConfigMap)."""
     reservation_namespace: str = names.RESERVATION_NAMESPACE
@@ -131,6 +141,21 @@ def run(
 
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
+    if "podgroup-controller" in components:
+        podgroup_status = PodGroupStatusController(cluster, writes)
+        period = options.controllers_period_s
+        threads.append(
+            _thread("podgroup-controller", podgroup_status.reconcile, period, wakes["podgroup-controller"], stop)
+        )
+    if "queue-controller" in components:
+        queue_status = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
+
+        def queue_pass() -> None:
+            queue_status.reconcile(totals_from_status(cluster))
+
+        threads.append(
+            _thread("queue-controller", queue_pass, options.controllers_period_s, wakes["queue-controller"], stop)
+        )
     if "podgrouper" in components:
         grouper = PodGrouper(cluster, options.config.scheduler_name, writes, options.grouping)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
@@ -146,7 +171,7 @@ def run(
         threads.append(_thread("binder", binder.reconcile, period, wakes["binder"], stop, setup=binder.start))
     if "scheduler" in components:
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
-        loop = SchedulerLoop(cluster, options.config, metrics, writes=writes)
+        loop = SchedulerLoop(cluster, options.config, metrics, writes=writes, node_pool=options.node_pool)
         if on_scheduler is not None:
             on_scheduler(loop)
         threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))

@@ -12,6 +12,7 @@ import signal
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -45,6 +46,10 @@ def _leadership(elector: LeaderElector, lease: str) -> tuple[bool, str]:
     return True, f"standby (Lease {lease} held by {holder})" if holder else f"standby (Lease {lease})"
 
 
+Body = Callable[[KubeCluster, threading.Event, CollectorRegistry, Health], None]
+"""What runs once the caches are synced (and the Lease is held): until the stop event is set."""
+
+
 def serve(
     components: set[str],
     options: RuntimeOptions,
@@ -54,10 +59,53 @@ def serve(
     lease_namespace: str = "kai-scheduler",
     lease_name: str = "kai-scheduler",
 ) -> None:
+    kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
+
+    plugin_server = (
+        PluginServer(options.plugin_server_port)
+        if "scheduler" in components and options.plugin_server_port
+        else None
+    )
+
+    def body(cluster: KubeCluster, stop: threading.Event, registry: CollectorRegistry, health: Health) -> None:
+        def attach(loop: SchedulerLoop) -> None:
+            if plugin_server is not None:
+                plugin_server.attach(loop, cluster)
+
+        run(cluster, components, options, stop, registry, health, attach)
+
+    try:
+        serve_body(
+            kinds,
+            body,
+            options.metrics_bind_address,
+            options.health_probe_bind_address,
+            kubeconfig,
+            context,
+            leader_elect,
+            lease_namespace,
+            lease_name,
+        )
+    finally:
+        if plugin_server is not None:
+            plugin_server.close()
+
+
+def serve_body(
+    kinds: list[str],
+    body: Body,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    kubeconfig: str | None,
+    context: str | None,
+    leader_elect: bool,
+    lease_namespace: str,
+    lease_name: str,
+) -> None:
+    """Connects with informers on ``kinds``, serves the endpoints, waits for the sync and the Lease, runs ``body``."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
     try:
         cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
     except KubeconfigError as error:
@@ -65,12 +113,9 @@ def serve(
     registry, health = CollectorRegistry(), Health()
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None
-    plugin_server: PluginServer | None = None
     elector: LeaderElector | None = None
     try:
-        endpoints = Endpoints(options.metrics_bind_address, options.health_probe_bind_address, registry, health)
-        if "scheduler" in components and options.plugin_server_port:
-            plugin_server = PluginServer(options.plugin_server_port)
+        endpoints = Endpoints(metrics_bind_address, health_probe_bind_address, registry, health)
         cluster.start()
         if not cluster.wait_for_sync(SYNC_TIMEOUT_S):
             raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
@@ -93,18 +138,10 @@ def serve(
                 if stop.is_set():
                     return
             log.info("%s leads", identity)
-        serving = plugin_server
-
-        def attach(loop: SchedulerLoop) -> None:
-            if serving is not None:
-                serving.attach(loop, cluster)
-
-        run(cluster, components, options, stop, registry, health, attach)
+        body(cluster, stop, registry, health)
     finally:
         if elector is not None:
             elector.stop()
         cluster.close()
         if endpoints is not None:
             endpoints.close()
-        if plugin_server is not None:
-            plugin_server.close()

@@ -186,6 +186,10 @@ class KubeCluster:
         request = api.status_patch_request(k, key, status, strategic=strategic, field_manager=self.component)
         return self._read(kind, request)
 
+    def apply(self, kind: str, obj: Raw) -> Raw:
+        """Server-side apply of ``obj`` as this component (``resources.apply_request``): idempotent."""
+        return self._read(kind, api.apply_request(api.kind_of(kind), obj, field_manager=self.component))
+
     def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None:
         """Binds through pods/binding (only the pod of that ``uid``, when given: the server checks it); a pod already
         bound to ``node`` counts as bound; bound to another node, or not of that uid, raises ``Conflict``."""

@@ -14,6 +14,7 @@ from typing import Any
 from kai.cluster.port import Raw
 
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
@@ -62,6 +63,40 @@ KINDS: dict[str, Kind] = {
         Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", namespaced=False),
     )
 }
+
+INSTALL_KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind("Namespace", "", "v1", "namespaces", namespaced=False),
+        Kind("Service", "", "v1", "services", namespaced=True),
+        Kind("ServiceAccount", "", "v1", "serviceaccounts", namespaced=True),
+        Kind("Secret", "", "v1", "secrets", namespaced=True),
+        Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", namespaced=False),
+        Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", namespaced=False),
+        Kind("Role", "rbac.authorization.k8s.io", "v1", "roles", namespaced=True),
+        Kind("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", namespaced=True),
+        Kind(
+            "MutatingWebhookConfiguration",
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+            namespaced=False,
+        ),
+        Kind(
+            "ValidatingWebhookConfiguration",
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            namespaced=False,
+        ),
+        Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False),
+        Kind("Config", "kai.scheduler", "v1", "configs", namespaced=False),
+        Kind("SchedulingShard", "kai.scheduler", "v1", "schedulingshards", namespaced=False),
+    )
+}
+"""What the install renders and reads: the operator's inputs (Config, SchedulingShard) and every object it keeps
+(Deployments are a workload kind below)."""
+KINDS.update(INSTALL_KINDS)
 
 WORKLOAD_KINDS: dict[str, Kind] = {
     kind.name: kind
@@ -234,6 +269,13 @@ def status_patch_request(
     return patch_request(
         kind, key, {"status": status}, subresource="status", strategic=strategic, field_manager=field_manager
     )
+
+
+def apply_request(kind: Kind, obj: Raw, *, field_manager: str) -> Request:
+    """Server-side apply of the whole desired object: the fields ``field_manager`` set before and no longer sets are
+    removed, fields other managers own are kept, and conflicts are forced (the caller owns this object)."""
+    params = {"fieldManager": field_manager, "force": "true"}
+    return Request("PATCH", kind.object_path(object_key(kind, obj)), params, _typed(kind, obj), APPLY_PATCH)
 
 
 def binding_request(namespace: str, name: str, node: str, *, uid: str = "", field_manager: str = "") -> Request:

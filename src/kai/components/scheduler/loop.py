@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kai.cluster.port import ClusterClient
@@ -23,10 +24,30 @@ from kai.components.scheduler.writer import COMPONENT, DecisionWriter
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
+from kai.core.model import names
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 
 log = logging.getLogger(__name__)
+PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """A shard (KAI's ``--nodepool-label-key`` / ``--partition-label-value``): its scheduler sees only the nodes,
+    queues and PodGroups whose node-pool label has its value; with no value, only those without the label. An
+    object re-labelled into another pool leaves this scheduler's state as if deleted. An empty key: no shards."""
+
+    label_key: str = names.NODE_POOL_LABEL
+    value: str = ""
+
+    def holds(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        if kind not in PARTITIONED or not self.label_key:
+            return True
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if self.value:
+            return bool(labels.get(self.label_key) == self.value)
+        return self.label_key not in labels
 
 
 class SchedulerLoop:
@@ -38,9 +59,11 @@ class SchedulerLoop:
         clock: Callable[[], float] = time.time,
         writes: Writes | None = None,
         usage: UsageSource | None = None,
+        node_pool: NodePool | None = None,
     ) -> None:
         """``usage``: where queues' historical usage comes from (default: what ``config.usage_db`` names)."""
         self.config = config
+        self.node_pool = node_pool or NodePool()
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
@@ -57,7 +80,7 @@ class SchedulerLoop:
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         with self._lock:
-            self.state.apply(kind, obj, deleted)
+            self.state.apply(kind, obj, deleted or not self.node_pool.holds(kind, obj))
 
     def run_once(self) -> Session:
         started = time.perf_counter()

@@ -1,0 +1,43 @@
+"""The operator's loop: a reconcile pass when a Config or SchedulingShard changes, and at least every period (which
+also notices Deployments becoming available and repairs what was changed by hand)."""
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kai.cluster.port import Listener
+from kai.components.operator.reconciler import InstallCluster, Reconciler
+from kai.components.operator.settings import Image
+
+log = logging.getLogger(__name__)
+WATCHED = ("Config", "SchedulingShard")
+
+
+class WatchedCluster(InstallCluster, Protocol):
+    def subscribe(self, listener: Listener) -> None: ...
+
+
+def operate(cluster: WatchedCluster, image: Image, period_s: float, stop: threading.Event) -> None:
+    """Reconciles until ``stop`` is set."""
+    reconciler = Reconciler(cluster, image)
+    wake = threading.Event()
+
+    def on_change(kind: str, _obj: Mapping[str, Any], _deleted: bool) -> None:
+        if kind in WATCHED:
+            wake.set()
+
+    cluster.subscribe(on_change)
+
+    def wake_on_stop() -> None:
+        stop.wait()
+        wake.set()
+
+    threading.Thread(target=wake_on_stop, daemon=True).start()
+    while not stop.is_set():
+        wake.clear()
+        try:
+            reconciler.reconcile()
+        except Exception:  # a failed pass is logged; the next one starts from the objects as they are
+            log.exception("operator pass failed")
+        wake.wait(period_s)

@@ -1,0 +1,102 @@
+"""Least-privilege RBAC per component: exactly what each kai component reads (its informers, ``runtime.KINDS``, and
+what it gets on demand) and writes (every write in ``kai.components``), nothing more.
+
+Cluster-wide rules go in a ClusterRole bound to the component's ServiceAccount; the leader-election Lease is only
+in the install namespace, so that is a Role there. The operator may create and bind exactly these roles (the chart
+gives it ``escalate`` and ``bind`` on their names only: ``ROLE_NAMES``).
+"""
+
+from typing import Any
+
+from kai.cluster.kube.resources import WORKLOAD_KINDS
+from kai.components.operator.objects import labelled
+from kai.components.operator.settings import Settings
+
+Rule = dict[str, Any]
+READ = ("get", "list", "watch")
+CORE, KAI, KAI_CONFIG = "", "scheduling.run.ai", "kai.scheduler"
+
+
+def rule(group: str, resources: tuple[str, ...], verbs: tuple[str, ...]) -> Rule:
+    return {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
+
+
+EVENTS = rule(CORE, ("events",), ("create", "update", "patch"))
+"""The shared event recorder creates an Event and counts repeats on it."""
+LEASES = rule("coordination.k8s.io", ("leases",), ("get", "create", "update"))
+
+CLUSTER_RULES: dict[str, list[Rule]] = {
+    "scheduler": [
+        rule(CORE, ("pods",), (*READ, "delete", "update", "patch")),  # evictions; pod views are written by patch
+        rule(CORE, ("pods/status",), ("update", "patch")),  # PodScheduled conditions
+        rule(CORE, ("nodes",), READ),
+        rule(KAI, ("queues",), READ),
+        rule(KAI_CONFIG, ("topologies",), READ),
+        rule(KAI, ("queues/status",), ("update", "patch")),  # InvalidObject conditions
+        rule(KAI, ("podgroups",), (*READ, "update", "patch")),  # annotations (last start, staleness)
+        rule(KAI, ("podgroups/status",), ("update", "patch")),
+        rule(KAI, ("bindrequests",), (*READ, "create", "delete")),
+        rule("scheduling.k8s.io", ("priorityclasses",), READ),
+        rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
+        EVENTS,
+    ],
+    "binder": [
+        rule(KAI, ("bindrequests",), READ),
+        rule(KAI, ("bindrequests/status",), ("update", "patch")),
+        rule(CORE, ("pods",), (*READ, "create", "delete", "update", "patch")),  # reservation pods, GPU annotations
+        rule(CORE, ("pods/binding",), ("create",)),
+        rule(CORE, ("pods/status",), ("update", "patch")),  # PodBound condition
+        rule(CORE, ("nodes",), READ),
+        rule("resource.k8s.io", ("resourceclaims",), READ),
+        rule("resource.k8s.io", ("resourceclaims/status",), ("update", "patch")),
+        EVENTS,
+    ],
+    "pod-grouper": [
+        rule(CORE, ("pods",), (*READ, "update", "patch")),  # the pod-group-name annotation
+        rule(KAI, ("podgroups",), (*READ, "create", "update", "patch")),
+        rule("scheduling.k8s.io", ("priorityclasses",), READ),
+        *(
+            rule(group, tuple(sorted({k.plural for k in WORKLOAD_KINDS.values() if k.group == group})), ("get",))
+            for group in sorted({k.group for k in WORKLOAD_KINDS.values()})
+        ),  # a pod's owners, read when a pod names them
+        EVENTS,
+    ],
+    "podgroup-controller": [
+        rule(KAI, ("podgroups",), READ),
+        rule(KAI, ("podgroups/status",), ("update", "patch")),
+        rule(CORE, ("pods", "nodes"), READ),
+        rule("scheduling.k8s.io", ("priorityclasses",), READ),
+    ],
+    "queue-controller": [
+        rule(KAI, ("queues", "podgroups"), READ),  # a queue's status sums its PodGroups' resourcesStatus
+        rule(KAI, ("queues/status",), ("update", "patch")),
+    ],
+    "admission": [
+        rule(KAI, ("queues", "podgroups"), READ),  # a Queue's parent exists, no cycle; PodGroup sub-groups
+        EVENTS,
+    ],
+}
+"""Per component (its Deployment and ServiceAccount name), the cluster-wide rules of its ClusterRole."""
+
+
+def role_name(component: str) -> str:
+    return f"kai-{component}"
+
+
+ROLE_NAMES = tuple(role_name(component) for component in CLUSTER_RULES)
+
+
+def rbac_objects(settings: Settings, component: str, account: str) -> list[dict[str, Any]]:
+    """The ServiceAccount, ClusterRole + binding and the Lease Role + binding of one component."""
+    name, namespace = role_name(component), settings.namespace
+    subject = [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": name}
+    return [
+        labelled("ServiceAccount", account, component, namespace),
+        labelled("ClusterRole", name, component) | {"rules": CLUSTER_RULES[component]},
+        labelled("ClusterRoleBinding", name, component)
+        | {"subjects": subject, "roleRef": role_ref | {"kind": "ClusterRole"}},
+        labelled("Role", name, component, namespace) | {"rules": [LEASES]},
+        labelled("RoleBinding", name, component, namespace)
+        | {"subjects": subject, "roleRef": role_ref | {"kind": "Role"}},
+    ]

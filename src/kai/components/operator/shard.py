@@ -1,0 +1,199 @@
+"""A SchedulingShard → its scheduler: the ConfigMap with the scheduler config, the Deployment
+``<schedulerName>-<shard>`` and its metrics Service (KAI's pkg/operator/operands/scheduler and
+pkg/apis/kai/v1/schedulingshard_types.go).
+
+The config is KAI's: default plugins and actions with their priorities, the placement preset (binpack: gpupack,
+gpusharingorder and consolidation; spread: gpuspread, no consolidation), then the shard's overrides merged field by
+field (``enabled`` and ``priority`` each; ``arguments`` replace the defaults whole; an unknown name is a new entry,
+enabled, priority 0), sorted by priority (higher first), then name. It is checked with the parser ``kai scheduler``
+and ``kai simulate`` use (``parse_config``), so a shard the scheduler would refuse is reported on the shard instead.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kai.components.operator.fields import Fields
+from kai.components.operator.objects import labelled
+from kai.components.operator.settings import Settings
+from kai.components.operator.workloads import METRICS_PORT, deployment, service_object
+from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.model.errors import InvalidObject
+
+PLUGIN_PRIORITIES = {
+    "predicates": 1900,
+    "proportion": 1800,
+    "priority": 1700,
+    "nodeavailability": 1600,
+    "resourcetype": 1500,
+    "podaffinity": 1400,
+    "elastic": 1300,
+    "kubeflow": 1200,
+    "ray": 1100,
+    "subgrouporder": 1000,
+    "taskorder": 900,
+    "nominatednode": 800,
+    "dynamicresources": 700,
+    "minruntime": 600,
+    "topology": 500,
+    "snapshot": 400,
+    "sg-nodelocalgreedy": 360,
+    "sg-multinodegang": 350,
+    "gpupack": 300,
+    "gpuspread": 300,
+    "nodeplacement": 200,
+    "gpusharingorder": 100,
+}
+ACTION_PRIORITIES = {"allocate": 500, "consolidation": 400, "reclaim": 300, "preempt": 200, "stalegangeviction": 100}
+STRATEGIES = ("binpack", "spread")
+CONFIG_PATH = "/etc/config/config.yaml"
+SCHEDULER_ACCOUNT = "scheduler"
+SCHEDULER_FLAGS = ("schedule-period", "leader-elect")
+"""Shard ``args`` kai's scheduler takes (the rest of KAI's flags are reported as ignored on the shard)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    enabled: bool
+    priority: int
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RenderedShard:
+    config: dict[str, Any]
+    """The scheduler config (KAI's SchedulerConfiguration) as written to the ConfigMap."""
+    parsed: SchedulerConfig
+    args: list[str]
+    warnings: list[str]
+
+
+def _merge(defaults: dict[str, Entry], overrides: Fields, with_arguments: bool) -> dict[str, Entry]:
+    merged = dict(defaults)
+    for name in overrides.raw:
+        override = overrides.sub(name)
+        entry = merged.get(name, Entry(True, 0, {}))
+        arguments = entry.arguments
+        if with_arguments and override.raw.get("arguments") is not None:
+            arguments = override.strings("arguments")
+        merged[name] = Entry(
+            override.flag("enabled", entry.enabled), override.integer("priority", entry.priority), arguments
+        )
+    return merged
+
+
+def _ordered(entries: dict[str, Entry]) -> list[tuple[str, Entry]]:
+    enabled = [(name, entry) for name, entry in entries.items() if entry.enabled]
+    return sorted(enabled, key=lambda item: (-item[1].priority, item[0]))
+
+
+def scheduler_config(spec: Fields) -> dict[str, Any]:
+    """The shard's scheduler config (KAI's SetDefaultsWhereNeeded + resolvePlugins/resolveActions)."""
+    placement = spec.sub("placementStrategy")
+    gpu = placement.choice("gpu", "binpack", STRATEGIES)
+    cpu = placement.choice("cpu", "binpack", STRATEGIES)
+    binpack = gpu == "binpack"
+    plugins = {name: Entry(True, priority, {}) for name, priority in PLUGIN_PRIORITIES.items()}
+    for name, enabled in (("gpusharingorder", binpack), ("gpupack", binpack), ("gpuspread", not binpack)):
+        plugins[name] = Entry(enabled, plugins[name].priority, {})
+    k_value = spec.number("kValue", None)
+    if k_value is not None:
+        plugins["proportion"] = Entry(True, PLUGIN_PRIORITIES["proportion"], {"kValue": f"{k_value:g}"})
+    runtime = spec.sub("minRuntime")
+    minimums = {
+        argument: runtime.text(field, "")
+        for field, argument in (
+            ("preemptMinRuntime", "defaultPreemptMinRuntime"),
+            ("reclaimMinRuntime", "defaultReclaimMinRuntime"),
+        )
+        if runtime.text(field, "")
+    }
+    plugins["minruntime"] = Entry(True, PLUGIN_PRIORITIES["minruntime"], minimums)
+    plugins["nodeplacement"] = Entry(True, PLUGIN_PRIORITIES["nodeplacement"], {"gpu": gpu, "cpu": cpu})
+    consolidation = gpu != "spread" and cpu != "spread"
+    actions = {name: Entry(True, priority, {}) for name, priority in ACTION_PRIORITIES.items()}
+    actions["consolidation"] = Entry(consolidation, ACTION_PRIORITIES["consolidation"], {})
+    plugins = _merge(plugins, spec.sub("plugins"), with_arguments=True)
+    actions = _merge(actions, spec.sub("actions"), with_arguments=False)
+    action_names = [name for name, _ in _ordered(actions)]
+    config: dict[str, Any] = {
+        "actions": ", ".join(action_names),
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": name, "arguments": entry.arguments} if entry.arguments else {"name": name}
+                    for name, entry in _ordered(plugins)
+                ]
+            }
+        ],
+    }
+    depth = spec.sub("queueDepthPerAction")
+    for action in depth.raw:
+        if action not in action_names:
+            raise depth.error(
+                action, f"the scheduler's actions are {', '.join(action_names)}; {action!r} isn't one of them"
+            )
+        depth.integer(action, 0, minimum=1)
+    if depth.raw:
+        config["queueDepthPerAction"] = dict(depth.raw)
+    for name in ("scenarioSearchBudgets", "usageDBConfig"):
+        if spec.raw.get(name):
+            config[name] = spec.mapping(name)
+    return config
+
+
+def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
+    """The shard's config, checked by the scheduler's own parser, and the scheduler's flags. Raises
+    ``InvalidObject`` naming the shard's field."""
+    name = (shard.get("metadata") or {}).get("name", "")
+    spec = Fields(f"SchedulingShard {name}", shard.get("spec"), "spec")
+    config = scheduler_config(spec)
+    try:
+        parsed = parse_config(config)
+    except InvalidObject as error:  # name the shard's field the generated one came from
+        source = "spec.plugins" if error.field.startswith("tiers") else f"spec.{error.field.split('[')[0]}"
+        raise InvalidObject(spec.ref, source, error.problem) from error
+    partition = spec.text("partitionLabelValue", "")
+    args = [
+        "scheduler",
+        f"--scheduler-conf={CONFIG_PATH}",
+        f"--scheduler-name={settings.scheduler_name}",
+        f"--nodepool-label-key={settings.node_pool_label_key}",
+        f"--partition-label-value={partition}",
+        f"--metrics-bind-address=:{METRICS_PORT}",
+    ]
+    warnings = [f"spec.tiers: {warning.problem}" for warning in parsed.warnings]
+    flags = spec.strings("args")
+    for flag, value in sorted(flags.items()):
+        if flag in SCHEDULER_FLAGS:
+            args.append(f"--{flag}={value}")
+        else:
+            warnings.append(f"spec.args.{flag}: not a flag kai's scheduler takes; ignored")
+    if settings.services["scheduler"].replicas > 1 and "leader-elect" not in flags:
+        args.append("--leader-elect")
+    return RenderedShard(config, parsed, args, warnings)
+
+
+def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedShard) -> list[dict[str, Any]]:
+    """ConfigMap, Deployment and Service ``<schedulerName>-<shard>``. The pod template carries a hash of the
+    config, so a changed config restarts the scheduler (KAI: the ConfigMap's resourceVersion)."""
+    name = f"{settings.scheduler_name}-{shard['metadata']['name']}"
+    text = yaml.safe_dump(rendered.config, sort_keys=False)
+    config_map = labelled("ConfigMap", name, name, settings.namespace) | {"data": {"config.yaml": text}}
+    volumes = [{"name": "config", "configMap": {"name": name}}]
+    mounts = [{"name": "config", "mountPath": CONFIG_PATH, "subPath": "config.yaml"}]
+    scheduler = deployment(
+        settings, name, "scheduler", rendered.args, account=SCHEDULER_ACCOUNT, volumes=volumes, mounts=mounts
+    )
+    scheduler["spec"]["template"]["metadata"]["annotations"] = {"configHash": f"{hash_text(text)}"}
+    service = service_object(
+        settings, name, [{"name": "http-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}]
+    )
+    service["spec"]["clusterIP"] = "None"
+    return [config_map, scheduler, service]
+
+
+def hash_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,162 @@
+"""The Deployment, Service and ServiceAccount of each component the Config deploys (KAI's operands: admission,
+binder, pod-grouper, podgroup-controller, queue-controller; the scheduler's are per shard, ``shard``).
+
+Names and ``app`` labels are KAI's (the Deployment, its ServiceAccount and its pods' ``app`` label are the
+component's name). Every container runs the one kai image's ``kai <command>``, as a non-root user, with the
+metrics and health endpoints on KAI's ports (8080, 8081) and its probes on ``/healthz`` and ``/readyz``.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from kai.components.operator.fields import Fields
+from kai.components.operator.objects import labelled
+from kai.components.operator.settings import Settings
+
+METRICS_PORT, PROBE_PORT, WEBHOOK_PORT = 8080, 8081, 9443
+CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+WEBHOOK_SECRET = "kai-admission-webhook-tls-secret"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    """Deployment, ServiceAccount and ``app`` label (KAI's operand name)."""
+    section: str
+    """Its section of the Config spec."""
+    command: str
+    """The ``kai`` subcommand it runs."""
+
+
+COMPONENTS = (
+    Component("admission", "admission", "admission"),
+    Component("binder", "binder", "binder"),
+    Component("pod-grouper", "podGrouper", "podgrouper"),
+    Component("podgroup-controller", "podGroupController", "podgroup-controller"),
+    Component("queue-controller", "queueController", "queue-controller"),
+)
+
+
+def container_args(settings: Settings, component: Component) -> list[str]:
+    """``kai <command>`` and its flags, from the component's Config section."""
+    section = settings.spec.sub(component.section)
+    args = [
+        component.command,
+        f"--metrics-bind-address=:{METRICS_PORT}",
+        f"--health-probe-bind-address=:{PROBE_PORT}",
+    ]
+    if settings.services[component.section].replicas > 1:
+        args.append("--leader-elect")
+    if component.name == "admission":
+        args += _admission_args(settings, section)
+    return args
+
+
+def _admission_args(settings: Settings, section: Fields) -> list[str]:
+    """KAI's admission flags (pkg/operator/operands/admission)."""
+    webhook = section.sub("webhook")
+    args = [
+        f"--scheduler-name={settings.scheduler_name}",
+        f"--webhook-addr={webhook.integer('targetPort', WEBHOOK_PORT, minimum=1)}",
+        f"--cert-dir={CERT_DIR}",
+    ]
+    if section.flag("gpuSharing", False):
+        args.append("--gpu-sharing-enabled=true")
+    runtime_class = section.text("gpuPodRuntimeClassName", section.text("gpuFractionRuntimeClassName", "nvidia"))
+    args.append(f"--gpu-pod-runtime-class-name={runtime_class}")
+    return args
+
+
+def deployment(
+    settings: Settings,
+    name: str,
+    section: str,
+    args: list[str],
+    *,
+    account: str,
+    volumes: list[dict[str, Any]] | None = None,
+    mounts: list[dict[str, Any]] | None = None,
+    extra_ports: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One component's Deployment: replicas, image, pull policy, resources and affinity from its service section;
+    node selector, tolerations, priority class, pull secrets and security context from ``global``."""
+    service = settings.services[section]
+    container: dict[str, Any] = {
+        "name": name,
+        "image": service.image,
+        "imagePullPolicy": service.pull_policy,
+        "args": args,
+        "ports": [
+            {"name": "metrics", "containerPort": METRICS_PORT},
+            {"name": "probe", "containerPort": PROBE_PORT},
+            *(extra_ports or []),
+        ],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": PROBE_PORT}, "initialDelaySeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": PROBE_PORT}, "initialDelaySeconds": 15},
+        "securityContext": settings.security_context,
+    }
+    if service.resources:
+        container["resources"] = service.resources
+    if mounts:
+        container["volumeMounts"] = mounts
+    pod: dict[str, Any] = {"serviceAccountName": account, "containers": [container]}
+    affinity = service.affinity or settings.affinity
+    for key, value in (
+        ("nodeSelector", settings.node_selector),
+        ("tolerations", settings.tolerations),
+        ("affinity", affinity),
+        ("priorityClassName", settings.priority_class_name),
+        ("imagePullSecrets", [{"name": secret} for secret in settings.pull_secrets]),
+        ("volumes", volumes),
+    ):
+        if value:
+            pod[key] = value
+    obj = labelled("Deployment", name, name, settings.namespace)
+    obj["spec"] = {
+        "replicas": service.replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "strategy": {"type": "Recreate"},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": pod},
+    }
+    return obj
+
+
+def service_object(settings: Settings, name: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    obj = labelled("Service", name, name, settings.namespace)
+    obj["spec"] = {
+        "type": "ClusterIP",
+        "selector": {"app": name},
+        "ports": [{"protocol": "TCP", **port} for port in ports],
+    }
+    return obj
+
+
+def _cert_volume() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    volume = {"name": "cert", "secret": {"secretName": WEBHOOK_SECRET, "defaultMode": 0o644}}
+    return [volume], [{"name": "cert", "mountPath": CERT_DIR, "readOnly": True}]
+
+
+def component_objects(settings: Settings, component: Component) -> list[dict[str, Any]]:
+    """The Deployment and Service of one component (its RBAC comes from ``rbac``)."""
+    metrics = {"name": "http-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}
+    args = container_args(settings, component)
+    if component.name != "admission":
+        objects = [deployment(settings, component.name, component.section, args, account=component.name)]
+        if component.name in ("binder", "queue-controller"):
+            objects.append(service_object(settings, component.name, [metrics]))
+        return objects
+    webhook = settings.spec.sub("admission").sub("webhook")
+    target = webhook.integer("targetPort", WEBHOOK_PORT, minimum=1)
+    volumes, mounts = _cert_volume()
+    port = {"name": "webhook", "containerPort": target}
+    return [
+        deployment(
+            settings, "admission", "admission", args, account="admission", volumes=volumes, mounts=mounts,
+            extra_ports=[port],
+        ),
+        service_object(
+            settings,
+            "admission",
+            [{"name": "webhook", "port": webhook.integer("port", 443, minimum=1), "targetPort": target}, metrics],
+        ),
+    ]  # fmt: skip
