@@ -7,7 +7,7 @@ collection, so tests create what they need under unique names. Binaries come fro
 Authentication is a static bearer token (user kai-admin in system:masters), authorization RBAC, TLS with a CA made
 at start, the ServiceAccount admission plugin disabled (no controller creates default service accounts) and a
 service-account signing key made at start — the flags controller-runtime's envtest uses, token auth instead of
-client certificates.
+client certificates. The API server's cluster traffic (webhook calls to Services) goes through servicenet's proxy.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from servicenet import ServiceNetwork
 
 REPO = Path(__file__).resolve().parents[2]
 CONTROLPLANE_SCRIPT = REPO / "hack" / "controlplane.sh"
@@ -249,6 +250,8 @@ class ControlPlane:
     ca_file: Path
     kubeconfig_path: Path
     etcd_url: str
+    network: ServiceNetwork = field(repr=False)
+    """How the API server reaches Services (webhooks): ``network.route(...)`` (servicenet.py)."""
     _procs: list[Proc] = field(default_factory=list, repr=False)
 
     @property
@@ -325,6 +328,7 @@ class ControlPlane:
         """Stops kube-apiserver, then etcd (reverse start order). Safe to call twice."""
         for proc in reversed(self._procs):
             proc.stop()
+        self.network.stop()
 
     def __enter__(self) -> ControlPlane:
         return self
@@ -383,6 +387,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
     token_file = workdir / "tokens.csv"
     _write_pem(token_file, f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n'.encode())
 
+    network = ServiceNetwork(workdir / "services.sock")
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd_url = f"http://127.0.0.1:{etcd_port}"
     peer_url = f"http://127.0.0.1:{peer_port}"
@@ -431,6 +436,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
                 f"--service-account-issuer={server_url}/",
                 f"--service-account-key-file={pki['sa_pub']}",
                 f"--service-account-signing-key-file={pki['sa_key']}",
+                f"--egress-selector-config-file={network.egress_config(workdir / 'egress.yaml')}",
             ],
             workdir / "kube-apiserver.log",
         )
@@ -445,6 +451,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
     except BaseException:
         for proc in reversed(procs):
             proc.stop()
+        network.stop()
         raise
 
     kubeconfig = workdir / "kubeconfig"
@@ -457,6 +464,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
         ca_file=pki["ca"],
         kubeconfig_path=kubeconfig,
         etcd_url=etcd_url,
+        network=network,
         _procs=procs,
     )
 
