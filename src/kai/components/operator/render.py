@@ -50,6 +50,10 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued) -
     objects: list[Obj] = []
     absent: list[tuple[str, str]] = []
     deployments: list[str] = []
+    admission = settings.services["admission"].enabled
+    if admission:  # before the Deployment that mounts them
+        objects.append(_secret(settings, CA_SECRET, ca_secret_data(issued)))
+        objects.append(_secret(settings, WEBHOOK_SECRET, serving_secret_data(issued)))
     for component in COMPONENTS:
         if not settings.services[component.section].enabled:
             absent += [("Deployment", f"{ns}/{component.name}"), ("Service", f"{ns}/{component.name}")]
@@ -58,9 +62,7 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued) -
         objects += component_objects(settings, component)
         deployments.append(f"{ns}/{component.name}")
     webhooks = webhook_configurations(settings, issued.bundle)
-    if settings.services["admission"].enabled:
-        objects.append(_secret(settings, CA_SECRET, ca_secret_data(issued)))
-        objects.append(_secret(settings, WEBHOOK_SECRET, serving_secret_data(issued)))
+    if admission:
         objects += webhooks
     else:
         absent += [(w["kind"], w["metadata"]["name"]) for w in webhooks]

@@ -18,7 +18,7 @@ import yaml
 from kai.components.operator.fields import Fields
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
-from kai.components.operator.workloads import METRICS_PORT, deployment, service_object
+from kai.components.operator.workloads import METRICS_PORT, PROBE_PORT, deployment, service_object
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.errors import InvalidObject
 
@@ -163,6 +163,7 @@ def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
         f"--nodepool-label-key={settings.node_pool_label_key}",
         f"--partition-label-value={partition}",
         f"--metrics-bind-address=:{METRICS_PORT}",
+        f"--health-probe-bind-address=:{PROBE_PORT}",
     ]
     warnings = [f"spec.tiers: {warning.problem}" for warning in parsed.warnings]
     flags = spec.strings("args")
