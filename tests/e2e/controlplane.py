@@ -266,13 +266,15 @@ class ControlPlane:
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file))
 
-    def request(self, path: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
+    def request(
+        self, path: str, method: str = "GET", body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         """A raw authenticated request (status, decoded JSON or text) — for probing the server itself."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server_url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            req.add_header("Content-Type", content_type)
         try:
             with urllib.request.urlopen(req, context=self.ssl_context(), timeout=10) as resp:
                 status, raw = resp.status, resp.read()
@@ -312,6 +314,11 @@ class ControlPlane:
                 "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
             },
         )
+        return self.token_kubeconfig(namespace, name, path)
+
+    def token_kubeconfig(self, namespace: str, name: str, path: Path) -> Path:
+        """A kubeconfig with a TokenRequest token of the existing ServiceAccount `namespace/name` (what the kubelet
+        mounts into that account's pods)."""
         request = {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",

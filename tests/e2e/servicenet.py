@@ -3,9 +3,9 @@
 A real API server reaches a webhook's Service (``admission.kai-scheduler.svc:443``) through cluster DNS and the
 Service's endpoints; the test control plane has neither, and its component pods are KWOK stand-ins. So the API
 server sends its cluster traffic through an HTTP CONNECT proxy (its egress selector, as a Konnectivity proxy would
-take it), and the proxy tunnels ``<service>.<namespace>.svc:<port>`` to the loopback port a test names with
-``route()``: where the real component runs on the host. An unrouted name is refused (502), as an unreachable Service
-would fail the call.
+take it), and the proxy tunnels the Service's ``<clusterIP>:<port>`` (the API server's service resolver dials the
+ClusterIP) to the loopback port a test names with ``route()``: where the component runs on the host. An unrouted
+address is refused (502), as an unreachable Service would fail the call.
 """
 
 from __future__ import annotations
@@ -36,14 +36,15 @@ class ServiceNetwork:
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="service-network", daemon=True).start()
 
-    def route(self, service_host: str, port: int, local_port: int) -> None:
-        """``service_host:port`` (e.g. ``admission.kai-scheduler.svc:443``) now reaches ``127.0.0.1:local_port``."""
+    def route(self, address: str, port: int, local_port: int) -> None:
+        """``address:port`` now reaches ``127.0.0.1:local_port``. The API server dials a Service's ClusterIP (its
+        service resolver), so ``address`` is that IP."""
         with self._lock:
-            self._routes[f"{service_host}:{port}"] = local_port
+            self._routes[f"{address}:{port}"] = local_port
 
-    def unroute(self, service_host: str, port: int) -> None:
+    def unroute(self, address: str, port: int) -> None:
         with self._lock:
-            self._routes.pop(f"{service_host}:{port}", None)
+            self._routes.pop(f"{address}:{port}", None)
 
     def egress_config(self, path: Path) -> Path:
         """The API server's ``--egress-selector-config-file``: cluster traffic through this proxy."""

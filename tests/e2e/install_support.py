@@ -1,0 +1,227 @@
+"""What the install tests need beside the test cluster: helm, and stand-ins for what a real cluster does with the
+pods of the kai-scheduler namespace.
+
+- ``SystemPods`` is the default scheduler of those pods (the test cluster runs none): it binds each new pod to a KWOK
+  node, where KWOK runs it as a stand-in. The CRD upgrade hook's pod is different: its Job must finish for helm to
+  go on, so it is bound to a node no KWOK manages and ``SystemPods`` is its kubelet: it runs the container's real
+  ``kai`` command on the host, with a token of the pod's ServiceAccount, and writes how it ended.
+- ``HostComponent`` runs a component as its Deployment says (its args, its ServiceAccount's token, its ConfigMap and
+  Secret as files), on the host, on loopback ports: so the real kai components work with exactly the RBAC and
+  configuration the operator rendered.
+- ``AdmissionStandIn`` serves the admission Deployment's webhooks until ``kai admission`` is on this branch: over TLS
+  with the serving certificate the operator issued (so the API server checks it against the webhook
+  configurations' CA bundle), admitting every request and recording which webhook paths were called.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import os
+import ssl
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from controlplane import REPO, ControlPlane, free_port
+from kube.kube_support import wait_until
+from testcluster import find_part
+
+NAMESPACE = "kai-scheduler"
+CHART = REPO / "deploy" / "helm" / "kai-scheduler"
+HOOK_NODE = "kai-hooks"
+HOOK_APP = "crd-upgrader"
+IMAGE_CRDS = "/kai/crds"
+"""Where the image keeps the chart's CRDs (Dockerfile)."""
+
+
+def helm(cp: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    binary = find_part("helm") / "helm"
+    home = cp.workdir / "helm-home"
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
+    argv = [str(binary), f"--kubeconfig={cp.kubeconfig_path}", *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def kai_argv(args: list[str], kubeconfig: Path) -> list[str]:
+    return [sys.executable, "-m", "kai", *args, f"--kubeconfig={kubeconfig}"]
+
+
+class SystemPods:
+    """The scheduler of the kai-scheduler namespace's pods, and the kubelet of the CRD upgrade hook's."""
+
+    def __init__(self, cp: ControlPlane, node: str, workdir: Path) -> None:
+        self.cp, self.node, self.workdir = cp, node, workdir
+        self.hook_runs: list[subprocess.CompletedProcess[str]] = []
+        self._stop = threading.Event()
+        status, body = cp.request("/api/v1/nodes", "POST", {"metadata": {"name": HOOK_NODE}})
+        if status not in (201, 409):
+            raise AssertionError(f"creating node {HOOK_NODE} failed ({status}): {body}")
+        self._thread = threading.Thread(target=self._run, name="system-pods", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.3):
+            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/pods")
+            for pod in body.get("items", []) if status == 200 else []:
+                if not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
+                    self._place(pod)
+
+    def _place(self, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        hook = (pod["metadata"].get("labels") or {}).get("app") == HOOK_APP
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": HOOK_NODE if hook else self.node},
+        }
+        status, _ = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/binding", "POST", binding)
+        if status == 201 and hook:
+            self._run_hook(pod)
+
+    def _run_hook(self, pod: dict[str, Any]) -> None:
+        """Runs the hook's container on the host as its ServiceAccount, then reports how it ended, as a kubelet."""
+        name = pod["metadata"]["name"]
+        account = pod["spec"]["serviceAccountName"]
+        kubeconfig = self.cp.token_kubeconfig(NAMESPACE, account, self.workdir / f"{name}.kubeconfig")
+        container = pod["spec"]["containers"][0]
+        args = [str(REPO / "deploy" / "crds") if arg == IMAGE_CRDS else arg for arg in container["args"]]
+        run = subprocess.run(kai_argv(args, kubeconfig), capture_output=True, text=True, timeout=120, cwd=REPO)
+        self.hook_runs.append(run)
+        terminated = {"exitCode": run.returncode, "reason": "Completed" if run.returncode == 0 else "Error"}
+        status = {
+            "phase": "Succeeded" if run.returncode == 0 else "Failed",
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "image": container["image"],
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"terminated": terminated},
+                }
+            ],
+        }
+        path = f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/status"
+        code, body = self.cp.request(path, "PATCH", {"status": status}, "application/merge-patch+json")
+        if code != 200:
+            raise AssertionError(f"cannot report hook pod {name} ({code}): {body}")
+
+
+def _existing(cp: ControlPlane, path: str) -> dict[str, Any]:
+    """A ConfigMap or Secret of the namespace, once it exists (the kubelet waits for a pod's volumes too)."""
+
+    def found() -> dict[str, Any]:
+        status, body = cp.request(f"/api/v1/namespaces/{NAMESPACE}/{path}")
+        return dict(body) if status == 200 else {}
+
+    return wait_until(f"{NAMESPACE}/{path}", found, 60.0)
+
+
+def mounted_files(cp: ControlPlane, deployment: dict[str, Any], workdir: Path) -> dict[str, Path]:
+    """Each mount's path in the Deployment's pod → where its ConfigMap or Secret is written on the host."""
+    name = deployment["metadata"]["name"]
+    spec = deployment["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    files = {}
+    for mount in spec["containers"][0].get("volumeMounts") or []:
+        volume = volumes[mount["name"]]
+        if "configMap" in volume:
+            obj = _existing(cp, f"configmaps/{volume['configMap']['name']}")
+            data = {k: v.encode() for k, v in obj["data"].items()}
+        else:
+            obj = _existing(cp, f"secrets/{volume['secret']['secretName']}")
+            data = {k: base64.b64decode(v) for k, v in obj["data"].items()}
+        folder = workdir / f"{name}-{mount['name']}"
+        folder.mkdir(exist_ok=True)
+        for key, value in data.items():
+            (folder / key).write_bytes(value)
+        sub_path = mount.get("subPath")
+        files[mount["mountPath"]] = folder / sub_path if sub_path else folder
+    return files
+
+
+class HostComponent:
+    """One component run on the host from its Deployment (see the module docstring)."""
+
+    def __init__(self, cp: ControlPlane, deployment: dict[str, Any], workdir: Path, env: dict[str, str]) -> None:
+        self.name = deployment["metadata"]["name"]
+        self.log = workdir / f"{self.name}.log"
+        spec = deployment["spec"]["template"]["spec"]
+        kubeconfig = cp.token_kubeconfig(NAMESPACE, spec["serviceAccountName"], workdir / f"{self.name}.kubeconfig")
+        files = mounted_files(cp, deployment, workdir)
+        self.ports: dict[str, int] = {}
+        args = [self._local(arg, files) for arg in spec["containers"][0]["args"]]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                kai_argv(args, kubeconfig), stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **env}
+            )
+
+    def _local(self, arg: str, files: dict[str, Path]) -> str:
+        flag, _, value = arg.partition("=")
+        if flag in ("--metrics-bind-address", "--health-probe-bind-address", "--webhook-addr"):
+            self.ports[flag] = free_port()
+            port = self.ports[flag]
+            return f"{flag}=127.0.0.1:{port}" if flag != "--webhook-addr" else f"{flag}={port}"
+        return f"{flag}={files[value]}" if value in files else arg
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+class AdmissionStandIn:
+    """The admission Deployment's webhooks, served on a loopback port (see the module docstring)."""
+
+    def __init__(self, cp: ControlPlane, deployment: dict[str, Any], workdir: Path) -> None:
+        args = dict(arg.partition("=")[::2] for arg in deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+        cert_dir = mounted_files(cp, deployment, workdir)[args["--cert-dir"]]
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
+        self.paths: list[str] = []
+        stand_in = self
+
+        class Review(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stand_in.paths.append(self.path.partition("?")[0])
+                response = {"uid": review["request"]["uid"], "allowed": True}
+                answer = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Review)
+        self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, name="admission-stand-in", daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

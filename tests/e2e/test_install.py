@@ -1,0 +1,334 @@
+"""Installing kai the way the seed does, on the test cluster: `helm upgrade -i kai-scheduler <chart> -n
+kai-scheduler --create-namespace`, then `-f examples/seed/nvcf-values.yaml`.
+
+KWOK runs the component pods as stand-ins; the real kai components run on the host as their Deployments say, each
+with a token of the ServiceAccount the operator made (install_support.py), so what they do here they may do with
+the RBAC the operator rendered. The API server reaches the admission webhooks through the test network
+(servicenet.py); until ``kai admission`` is on this branch, a stand-in that admits everything serves them with the
+operator's certificate. The chart is linted first.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from controlplane import REPO, ControlPlane, http_ready
+from install_support import CHART, NAMESPACE, AdmissionStandIn, HostComponent, SystemPods, helm
+from kai_support import kubectl_json
+from kube.kube_support import wait_until
+from testcluster import Kwok
+
+SEED = REPO / "examples" / "seed"
+COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
+SCHEDULER = "kai-scheduler-default"
+SEVEN = {"admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", SCHEDULER}
+CRDS = {
+    "configs.kai.scheduler",
+    "schedulingshards.kai.scheduler",
+    "topologies.kai.scheduler",
+    "queues.scheduling.run.ai",
+    "podgroups.scheduling.run.ai",
+    "bindrequests.scheduling.run.ai",
+}
+CHART_OWNED = (
+    *(("priorityclass", name, "") for name in ("train", "build-preemptible", "build", "inference")),
+    ("namespace", "kai-resource-reservation", ""),
+    ("serviceaccount", "kai-resource-reservation", "kai-resource-reservation"),
+)
+"""Cluster objects the chart makes that other e2e tests may have applied before (adopted by the release, as Helm
+documents for existing objects)."""
+WEBHOOKS = (
+    ("mutatingwebhookconfiguration", "mutating-kai-admission"),
+    ("validatingwebhookconfiguration", "validating-kai-admission"),
+    ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
+    ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
+)
+TIMEOUT_S = 90.0
+
+
+# ------------------------------------------------------------------------------------------- without a cluster
+
+
+def test_the_chart_lints_and_refuses_an_unknown_value(control_plane: ControlPlane) -> None:
+    helm(control_plane, "lint", str(CHART))
+    helm(control_plane, "lint", str(CHART), "-f", str(SEED / "nvcf-values.yaml"))
+    wrong = helm(control_plane, "lint", str(CHART), "--set", "scheduler.placementStrategie=spread", check=False)
+    assert wrong.returncode != 0
+    assert "additional properties 'placementStrategie' not allowed" in wrong.stdout + wrong.stderr
+
+
+# ------------------------------------------------------------------------------------------- the install
+
+
+class Install:
+    def __init__(self, cp: ControlPlane, kwok: Kwok, workdir: Path) -> None:
+        self.cp, self.workdir = cp, workdir
+        kwok.node("kai-system", gpus=0, labels={"pool": "kai-system"})
+        self.system = SystemPods(cp, "kai-system", workdir)
+        self.host: dict[str, HostComponent] = {}
+        self.admission: AdmissionStandIn | None = None
+        self.install_s = 0.0
+
+    def helm_install(self, *values: str) -> subprocess.CompletedProcess[str]:
+        started = time.monotonic()
+        run = helm(
+            self.cp, "upgrade", "-i", "kai-scheduler", str(CHART), "-n", NAMESPACE, "--create-namespace", *values
+        )
+        self.install_s = time.monotonic() - started
+        return run
+
+    def deployment(self, name: str) -> dict[str, Any]:
+        status, body = self.cp.request(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")
+        return dict(body) if status == 200 else {}
+
+    def cluster_ip(self, service: str) -> str:
+        """The Service's ClusterIP, once the operator has made it (it applies the Deployment first)."""
+
+        def found() -> str:
+            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/services/{service}")
+            return str(body["spec"]["clusterIP"]) if status == 200 else ""
+
+        return wait_until(f"Service {service}", found, TIMEOUT_S)
+
+    def run_on_host(self, name: str) -> HostComponent:
+        """Starts (or restarts) the host process of Deployment ``name`` and waits for its /readyz."""
+        if name in self.host:
+            self.host[name].stop()
+        deployment = wait_until(f"Deployment {name}", lambda: self.deployment(name), TIMEOUT_S)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e["value"] for e in container.get("env") or [] if "value" in e}
+        component = HostComponent(self.cp, deployment, self.workdir, env)
+        self.host[name] = component
+        probe = f"http://127.0.0.1:{component.ports['--health-probe-bind-address']}/readyz"
+
+        def ready() -> bool:
+            if component.process.poll() is not None:
+                raise AssertionError(f"{name} exited:\n{component.log.read_text()[-3000:]}")
+            return http_ready(probe, None, None, lambda _: True)
+
+        wait_until(f"{name} on the host to be ready", ready, TIMEOUT_S)
+        return component
+
+    def serve_admission(self) -> None:
+        """The admission Service's webhooks, reached by the API server at its ClusterIP."""
+        deployment = wait_until("Deployment admission", lambda: self.deployment("admission"), TIMEOUT_S)
+        self.admission = AdmissionStandIn(self.cp, deployment, self.workdir)
+        self.cp.network.route(self.cluster_ip("admission"), 443, self.admission.port)
+
+    def stop(self) -> None:
+        for component in self.host.values():
+            component.stop()
+        if self.admission is not None:
+            self.cp.network.unroute(self.cluster_ip("admission"), 443)
+            self.admission.stop()
+        for kind, name in WEBHOOKS:  # later tests' pods and queues must not wait for a webhook no one serves
+            self.cp.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+        helm(self.cp, "uninstall", "kai-scheduler", "-n", NAMESPACE, "--wait", check=False)
+        self.system.stop()
+
+
+def _adopt(cp: ControlPlane) -> None:
+    for kind, name, namespace in CHART_OWNED:
+        where = ["-n", namespace] if namespace else []
+        if cp.kubectl("get", kind, name, *where, check=False).returncode != 0:
+            continue
+        cp.kubectl("label", "--overwrite", kind, name, *where, "app.kubernetes.io/managed-by=Helm")
+        cp.kubectl(
+            "annotate", "--overwrite", kind, name, *where,
+            "meta.helm.sh/release-name=kai-scheduler", f"meta.helm.sh/release-namespace={NAMESPACE}",
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def install(control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
+    """The seed's install: helm, then the operator and every component on the host."""
+    _adopt(control_plane)
+    setup = Install(control_plane, kwok, tmp_path_factory.mktemp("install"))
+    try:
+        setup.helm_install()
+        setup.run_on_host("kai-operator")
+        setup.serve_admission()
+        for name in (*COMPONENTS, SCHEDULER):
+            setup.run_on_host(name)
+        yield setup
+    finally:
+        setup.stop()
+
+
+def test_the_seed_install_runs_seven_components_with_kais_crds_and_config(install: Install) -> None:
+    cp = install.cp
+    assert [run.returncode for run in install.system.hook_runs] == [0], "the CRD upgrade hook ran once and worked"
+    assert "applied 6 CRDs" in install.system.hook_runs[0].stdout
+
+    def running() -> set[str]:
+        pods = kubectl_json(cp, "get", "pods", "-n", NAMESPACE)["items"]
+        return {p["metadata"]["labels"]["app"] for p in pods if p["status"].get("phase") == "Running"}
+
+    wait_until("the seven components' pods to run", lambda: running() >= SEVEN, TIMEOUT_S)
+    listed = cp.kubectl("get", "pods", "-n", NAMESPACE).stdout
+    for name in SEVEN:
+        assert f"\n{name}-" in listed, f"{name} missing from kubectl get pods:\n{listed}"
+    crds = cp.kubectl("get", "crd").stdout
+    assert {line.split()[0] for line in crds.splitlines()[1:]} >= CRDS
+    assert {line.split()[0] for line in crds.splitlines() if "kai" in line} >= {c for c in CRDS if "kai" in c}
+    configs = cp.kubectl("get", "config", "-n", NAMESPACE).stdout.splitlines()
+    assert [line.split()[0] for line in configs[1:]] == ["kai-config"]
+
+    def ready() -> dict[str, Any]:
+        conditions = kubectl_json(cp, "get", "config", "kai-config").get("status", {}).get("conditions", [])
+        by_type = {c["type"]: c for c in conditions}
+        return by_type if by_type.get("Ready", {}).get("status") == "True" else {}
+
+    conditions = wait_until("Config kai-config to be Ready", ready, TIMEOUT_S)
+    assert {t: c["status"] for t, c in conditions.items()} == {
+        "Reconciling": "False", "Deployed": "True", "Available": "True", "Ready": "True",
+    }  # fmt: skip
+
+
+def _can(cp: ControlPlane, account: str, *request: str) -> bool:
+    as_user = f"--as=system:serviceaccount:{NAMESPACE}:{account}"
+    return cp.kubectl("auth", "can-i", *request, as_user, check=False).stdout.strip() == "yes"
+
+
+def test_each_component_holds_the_rights_it_uses_and_no_more(install: Install) -> None:
+    cp = install.cp
+    assert _can(cp, "binder", "create", "pods/binding", "-n", "team-a")
+    assert _can(cp, "scheduler", "create", "bindrequests.scheduling.run.ai", "-n", "team-a")
+    assert _can(cp, "pod-grouper", "create", "podgroups.scheduling.run.ai", "-n", "team-a")
+    assert _can(cp, "queue-controller", "patch", "queues.scheduling.run.ai", "--subresource=status")
+    assert not _can(cp, "pod-grouper", "delete", "pods", "-n", "team-a")
+    assert not _can(cp, "binder", "create", "podgroups.scheduling.run.ai", "-n", "team-a")
+    assert not _can(cp, "queue-controller", "list", "pods")
+    assert not _can(cp, "scheduler", "create", "pods/binding", "-n", "team-a")
+    assert _can(cp, "kai-operator", "escalate", "clusterroles.rbac.authorization.k8s.io/kai-binder")
+    assert not _can(cp, "kai-operator", "escalate", "clusterroles.rbac.authorization.k8s.io/cluster-admin")
+    assert not _can(cp, "kai-operator", "bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin")
+    assert not _can(cp, "kai-operator", "delete", "pods", "-n", "team-a")
+
+
+# ------------------------------------------------------------------------------------------- the NVCF values
+
+
+def _pod(namespace: str, name: str, queue: str, pool: str, priority: str, request: dict[str, str]) -> dict[str, Any]:
+    resources = {"requests": request, "limits": request}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kai.scheduler/queue": queue}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "priorityClassName": priority,
+            "nodeSelector": {"pool": pool},
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+        },
+    }
+
+
+class Workloads:
+    """One round of the three behaviours on fresh nodes and a fresh namespace."""
+
+    def __init__(self, cp: ControlPlane, kwok: Kwok, tmp_path: Path) -> None:
+        self.cp, self.tmp_path = cp, tmp_path
+        self.tag = uuid.uuid4().hex[:6]
+        self.namespace = f"install-{self.tag}"
+        cp.kubectl("create", "namespace", self.namespace)
+        for pool, count, gpus, cpu in (("gpu", 2, 8, "64"), ("cpu", 2, 0, "8"), ("pre", 1, 8, "64")):
+            for i in range(count):
+                kwok.node(f"{self.tag}-{pool}-{i}", gpus=gpus, cpu=cpu, labels={"pool": f"{self.tag}-{pool}"})
+        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+        resources = {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
+        parent, self.queue = f"{self.tag}-parent", f"{self.tag}-team"
+        self.apply(
+            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
+             "spec": {"resources": resources}},
+            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": self.queue},
+             "spec": {"parentQueue": parent, "resources": resources}},
+        )  # fmt: skip
+
+    def apply(self, *documents: dict[str, Any]) -> None:
+        path = self.tmp_path / f"{uuid.uuid4().hex[:6]}.yaml"
+        path.write_text(yaml.safe_dump_all(documents))
+        self.cp.kubectl("apply", "-f", str(path))
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        items = kubectl_json(self.cp, "get", "pods", "-n", self.namespace)["items"]
+        return {p["metadata"]["name"]: p for p in items}
+
+    def run(self, name: str, pool: str, priority: str, request: dict[str, str]) -> str:
+        """Creates the pod and returns the node it runs on."""
+        self.apply(_pod(self.namespace, name, self.queue, f"{self.tag}-{pool}", priority, request))
+        return str(self.running(name)["spec"]["nodeName"])
+
+    def running(self, name: str) -> dict[str, Any]:
+        def found() -> dict[str, Any]:
+            pod = self.pods().get(name) or {}
+            return pod if (pod.get("status") or {}).get("phase") == "Running" else {}
+
+        return wait_until(f"pod {name} to run", found, TIMEOUT_S)
+
+    def placement(self) -> tuple[bool, bool]:
+        """(whole-GPU pods share a node, CPU pods share a node)."""
+        gpu = {self.run(f"gpu-{i}", "gpu", "train", {"nvidia.com/gpu": "1"}) for i in range(2)}
+        cpu = {self.run(f"cpu-{i}", "cpu", "train", {"cpu": "1"}) for i in range(2)}
+        return len(gpu) == 1, len(cpu) == 1
+
+    def preempted(self) -> bool:
+        """A preemptible pod holds the node's 8 GPUs; a non-preemptible one of the same queue wants them."""
+        self.run("low", "pre", "train", {"nvidia.com/gpu": "8"})
+        self.apply(_pod(self.namespace, "high", self.queue, f"{self.tag}-pre", "inference", {"nvidia.com/gpu": "8"}))
+
+        def decided() -> str:
+            pods = self.pods()
+            low, high = pods.get("low"), pods["high"]
+            if low is None or low["metadata"].get("deletionTimestamp"):
+                return "preempted"
+            conditions = (high.get("status") or {}).get("conditions") or []
+            waiting = any(c["type"] == "PodScheduled" and c["status"] == "False" for c in conditions)
+            return "kept" if waiting else ""
+
+        outcome = wait_until("the scheduler to preempt the low pod or to say why high waits", decided, TIMEOUT_S)
+        if outcome == "preempted":
+            self.running("high")
+        return outcome == "preempted"
+
+
+def _queue_resources(cp: ControlPlane, name: str) -> dict[str, Any]:
+    return dict(kubectl_json(cp, "get", "queue", name)["spec"]["resources"])
+
+
+def test_nvcf_values_change_the_scheduler_and_the_default_queues(install: Install, kwok: Kwok, tmp_path: Path) -> None:
+    cp = install.cp
+    before = Workloads(cp, kwok, tmp_path)
+    assert before.placement() == (True, True), "KAI's default: GPU and CPU pods bin-pack"
+    assert before.preempted(), "KAI's default: preempt runs"
+    assert _queue_resources(cp, "default-queue")["gpu"] == {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+
+    old_hash = install.deployment(SCHEDULER)["spec"]["template"]["metadata"]["annotations"]["configHash"]
+    install.helm_install("-f", str(SEED / "nvcf-values.yaml"))
+
+    def new_config() -> bool:
+        annotations = install.deployment(SCHEDULER)["spec"]["template"]["metadata"]["annotations"]
+        return bool(annotations["configHash"] != old_hash)
+
+    wait_until("the operator to render the NVCF scheduler config", new_config, TIMEOUT_S)
+    install.run_on_host(SCHEDULER)  # the Deployment's new pod, with the new config
+    after = Workloads(cp, kwok, tmp_path)
+    assert after.placement() == (True, False), "NVCF: GPU pods bin-pack, CPU pods spread"
+    assert not after.preempted(), "NVCF: preempt is off"
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    everything = {"cpu": unlimited, "gpu": unlimited, "memory": unlimited}
+    for name in ("default-parent-queue", "default-queue"):
+        wait_until(f"{name} to be unlimited", lambda name=name: _queue_resources(cp, name) == everything, TIMEOUT_S)
+    assert install.admission is not None
+    called = set(install.admission.paths)
+    webhooks = {"/mutate--v1-pod", "/validate--v1-pod", "/validate-scheduling-run-ai-v2-queue",
+                "/validate-scheduling-run-ai-v2alpha2-podgroup"}  # fmt: skip
+    assert called >= webhooks, f"the API server called {called} (through the operator's CA bundle)"
+    print(f"install test: helm upgrade took {install.install_s:.1f}s")
