@@ -5,12 +5,13 @@ KWOK runs the component pods as stand-ins; the real kai components run on the ho
 with a token of the ServiceAccount the operator made (install_support.py), so what they do here they may do with
 the RBAC the operator rendered. The API server reaches the admission webhooks through the test network
 (servicenet.py); until ``kai admission`` is on this branch, a stand-in that admits everything serves them with the
-operator's certificate. The chart is linted first.
+operator's certificate. The wheel and the chart are checked first, without a cluster.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -50,10 +51,37 @@ WEBHOOKS = (
     ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
     ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
 )
+IMAGE_COMMANDS = {
+    "operator", "scheduler", "binder", "podgrouper", "podgroup-controller", "queue-controller", "apply-crds",
+}  # fmt: skip
+"""What the chart's pods run (`kai admission` is not on this branch yet)."""
 TIMEOUT_S = 90.0
 
 
 # ------------------------------------------------------------------------------------------- without a cluster
+
+
+def test_the_wheel_installs_in_a_clean_virtualenv_and_every_component_runs(tmp_path: Path) -> None:
+    """What the image does (Dockerfile): build kai's wheel, install it with its pinned dependencies, run each
+    component's entry point."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(tmp_path / "wheels"), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    wheel = next((tmp_path / "wheels").glob("kai-*.whl"))
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
+    pip = tmp_path / "venv" / "bin" / "pip"
+    subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True, timeout=600)
+    kai = str(tmp_path / "venv" / "bin" / "kai")
+    listed = subprocess.run([kai, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    commands = {line.split()[0] for line in listed.partition("Commands:\n")[2].splitlines() if line.strip()}
+    assert commands >= IMAGE_COMMANDS, f"kai --help lists {sorted(commands)}"
+    for command in sorted(commands):
+        run = subprocess.run([kai, command, "--help"], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, f"kai {command} --help: {run.stderr}"
+        assert f"Usage: kai {command}" in run.stdout
 
 
 def test_the_chart_lints_and_refuses_an_unknown_value(control_plane: ControlPlane) -> None:
