@@ -144,6 +144,12 @@ class Install:
         wait_until(f"{name} on the host to be ready", ready, TIMEOUT_S)
         return component
 
+    def forbidden(self) -> list[str]:
+        """What the API server refused the host components (their logs' "forbidden" lines): none, if the RBAC is
+        enough."""
+        lines = (line for c in self.host.values() for line in c.log.read_text().splitlines())
+        return [line for line in lines if "forbidden" in line.lower()]
+
     def serve_admission(self) -> None:
         """The admission Service's webhooks, reached by the API server at its ClusterIP."""
         deployment = wait_until("Deployment admission", lambda: self.deployment("admission"), TIMEOUT_S)
@@ -239,6 +245,7 @@ def test_each_component_holds_the_rights_it_uses_and_no_more(install: Install) -
     assert not _can(cp, "kai-operator", "escalate", "clusterroles.rbac.authorization.k8s.io/cluster-admin")
     assert not _can(cp, "kai-operator", "bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin")
     assert not _can(cp, "kai-operator", "delete", "pods", "-n", "team-a")
+    assert install.forbidden() == []
 
 
 # ------------------------------------------------------------------------------------------- the NVCF values
@@ -359,4 +366,5 @@ def test_nvcf_values_change_the_scheduler_and_the_default_queues(install: Instal
     webhooks = {"/mutate--v1-pod", "/validate--v1-pod", "/validate-scheduling-run-ai-v2-queue",
                 "/validate-scheduling-run-ai-v2alpha2-podgroup"}  # fmt: skip
     assert called >= webhooks, f"the API server called {called} (through the operator's CA bundle)"
+    assert install.forbidden() == [], "the rendered RBAC is enough for what the components did"
     print(f"install test: helm upgrade took {install.install_s:.1f}s")

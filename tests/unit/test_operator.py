@@ -157,6 +157,14 @@ def test_config_deploys_every_component_with_kais_names_and_labels():
     assert condition(cluster, "Config", "kai-config", "Available")["status"] == "False"  # nothing runs them here
 
 
+def test_the_binder_keeps_reservation_pods_in_the_configs_namespace():
+    cluster = reconciled(config({"binder": {"resourceReservation": {"namespace": "gpu-holders"}}}), shard())
+    args = cluster.get("Deployment", f"{NS}/binder")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--resource-reservation-namespace=gpu-holders" in args
+    assert _allows(CLUSTER_RULES["binder"], "", "namespaces", "create")  # it makes that namespace if missing
+    assert not _allows(CLUSTER_RULES["binder"], "", "namespaces", "delete")
+
+
 def test_reconcile_is_idempotent():
     cluster = reconciled(config(), shard())
     before = {kind: [o["metadata"] | {"resourceVersion": ""} for o in cluster.list(kind)] for kind in cluster._store}

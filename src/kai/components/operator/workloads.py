@@ -12,6 +12,7 @@ from typing import Any
 from kai.components.operator.fields import Fields
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
+from kai.core.model import names
 
 METRICS_PORT, PROBE_PORT, WEBHOOK_PORT = 8080, 8081, 9443
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
@@ -49,6 +50,9 @@ def container_args(settings: Settings, component: Component) -> list[str]:
         args.append("--leader-elect")
     if component.name == "admission":
         args += _admission_args(settings, section)
+    if component.name == "binder":
+        namespace = section.sub("resourceReservation").text("namespace", names.RESERVATION_NAMESPACE)
+        args.append(f"--resource-reservation-namespace={namespace}")
     return args
 
 
