@@ -137,6 +137,19 @@ def test_each_shard_runs_its_own_scheduler_on_its_node_pool():
     assert pool.holds("Pod", {"metadata": {}})  # pods follow their PodGroup, not the label
 
 
+def test_the_schedulers_probes_stay_off_its_plugin_server_port():
+    """The scheduler keeps KAI's plugin server on 127.0.0.1:8081, so its probes (flag, container port and the
+    kubelet's checks) are on 8082: the process could not bind both to 8081."""
+    cluster = reconciled(config(), shard())
+    deployment = cluster.get("Deployment", f"{NS}/kai-scheduler-default")
+    assert deployment is not None
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert "--health-probe-bind-address=:8082" in container["args"]
+    assert not any(arg.startswith("--plugin-server-port") for arg in container["args"])  # KAI's 8081
+    assert {"name": "probe", "containerPort": 8082} in container["ports"]
+    assert container["readinessProbe"]["httpGet"]["port"] == container["livenessProbe"]["httpGet"]["port"] == 8082
+
+
 # ------------------------------------------------------------------------------------------- the Config
 
 

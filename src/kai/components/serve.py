@@ -62,9 +62,7 @@ def serve(
     kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
 
     plugin_server = (
-        PluginServer(options.plugin_server_port)
-        if "scheduler" in components and options.plugin_server_port
-        else None
+        PluginServer(options.plugin_server_port) if "scheduler" in components and options.plugin_server_port else None
     )
 
     def body(cluster: KubeCluster, stop: threading.Event, registry: CollectorRegistry, health: Health) -> None:

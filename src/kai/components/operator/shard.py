@@ -18,7 +18,7 @@ import yaml
 from kai.components.operator.fields import Fields
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
-from kai.components.operator.workloads import METRICS_PORT, PROBE_PORT, deployment, service_object
+from kai.components.operator.workloads import METRICS_PORT, SCHEDULER_PROBE_PORT, deployment, service_object
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.errors import InvalidObject
 
@@ -163,7 +163,7 @@ def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
         f"--nodepool-label-key={settings.node_pool_label_key}",
         f"--partition-label-value={partition}",
         f"--metrics-bind-address=:{METRICS_PORT}",
-        f"--health-probe-bind-address=:{PROBE_PORT}",
+        f"--health-probe-bind-address=:{SCHEDULER_PROBE_PORT}",
     ]
     warnings = [f"spec.tiers: {warning.problem}" for warning in parsed.warnings]
     flags = spec.strings("args")
@@ -186,7 +186,14 @@ def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedS
     volumes = [{"name": "config", "configMap": {"name": name}}]
     mounts = [{"name": "config", "mountPath": CONFIG_PATH, "subPath": "config.yaml"}]
     scheduler = deployment(
-        settings, name, "scheduler", rendered.args, account=SCHEDULER_ACCOUNT, volumes=volumes, mounts=mounts
+        settings,
+        name,
+        "scheduler",
+        rendered.args,
+        account=SCHEDULER_ACCOUNT,
+        volumes=volumes,
+        mounts=mounts,
+        probe_port=SCHEDULER_PROBE_PORT,
     )
     scheduler["spec"]["template"]["metadata"]["annotations"] = {"configHash": f"{hash_text(text)}"}
     service = service_object(

@@ -15,6 +15,8 @@ from kai.components.operator.settings import Settings
 from kai.core.model import names
 
 METRICS_PORT, PROBE_PORT, WEBHOOK_PORT = 8080, 8081, 9443
+SCHEDULER_PROBE_PORT = 8082
+"""The scheduler's probes: 8081 is its plugin server's (KAI's ``--plugin-server-port``, on loopback)."""
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_SECRET = "kai-admission-webhook-tls-secret"
 
@@ -81,6 +83,7 @@ def deployment(
     volumes: list[dict[str, Any]] | None = None,
     mounts: list[dict[str, Any]] | None = None,
     extra_ports: list[dict[str, Any]] | None = None,
+    probe_port: int = PROBE_PORT,
 ) -> dict[str, Any]:
     """One component's Deployment: replicas, image, pull policy, resources and affinity from its service section;
     node selector, tolerations, priority class, pull secrets and security context from ``global``."""
@@ -92,11 +95,11 @@ def deployment(
         "args": args,
         "ports": [
             {"name": "metrics", "containerPort": METRICS_PORT},
-            {"name": "probe", "containerPort": PROBE_PORT},
+            {"name": "probe", "containerPort": probe_port},
             *(extra_ports or []),
         ],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": PROBE_PORT}, "initialDelaySeconds": 5},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": PROBE_PORT}, "initialDelaySeconds": 15},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": probe_port}, "initialDelaySeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": probe_port}, "initialDelaySeconds": 15},
         "securityContext": settings.security_context,
     }
     if service.resources:
