@@ -49,17 +49,21 @@ def _hours(run: RunMetrics) -> list[float]:
 
 
 def _allocation(comparison: Comparison) -> Figure:
-    figure = Figure(figsize=(10, 5), layout="constrained")
-    axes = figure.subplots()
-    colours = matplotlib.colormaps["tab10"]
-    for index, queue in enumerate(_active(comparison)):
-        colour = colours(index % 10)
-        for run, style, label in ((comparison.base, "-", "base"), (comparison.changed, "--", "changed")):
+    """One panel per queue (sharing the axes), base and changed in it: queues drawn on one axes hide each other
+    wherever they hold the same number of GPUs."""
+    queues = _active(comparison) or comparison.queues()[:1]
+    figure = Figure(figsize=(10, 1.2 + 2.2 * len(queues)), layout="constrained")
+    panels = figure.subplots(len(queues), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    styles = ((comparison.base, "-", "tab:blue", "base"), (comparison.changed, "--", "tab:orange", "changed"))
+    for axes, queue in zip(panels, queues, strict=True):
+        for run, style, colour, label in styles:
             values = [s.queues[queue].allocated["gpu"] if queue in s.queues else 0.0 for s in run.timeline]
-            axes.step(_hours(run), values, where="post", linestyle=style, color=colour, label=f"{queue} ({label})")
-    axes.set(title="GPUs allocated per queue (solid: base, dashed: changed)", xlabel="simulated hours", ylabel="GPUs")
-    axes.legend(loc="upper right", fontsize="small")
-    axes.grid(alpha=0.3)
+            axes.step(_hours(run), values, where="post", linestyle=style, color=colour, linewidth=2, label=label)
+        axes.set(title=f"queue {queue}", ylabel="GPUs")
+        axes.grid(alpha=0.3)
+    panels[0].legend(loc="upper right", fontsize="small")
+    panels[-1].set(xlabel="simulated hours")
+    figure.suptitle("GPUs allocated per queue (solid: base, dashed: changed)")
     return figure
 
 
