@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from kai.cli.main import main
 from kai.components.sim.scenario import ClockSpec, load_scenario
+from kai.components.sim.whatif import plots
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_changes, parse_set
 from kai.components.sim.whatif.compare import Comparison, compare, wait_stats
@@ -224,3 +225,16 @@ def test_bad_changes_on_the_command_line_are_one_clear_error(tmp_path: Path, arg
 def test_a_negative_amount_other_than_unlimited_is_refused() -> None:
     with pytest.raises(ChangeError, match=re.escape("queues.a.cpu.limit: got -2; expected 0 or more, or -1")):
         parse_changes({"queues": {"a": {"cpu": {"limit": -2}}}}, "test")
+
+
+def test_the_plots_draw_a_panel_per_queue_and_say_when_no_pod_started(tmp_path: Path) -> None:
+    """Queue b's quota drops to 0 with no GPUs over it: its pods start in the base run only; the time-to-start plot
+    says "none started" for the changed run rather than a 0 that reads as "at once"."""
+    changes = parse_set("queue.b.gpu.quota=0")
+    changes.extend(parse_set("queue.b.gpu.limit=0"))
+    comparison = run(two_queues(tmp_path), changes, run_time_s=None)
+    assert comparison.base.waits["b"] and not comparison.changed.waits.get("b")
+    allocation = plots._allocation(comparison)
+    assert [axes.get_title() for axes in allocation.axes] == ["queue a", "queue b"]
+    labels = [text.get_text() for text in plots._time_to_start(comparison).axes[0].texts]
+    assert labels.count("none\nstarted") == 2  # p50 and max of queue b, changed run

@@ -85,12 +85,15 @@ def _time_to_start(comparison: Comparison) -> Figure:
     queues = _active(comparison)
     width = 0.2
     for offset, (run, label) in enumerate(((comparison.base, "base"), (comparison.changed, "changed"))):
-        stats = [wait_stats(run.waits.get(queue, [])) or (0.0, 0.0) for queue in queues]
+        stats = [wait_stats(run.waits.get(queue, [])) for queue in queues]
         positions = [i + (offset * 2 - 1.5) * width for i in range(len(queues))]
         for shift, (index, name) in enumerate(((0, "p50"), (1, "max"))):
             at = [p + shift * width for p in positions]
-            bars = axes.bar(at, [s[index] / 60 for s in stats], width, label=f"{name} ({label})")
-            axes.bar_label(bars, fmt="%.0f", fontsize="small")  # a zero bar still shows its 0
+            minutes = [s[index] / 60 if s is not None else 0.0 for s in stats]
+            bars = axes.bar(at, minutes, width, label=f"{name} ({label})")
+            # a zero bar still shows its 0; a queue that started no pod says so instead of a 0 that reads "at once"
+            texts = [f"{m:.0f}" if s is not None else "none\nstarted" for m, s in zip(minutes, stats, strict=True)]
+            axes.bar_label(bars, texts, fontsize="small")
     axes.set_xticks(range(len(queues)), queues)
     axes.set(title="Time to start per queue (pods started in the run)", ylabel="minutes")
     axes.legend(fontsize="small")
