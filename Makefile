@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py --full-cycle
 	$(BIN)/python bench/allocate_bench.py --usage
 	$(BIN)/python bench/simulate_bench.py
+	$(BIN)/python bench/properties_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

