@@ -27,6 +27,7 @@ from lightkube.config.kubeconfig import SingleConfig
 from kai.cluster.kube import resources as api
 from kai.cluster.kube.decode import PRUNED_KINDS, Decoder, copy_json, decode_any
 from kai.cluster.kube.errors import ApiError, Conflict, NotFound
+from kai.cluster.kube.faults import FaultPlan
 from kai.cluster.kube.informer import Informer, list_all
 from kai.cluster.kube.kubeconfig import load_config
 from kai.cluster.kube.patch import view_patch
@@ -51,13 +52,16 @@ class KubeCluster:
         timeout_s: float = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
         clock: Callable[[], float] = time.time,
+        faults: FaultPlan | None = None,
     ) -> None:
+        """``faults``: inject API failures (``faults``; default: as ``$KAI_FAULTS`` says, else none)."""
         watched = [api.kind_of(name) for name in kinds]  # an unknown kind fails here, before any thread starts
         self.component = component
         self._clock = clock
         self._page_size = page_size
         self._io = LoopThread()
-        self._transport = Transport(connect(config, timeout_s=timeout_s), retry)
+        self.faults = faults if faults is not None else FaultPlan.from_env()
+        self._transport = Transport(connect(config, timeout_s=timeout_s, faults=self.faults), retry)
         self._dispatcher = Dispatcher()
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._decoders = {name: Decoder(kind) for name, kind in api.KINDS.items()}

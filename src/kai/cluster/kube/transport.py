@@ -24,6 +24,7 @@ from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube.decode import decode_status
 from kai.cluster.kube.errors import Unreachable, api_error
+from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
 from kai.cluster.kube.resources import Request
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,18 @@ class RetryPolicy:
 DEFAULT_RETRY = RetryPolicy()
 
 
-def connect(config: SingleConfig, *, timeout_s: float = 30.0) -> httpx.AsyncClient:
-    """An HTTP client for the cluster in ``config`` (server URL, CA, credentials), built by lightkube."""
-    return AsyncClient(config, ConnectionParams(timeout=httpx.Timeout(timeout_s)))
+def connect(config: SingleConfig, *, timeout_s: float = 30.0, faults: FaultPlan | None = None) -> httpx.AsyncClient:
+    """An HTTP client for the cluster in ``config`` (server URL, CA, credentials), built by lightkube; with
+    ``faults``, its requests go through ``FaultyTransport`` (drills only)."""
+    params = ConnectionParams(timeout=httpx.Timeout(timeout_s))
+    if faults is None:
+        return AsyncClient(config, params)
+    log.warning(
+        "fault injection is on (%s): rate %s, seed %s, kinds %s", ENV_VAR, faults.rate, faults.seed, faults.kinds
+    )
+    options = params.httpx_params(config)
+    options["transport"] = FaultyTransport(httpx.AsyncHTTPTransport(verify=options["verify"]), faults)
+    return httpx.AsyncClient(**options)
 
 
 class Transport:
