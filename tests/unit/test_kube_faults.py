@@ -5,10 +5,13 @@ test_kube_transport): the faults are what is under test, on top of the real retr
 
 import asyncio
 import json
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
+from click.testing import CliRunner
 
+from kai.cli.main import main
 from kai.cluster.kube.faults import KINDS, FaultPlan, FaultSpecError, FaultyTransport
 from kai.cluster.kube.resources import KINDS as API_KINDS
 from kai.cluster.kube.resources import create_request, get_request
@@ -84,3 +87,17 @@ def test_requests_get_through_faults_at_a_high_rate_with_the_adapters_retries():
     assert "q" in store
     assert sum(plan.injected.values()) > 20
     assert plan.injected["timeout"] <= reached.count("GET") + reached.count("POST")
+
+
+def test_a_bad_kai_faults_value_is_one_line_from_a_command(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+    )
+    argv = ["all", f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0", "--health-probe-bind-address=0"]
+    done = CliRunner().invoke(main, [*argv, "--plugin-server-port=0"], env={"KAI_FAULTS": "bogus"})
+    assert done.exit_code == 1, done.output
+    assert "KAI_FAULTS: 'bogus': expected rate=R, seed=N or kinds=K:K" in done.output
+    assert "Traceback" not in done.output

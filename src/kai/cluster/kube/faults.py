@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import httpx2 as httpx
 
+from kai.cluster.kube.kubeconfig import KubeconfigError
+
 log = logging.getLogger(__name__)
 
 ENV_VAR = "KAI_FAULTS"
@@ -34,8 +36,9 @@ _STATUS = {
 }
 
 
-class FaultSpecError(ValueError):
-    """A ``KAI_FAULTS`` value that cannot be used; the message names the part and what is allowed."""
+class FaultSpecError(KubeconfigError):
+    """A ``KAI_FAULTS`` value that cannot be used; the message names the part and what is allowed. A kind of client
+    configuration error, so every command reports it as one line, as it does a broken kubeconfig."""
 
 
 @dataclass
