@@ -120,8 +120,9 @@ def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:
         total[name] = total.get(name, 0.0) + amount
 
 
-def _gpu_fraction(annotations: Mapping[str, str], obj: str) -> float:
-    """The ``gpu-fraction`` annotation (0 when absent); an unusable value names the annotation and its range."""
+def gpu_fraction(annotations: Mapping[str, str], obj: str, *, whole: bool = True) -> float:
+    """The ``gpu-fraction`` annotation (0 when absent); an unusable value names the annotation and its range. The
+    scheduler takes 1 (a whole GPU, shared); KAI's admission, ``whole=False``, wants a fraction below 1."""
     text = annotations.get(names.GPU_FRACTION_ANNOTATION, "")
     if not text:
         return 0.0
@@ -129,16 +130,14 @@ def _gpu_fraction(annotations: Mapping[str, str], obj: str) -> float:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 < value <= 1:
-        raise InvalidObject(
-            obj,
-            f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}",
-            f'got {text!r}; allowed: a number in (0, 1], e.g. "0.5"',
-        )
+    if not (0 < value <= 1 if whole else 0 < value < 1):
+        allowed = '(0, 1], e.g. "0.5"' if whole else f'(0, 1), e.g. "0.5" (for a whole GPU, request {names.GPU})'
+        field = f"metadata.annotations.{names.GPU_FRACTION_ANNOTATION}"
+        raise InvalidObject(obj, field, f"got {text!r}; allowed: a number in {allowed}")
     return value
 
 
-def _positive_whole(annotations: Mapping[str, str], name: str, obj: str, example: str) -> int:
+def whole_annotation(annotations: Mapping[str, str], name: str, obj: str, example: str) -> int:
     """A whole-number GPU annotation (0 when absent); an unusable value names the annotation and what is allowed."""
     text = annotations.get(name, "")
     if not text:
@@ -148,17 +147,19 @@ def _positive_whole(annotations: Mapping[str, str], name: str, obj: str, example
     return int(text)
 
 
+GPU_MEMORY_EXAMPLE = 'a whole number of MiB above 0, e.g. "4096"'
+NUM_DEVICES_EXAMPLE = 'a whole number above 0, e.g. "2"'
+
+
 def _gpu_request(
     amounts: dict[str, float], annotations: Mapping[str, str], obj: str
 ) -> tuple[ResourceRequest, list[InvalidObject]]:
     """The GPU request and what was ignored to make it: KAI's admission rejects such mixes, kai uses the annotation."""
     mig = {name: amount for name, amount in amounts.items() if mig_gpu_portion(name)}
     whole = amounts.pop(names.GPU, 0.0)
-    fraction = _gpu_fraction(annotations, obj)
-    memory = _positive_whole(
-        annotations, names.GPU_MEMORY_ANNOTATION, obj, 'a whole number of MiB above 0, e.g. "4096"'
-    )
-    devices = _positive_whole(annotations, names.GPU_NUM_DEVICES_ANNOTATION, obj, 'a whole number above 0, e.g. "2"')
+    fraction = gpu_fraction(annotations, obj)
+    memory = whole_annotation(annotations, names.GPU_MEMORY_ANNOTATION, obj, GPU_MEMORY_EXAMPLE)
+    devices = whole_annotation(annotations, names.GPU_NUM_DEVICES_ANNOTATION, obj, NUM_DEVICES_EXAMPLE)
     warnings = _ignored_gpu_requests(whole, fraction, memory, devices, obj)
     count = devices or 1
     if fraction:
@@ -503,6 +504,7 @@ def parse_podgroup(raw: Raw) -> PodGroup:
     for i, sub in enumerate(subgroups):
         if sub.parent and sub.parent.lower() not in {s.name.lower() for s in subgroups}:
             raise InvalidObject(obj, f"spec.subGroups[{i}].parent", f"parent {sub.parent!r} is not a sub-group")
+    _check_subgroup_cycles(subgroups, obj)
     annotations = meta.annotations
     backoff = integer(spec, "schedulingBackoff", obj, "spec.schedulingBackoff", -1)
     return PodGroup(
@@ -522,6 +524,26 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         stale_grace_s=_optional_duration(spec, "stalenessGracePeriod", obj),
         last_eviction_ts=optional_time(annotations, names.LAST_EVICTION_ANNOTATION, obj, "metadata.annotations"),
     )
+
+
+def _check_subgroup_cycles(subgroups: list[SubGroupSpec], obj: str) -> None:
+    """A sub-group tree whose parents lead back to a sub-group would hang from no root: its pods could never form
+    a gang (KAI's PodGroup webhook refuses it; its scheduler would detach the loop silently)."""
+    parents = {sub.name.lower(): sub.parent.lower() for sub in subgroups}
+    index = {sub.name.lower(): i for i, sub in enumerate(subgroups)}
+    done: set[str] = set()
+    for sub in subgroups:
+        path: list[str] = []
+        name = sub.name.lower()
+        while name and name not in done:
+            if name in path:
+                loop = path[path.index(name) :]
+                spelled = [subgroups[index[member]].name for member in [*loop, name]]
+                field = f"spec.subGroups[{index[name]}].parent"
+                raise InvalidObject(obj, field, f"sub-group cycle {' → '.join(spelled)}")
+            path.append(name)
+            name = parents.get(name, "")
+        done.update(path)
 
 
 @dataclass(frozen=True, slots=True)

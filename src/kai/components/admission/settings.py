@@ -1,0 +1,20 @@
+"""What the webhooks' decisions depend on: the flags of ``kai admission`` (KAI v0.17's ``cmd/admission`` names)."""
+
+from dataclasses import dataclass
+
+from kai.core.model import names
+
+DEFAULT_RUNTIME_CLASS = "nvidia"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionSettings:
+    scheduler_name: str = names.SCHEDULER_NAME
+    """Only pods with this ``spec.schedulerName`` are mutated or validated (``--scheduler-name``)."""
+    gpu_sharing_enabled: bool = False
+    """``--gpu-sharing-enabled``: without it, pods asking for a GPU fraction or GPU memory are refused (KAI)."""
+    gpu_fraction_runtime_class: str = DEFAULT_RUNTIME_CLASS
+    """Set on GPU-sharing pods that name no runtime class (``--gpu-fraction-runtime-class-name``; "" = off)."""
+    quota_validation: bool = False
+    """``--enable-quota-validation`` (KAI's queue-controller flag): warn when child queues' quotas exceed their
+    parent's."""
