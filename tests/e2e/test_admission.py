@@ -3,121 +3,12 @@ URL and a CA made here, the server started as `kai admission`; everything throug
 
 from __future__ import annotations
 
-import base64
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-from controlplane import REPO, ControlPlane, free_port, make_pki
+from admission_support import Admission, kai_refuses, queue, refused
+from controlplane import ControlPlane
 from kai_support import SEED, Kai, kubectl_json, pods, wait_until
 from testcluster import Kwok
-
-from kai.components.admission import webhooks
-
-
-@dataclass
-class Admission:
-    cp: ControlPlane
-    workdir: Path
-    cert_dir: Path
-    port: int
-    probe_port: int
-    log: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        argv = [
-            sys.executable, "-m", "kai", "admission", f"--kubeconfig={self.cp.kubeconfig_path}",
-            f"--webhook-addr=127.0.0.1:{self.port}", f"--cert-dir={self.cert_dir}", "--metrics-bind-address=0",
-            f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", "--gpu-sharing-enabled",
-            "--gpu-fraction-runtime-class-name=",
-        ]  # fmt: skip
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        wait_until("kai admission to be ready", lambda: Kai.get(self.probe_port, "/readyz")[0] == 200)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=40)
-
-    def new_certificate(self, name: str) -> str:
-        """A new CA and serving certificate for 127.0.0.1 in the cert dir (as a rotated Secret); the CA, base64."""
-        (self.workdir / name).mkdir()
-        pki = make_pki(self.workdir / name)
-        shutil.copy(pki["server_key"], self.cert_dir / "tls.key.new")
-        shutil.copy(pki["server_cert"], self.cert_dir / "tls.crt")
-        (self.cert_dir / "tls.key.new").rename(self.cert_dir / "tls.key")
-        return base64.b64encode(pki["ca"].read_bytes()).decode()
-
-    def register(self, ca_bundle: str) -> None:
-        client = webhooks.url_client(f"https://127.0.0.1:{self.port}", ca_bundle)
-        self.cp.apply(*webhooks.configurations(client))
-
-
-CONFIGURATIONS = (
-    ("mutatingwebhookconfiguration", webhooks.MUTATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.VALIDATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.QUEUE_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.PODGROUP_CONFIGURATION),
-)
-
-
-@pytest.fixture
-def admission(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Admission]:
-    """`kai admission` serving the webhooks, registered for the test and removed after it (the cluster is shared)."""
-    cert_dir = tmp_path / "certs"
-    cert_dir.mkdir()
-    server = Admission(control_plane, tmp_path, cert_dir, free_port(), free_port(), tmp_path / "admission.log")
-    ca = server.new_certificate("pki-1")
-    server.start()
-    server.register(ca)
-    try:
-        wait_until("the API server to call the queue webhook", lambda: kai_refuses(control_plane))
-        yield server
-    finally:
-        for kind, name in CONFIGURATIONS:
-            control_plane.kubectl("delete", kind, name, "--ignore-not-found")
-        server.stop()
-        if server.process is not None and server.process.returncode not in (0, None):
-            print(server.log.read_text())
-
-
-PROBE = "parent queue 'nowhere' does not exist"
-"""What only kai's queue webhook answers for the probe queue (the CRD's schema accepts it)."""
-
-
-def kai_refuses(cp: ControlPlane) -> str:
-    return PROBE if PROBE in refused(cp, queue("probe", "nowhere"), "--dry-run=server") else ""
-
-
-def kubectl_apply(cp: ControlPlane, document: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(cp.kubectl_path), f"--kubeconfig={cp.kubeconfig_path}", "apply", *args, "-f", "-"],
-        input=yaml.safe_dump(document), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-
-
-def refused(cp: ControlPlane, document: dict[str, Any], *args: str) -> str:
-    """kubectl's error for an object the cluster refuses ("" when it was accepted)."""
-    done = kubectl_apply(cp, document, *args)
-    return done.stderr if done.returncode else ""
-
-
-UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-
-
-def queue(name: str, parent: str = "", gpu: dict[str, float] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"resources": {"gpu": gpu or UNLIMITED, "cpu": UNLIMITED, "memory": UNLIMITED}}
-    if parent:
-        spec["parentQueue"] = parent
-    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
 def kai_pod(namespace: str, name: str, annotations: dict[str, str], containers: list[dict[str, Any]] | None = None):
