@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from kai.cli.doctor import doctor
 from kai.cli.explain import explain
 from kai.cli.queues import queues
 from kai.cli.snapshot import snapshot
@@ -488,5 +489,5 @@ def admission(
         raise click.ClickException(str(error)) from error
 
 
-for command in (explain, queues, snapshot):
+for command in (doctor, explain, queues, snapshot):
     main.add_command(command)
