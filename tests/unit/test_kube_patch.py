@@ -1,6 +1,7 @@
 """Writing back a pruned view: the merge patch of what the caller changed, conditional on the version read."""
 
-from kai.cluster.kube.patch import merge_patch, view_patch
+from kai.cluster.kube.patch import view_patch
+from kai.cluster.port import merge_patch
 
 VIEW = {
     "kind": "Pod",

@@ -10,21 +10,7 @@ view it started from, conditional on that view's resourceVersion: a PUT's meanin
 from collections.abc import Mapping
 from typing import Any
 
-from kai.cluster.port import Raw
-
-
-def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> Raw:
-    """The JSON merge patch that turns ``old`` into ``new``: changed values (lists whole), removed keys as null."""
-    patch: Raw = {key: None for key in old if key not in new}
-    for key, value in new.items():
-        before = old.get(key)
-        if isinstance(value, Mapping) and isinstance(before, Mapping):
-            nested = merge_patch(before, value)
-            if nested:
-                patch[key] = nested
-        elif key not in old or before != value:
-            patch[key] = value
-    return patch
+from kai.cluster.port import Raw, merge_patch
 
 
 def view_patch(base: Mapping[str, Any], obj: Mapping[str, Any], *, status: bool) -> Raw:
