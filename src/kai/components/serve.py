@@ -59,8 +59,9 @@ def serve(
     lease_namespace: str = "kai-scheduler",
     lease_name: str = "kai-scheduler",
 ) -> None:
+    """Runs ``components`` (``serve_body``); a scheduler's plugin server opens first, so a taken port stops the
+    process at start, and answers 503 until the scheduler loop is attached."""
     kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
-
     plugin_server = (
         PluginServer(options.plugin_server_port) if "scheduler" in components and options.plugin_server_port else None
     )
