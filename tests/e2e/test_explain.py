@@ -217,13 +217,12 @@ def test_queues_on_the_seed_match_the_queue_statuses(
     control_plane.kubectl("apply", "-f", str(SEED / "queues.yaml"))
     pool = f"seed-q-{namespace}"
     kwok.node(f"{pool}-gpu", 8, {"pool": pool})
-    apply(
-        control_plane,
-        tmp_path,
-        *gang(namespace, "inference", "equipe-inference", pool, 1, 3),
-        *gang(namespace, "training", "equipe-training", pool, 2, 4),
-    )
+    # one after the other: submitted together, the training gang may take the node first (the seed queues also
+    # hold other tests' pods, which decides their order) and the inference job would then never bind
+    apply(control_plane, tmp_path, *gang(namespace, "inference", "equipe-inference", pool, 1, 3))
     wait_until("the inference job to be bound", lambda: bound(control_plane, namespace, "inference-0"))
+    apply(control_plane, tmp_path, *gang(namespace, "training", "equipe-training", pool, 2, 4))
+    wait_until("the training gang's condition", lambda: condition_reason(control_plane, namespace, "training"))
 
     def compare() -> list[str]:
         shown = {row["queue"]: row for row in json.loads(kai_cli(control_plane, kai, "queues", "-o", "json"))["queues"]}
