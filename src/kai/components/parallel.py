@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from kai.cluster.port import Conflict, NotFound
+from kai.cluster.port import AlreadyExists, Conflict, NotFound
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,7 +28,7 @@ class Writes:
         def guarded(item: T) -> bool:
             try:
                 action(item)
-            except (Conflict, NotFound) as error:  # the object changed or went meanwhile: the next pass redoes it
+            except (AlreadyExists, Conflict, NotFound) as error:  # made, changed or gone meanwhile: next pass sees it
                 log.warning("%s %s: %s", what, _name(item), error)
                 return False
             except Exception:  # one object's failure never stops the others (DESIGN.md §8)
