@@ -121,11 +121,14 @@ def kai(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Kai]:
 
 
 @pytest.fixture
-def namespace(kube: Client) -> str:
-    """A fresh namespace per test, left in place (deleting one takes the `controllers` part, not started for all)."""
+def namespace(control_plane: ControlPlane, kube: Client) -> Iterator[str]:
+    """A fresh namespace per test. Afterwards its pods, PodGroups and BindRequests are removed at once and the
+    namespace is deleted (the namespace controller finishes that where the `controllers` part runs): later tests,
+    and the `kai` processes they start, see none of them."""
     name = f"e2e-{uuid.uuid4().hex[:10]}"
     kube.create(Namespace(metadata=ObjectMeta(name=name)))
-    return name
+    yield name
+    control_plane.clear_namespace(name)
 
 
 @pytest.fixture

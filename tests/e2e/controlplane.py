@@ -294,6 +294,14 @@ class ControlPlane:
             raise AssertionError(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr}")
         return proc
 
+    def clear_namespace(self, name: str) -> None:
+        """Deletes the namespace, then what a later test's scheduler would still see in it, without waiting for a
+        kubelet: its pods (grace period 0), PodGroups and BindRequests. A namespace being deleted takes no new pods,
+        so no controller puts them back; the namespace controller, where it runs, finishes the rest."""
+        self.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+        self.kubectl("delete", "pods", "--all", "-n", name, "--grace-period=0", "--force", "--wait=false", check=False)
+        self.kubectl("delete", "podgroups,bindrequests", "--all", "-n", name, "--wait=false", check=False)
+
     def apply(self, *documents: dict[str, Any]) -> None:
         """Creates or updates objects as the admin (server-side apply, as `kubectl apply --server-side` would)."""
         path = self.workdir / f"apply-{secrets.token_hex(4)}.yaml"

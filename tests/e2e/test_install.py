@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,9 +338,25 @@ def _queue_resources(cp: ControlPlane, name: str) -> dict[str, Any]:
     return dict(kubectl_json(cp, "get", "queue", name)["spec"]["resources"])
 
 
-def test_nvcf_values_change_the_scheduler_and_the_default_queues(install: Install, kwok: Kwok, tmp_path: Path) -> None:
+@pytest.fixture
+def rounds(install: Install, kwok: Kwok, tmp_path: Path) -> Iterator[Callable[[], Workloads]]:
+    """Makes a round of workloads in a namespace of its own; the namespaces are cleared after the test."""
+    made: list[Workloads] = []
+
+    def new_round() -> Workloads:
+        made.append(Workloads(install.cp, kwok, tmp_path))
+        return made[-1]
+
+    yield new_round
+    for workloads in made:
+        install.cp.clear_namespace(workloads.namespace)
+
+
+def test_nvcf_values_change_the_scheduler_and_the_default_queues(
+    install: Install, rounds: Callable[[], Workloads]
+) -> None:
     cp = install.cp
-    before = Workloads(cp, kwok, tmp_path)
+    before = rounds()
     assert before.placement() == (True, True), "KAI's default: GPU and CPU pods bin-pack"
     assert before.preempted(), "KAI's default: preempt runs"
     assert _queue_resources(cp, "default-queue")["gpu"] == {"quota": 0, "limit": -1, "overQuotaWeight": 1}
@@ -354,7 +370,7 @@ def test_nvcf_values_change_the_scheduler_and_the_default_queues(install: Instal
 
     wait_until("the operator to render the NVCF scheduler config", new_config, TIMEOUT_S)
     install.run_on_host(SCHEDULER)  # the Deployment's new pod, with the new config
-    after = Workloads(cp, kwok, tmp_path)
+    after = rounds()
     assert after.placement() == (True, False), "NVCF: GPU pods bin-pack, CPU pods spread"
     assert not after.preempted(), "NVCF: preempt is off"
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
