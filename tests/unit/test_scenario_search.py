@@ -84,9 +84,16 @@ def test_without_generators_nothing_is_preempted() -> None:
 
 
 def test_failed_scenarios_are_not_simulated_again() -> None:
-    """Four GPUs wanted, three exist: every scenario fails. The second generator proposes some victim sets the
-    first one already failed with; those are counted as duplicates instead of simulated."""
-    result = _run(_preemption(4), GENERATORS)
+    """Two 1-GPU pods that may only run on the 1-GPU node n1: every scenario fails, though the scenario filters
+    cannot tell (victims free GPUs on n0 too). The second generator proposes some victim sets the first one already
+    failed with; those are counted as duplicates instead of simulated."""
+    state = _preemption(0)
+    state.apply("PodGroup", podgroup("pinned", "q", T0, minMember=2, priority_class="build"))
+    for i in range(2):
+        pinned = pod(f"pinned-{i}", "pinned")
+        pinned["spec"]["nodeSelector"] = {"nvidia.com/gpu.count": "1"}
+        state.apply("Pod", pinned)
+    result = _run(state, GENERATORS)
     scenarios = result.search.scenarios
     assert result.evictions == []
     assert scenarios[("preempt", "MultiNodeGang", "duplicate")] > 0

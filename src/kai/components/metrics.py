@@ -50,6 +50,7 @@ class SchedulerMetrics:
         self.search_exhausted = counter(
             "scenario_search_action_budget_exhausted", "Action-level scenario search budget exhaustions", ("action",)
         )
+        self.filtered = counter("scenarios_filtered_by_action", "Count of scenarios filtered per action", ("action",))
         self.search_duration = Histogram(
             "scenario_search_duration_seconds",
             "Elapsed generator-search duration in seconds",
@@ -98,6 +99,8 @@ class SchedulerMetrics:
             self.search_jobs.labels(action, result, str(reduced).lower()).inc(count)
         for (action, generator, state), count in search.scenarios.items():
             self.search_scenarios.labels(action, generator, state).inc(count)
+        for action, count in search.filtered.items():
+            self.filtered.labels(action).inc(count)
         for action, count in search.budget_exhausted.items():
             self.search_exhausted.labels(action).inc(count)
         for action, generator, result, seconds in search.durations:

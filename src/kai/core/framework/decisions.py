@@ -77,6 +77,8 @@ class ScenarioSearchStats:
     """(action, generator, result, seconds) of each generator attempt."""
     budget_exhausted: Counter[str] = field(default_factory=Counter)
     """Actions whose whole search budget ran out."""
+    filtered: Counter[str] = field(default_factory=Counter)
+    """Accumulated scenarios a filter passed over, per action."""
 
 
 @dataclass

@@ -112,6 +112,8 @@ class Session:
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
         self.wait_reason_fns: list[WaitReasonFn] = []
+        self.node_affinity_masks: dict[Hashable, Mask] = {}
+        """Nodes matching each distinct node selector and required node affinity (the victim search's filters)."""
         self.fix_cache: dict[Hashable, Any] = {}
         """Nearest fixes per pod shape and node-table state (``fit_reasons``): identical pods fail alike."""
         self.scenario_generators: list[tuple[str, Callable[[Any], Any]]] = []

@@ -2,8 +2,9 @@
 
 A scenario is the preemptor's pending tasks plus victims: victims already recorded by earlier steps of the same
 solution, and potential victims accumulated job by job from the victim queue (worst job first). Each new potential
-victim job makes a new, larger accumulated scenario; the scenario generators (plugins ``sg-*``) turn accumulated
-scenarios into the ones actually simulated.
+victim job makes a new, larger accumulated scenario; one that cheap filters show cannot be solved is passed over
+(``scenario_filters``), and the scenario generators (plugins ``sg-*``) turn the others into the ones actually
+simulated.
 """
 
 from collections.abc import Callable, Iterable, Iterator
@@ -11,6 +12,7 @@ from functools import cmp_to_key
 
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
+from kai.core.framework.scenario_filters import ScenarioFilter, scenario_filters
 from kai.core.framework.session import Session
 from kai.core.framework.sub_scenarios import SubScenarioEmitter
 from kai.core.state.node_table import Mask
@@ -158,18 +160,22 @@ class ScenarioBuilder:
         recorded_jobs: list[PodGroupInfo],
         victims: Callable[[], JobsOrderByQueues],
         feasible: Mask,
+        action: str,
     ) -> None:
         """``victims`` builds the victim queue, only once a scenario needs more than the recorded victims."""
         self.ssn = ssn
         self._make_victims = victims
         self._victims: JobsOrderByQueues | None = None
         self.feasible = feasible
+        self.action = action
         self.scenario: Scenario | None = None
         self.recorded: set[str] = set()
+        self.filters: list[ScenarioFilter] = []
         pending = tasks_to_allocate(ssn, preemptor, False)
         if pending:
             self.scenario = Scenario(ssn, preemptor, pending, recorded_jobs)
             self.recorded = {task.key for job in recorded_jobs for task in job.tasks.values()}
+            self.filters = scenario_filters(ssn, self.scenario, feasible)
 
     @property
     def victims(self) -> JobsOrderByQueues:
@@ -178,12 +184,21 @@ class ScenarioBuilder:
         return self._victims
 
     def accumulated(self) -> Iterator[Scenario]:
+        """The accumulated scenarios that pass every filter."""
         if self.scenario is None:
             return
-        yield self.scenario
+        if self._valid(self.scenario):
+            yield self.scenario
         while not self.victims.empty():
-            if self._add_next_victim():
+            if self._add_next_victim() and self._valid(self.scenario):
                 yield self.scenario
+
+    def _valid(self, scenario: Scenario) -> bool:
+        for check in self.filters:
+            if not check.valid(scenario):
+                self.ssn.result.search.filtered[self.action] += 1
+                return False
+        return True
 
     def scenarios(self) -> Iterator[Scenario]:
         for scenario in self.accumulated():

@@ -15,7 +15,9 @@ from kai.core.framework.victims import Scenario, ScenarioBuilder
 
 
 def multi_node_scenarios(context: SolveContext) -> Iterator[Scenario]:
-    builder = ScenarioBuilder(context.ssn, context.preemptor, context.recorded_jobs, context.victims, context.feasible)
+    builder = ScenarioBuilder(
+        context.ssn, context.preemptor, context.recorded_jobs, context.victims, context.feasible, context.action
+    )
     return builder.scenarios()
 
 

@@ -15,7 +15,9 @@ from kai.core.state.task import TaskInfo
 
 
 def node_local_scenarios(context: SolveContext) -> Iterator[Scenario]:
-    builder = ScenarioBuilder(context.ssn, context.preemptor, context.recorded_jobs, context.victims, context.feasible)
+    builder = ScenarioBuilder(
+        context.ssn, context.preemptor, context.recorded_jobs, context.victims, context.feasible, context.action
+    )
     for accumulated in builder.accumulated():
         yield from _per_node(accumulated)
 

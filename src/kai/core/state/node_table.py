@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kai.core.model.objects import Node
+from kai.core.model.resources import mig_gpu_portion
 from kai.core.state.gpu_sharing import SharedGpus, request_portion, task_gpu_memory, valid_portion
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW, ResourceIndex, Vector
@@ -58,6 +59,8 @@ class NodeTable:
         ]
         self.by_name: dict[str, NodeInfo] = {info.name: info for info in self.infos}
         self.gpu_memory = np.array([node.gpu_memory_mib for node in ordered], dtype=float)
+        self.mig_rows = [(row, portion) for row, name in enumerate(index.names) if (portion := mig_gpu_portion(name))]
+        """Rows of MIG profiles with the GPU slices each counts for (a MIG node's GPUs are its slices)."""
         self.shared_columns: set[int] = set()
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
@@ -222,9 +225,12 @@ class NodeTable:
         return mask
 
     def idle_or_releasing_gpus(self, info: NodeInfo) -> tuple[float, float]:
-        """GPUs (and their MiB) of a node that are free or being freed: whole GPUs, the free part of shared GPUs
-        and memory released by shared pods (KAI's GetSumOfIdleGPUs + GetSumOfReleasingGPUs)."""
-        whole = self.idle[GPU_ROW, info.column] + self.releasing[GPU_ROW, info.column]
+        """GPUs (and their MiB) of a node that are free or being freed: whole GPUs and MIG slices, the free part of
+        shared GPUs and memory released by shared pods (KAI's GetSumOfIdleGPUs + GetSumOfReleasingGPUs)."""
+        column = info.column
+        whole = self.idle[GPU_ROW, column] + self.releasing[GPU_ROW, column]
+        for row, portion in self.mig_rows:
+            whole += portion * (self.idle[row, column] + self.releasing[row, column])
         gpu_memory = info.gpu_memory_mib
         gpus, memory = float(whole), float(int(whole) * gpu_memory)
         shared = info.shared

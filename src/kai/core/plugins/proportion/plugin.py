@@ -59,6 +59,8 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
+        self._allocated_jobs: dict[int, tuple[PodGroupInfo, Quantities]] = {}
+        self._allocated_version = -1
         self.total = self._total(ssn)
         usage = ssn.cluster.queue_usage
         self.queues = {uid: _attributes(queue, usage.get(uid)) for uid, queue in ssn.queues.items()}
@@ -164,10 +166,25 @@ class ProportionPlugin:
             rattr,
             init_request(self.ssn, left_job),
             init_request(self.ssn, right_job),
-            [_job_allocated(job) for job in left_victims],
-            [_job_allocated(job) for job in right_victims],
+            lambda: self._allocated(left_victims),
+            lambda: self._allocated(right_victims),
             self.total,
         )
+
+    def _allocated(self, jobs: list[PodGroupInfo]) -> list[Quantities]:
+        """What each job holds, remembered until a placement changes: a victim queue compares the same victims
+        again at every pop."""
+        version = self.ssn.nodes.version
+        if version != self._allocated_version:
+            self._allocated_jobs.clear()
+            self._allocated_version = version
+        amounts = []
+        for job in jobs:
+            known = self._allocated_jobs.get(id(job))
+            if known is None or known[0] is not job:
+                known = self._allocated_jobs[id(job)] = (job, _job_allocated(job))
+            amounts.append(known[1])
+        return amounts
 
     def job_over_capacity(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
         requested = _required_quota(tasks, self.ssn.cluster.max_node_gpu_memory)

@@ -3,6 +3,8 @@
 Each rule returns -1 (left first), 1 (right first) or 0 (undecided); the first decisive rule wins.
 """
 
+from collections.abc import Callable
+
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, less_equal, strictly_less
 
 Request = tuple[float, float, float]
@@ -64,11 +66,12 @@ def queue_order(
     right: QueueAttributes,
     left_request: Request,
     right_request: Request,
-    left_victims: list[Request],
-    right_victims: list[Request],
+    left_victims: Callable[[], list[Request]],
+    right_victims: Callable[[], list[Request]],
     total: Quantities,
 ) -> int:
-    """KAI's queue comparison; requests are the next jobs' needs, victims the allocations already chosen."""
+    """KAI's queue comparison; requests are the next jobs' needs, victims the allocations already chosen (asked
+    for only when the dominant-resource rule is reached: summing them is most of the cost of a victim queue)."""
     for rule in (
         _under_utilized(left, right),
         _under_quota_with_job(left, right, left_request, right_request),
@@ -77,8 +80,8 @@ def queue_order(
     ):
         if rule:
             return rule
-    left_drf = left.dominant_share(total, _share_with(left, left_request, left_victims))
-    right_drf = right.dominant_share(total, _share_with(right, right_request, right_victims))
+    left_drf = left.dominant_share(total, _share_with(left, left_request, left_victims()))
+    right_drf = right.dominant_share(total, _share_with(right, right_request, right_victims()))
     rule = _compare(left_drf, right_drf) or _compare(left.dominant_share(total), right.dominant_share(total))
     if rule:
         return rule
