@@ -218,8 +218,13 @@ def test_leader_election_lets_one_replica_work_and_hands_over(
         leaders = [r for r in replicas if "leads" in r.log.read_text()]
         assert len(leaders) == 1, "exactly one replica leads"
         (follower,) = (r for r in replicas if r is not leaders[0])
-        code, body = follower.probe("/readyz?verbose")
-        assert code == 200 and f"[+]leader standby (Lease kai-scheduler/kai-scheduler held by {holder})" in body
+
+        def standing_by() -> bool:
+            code, body = follower.probe("/readyz?verbose")
+            return code == 200 and f"[+]leader standby (Lease kai-scheduler/kai-scheduler held by {holder})" in body
+
+        # the leader may have bound the pods while the follower still lists the cluster: it is ready once it has
+        wait_until("the follower to be ready and to stand by", standing_by)
         assert "[+]leader leading" in leaders[0].probe("/readyz?verbose")[1]
         leaders[0].kill()
         apply(control_plane, tmp_path, *(gpu_pod(namespace, f"b{i}", queue_name, pool, 1) for i in range(4)))

@@ -12,7 +12,6 @@ from kai.components.sim.scenario import Scenario
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_set, read_changes
 from kai.components.sim.whatif.compare import Comparison, compare
-from kai.components.sim.whatif.plots import write_plots
 from kai.components.sim.whatif.report import as_json, print_comparison
 
 DEFAULT_PERIOD_S = 60.0
@@ -59,7 +58,11 @@ def run_what_if(
             changes.describe(),
             lambda done: progress.update(task, completed=done),
         )
-    written = write_plots(comparison, plot) if plot is not None else []
+    written: list[Path] = []
+    if plot is not None:
+        from kai.components.sim.whatif.plots import write_plots  # matplotlib: a second to import, for --plot only
+
+        written = write_plots(comparison, plot)
     if json_output:
         document = {**as_json(comparison), "plots": [str(path) for path in written]}
         click.echo(json.dumps(document, indent=2))

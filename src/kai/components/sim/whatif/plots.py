@@ -1,7 +1,8 @@
 """PNG plots of a what-if run and an HTML page showing them with the report's figures (``--plot DIR``).
 
-matplotlib draws off screen (the Agg canvas; no display, no pyplot state): GPUs allocated per queue over time,
-base solid and changed dashed; the cluster's GPU utilisation; each queue's time to start (p50 and max).
+matplotlib draws off screen (the Agg canvas; no display, no pyplot state): GPUs allocated over time, one panel per
+queue with base solid and changed dashed in it; the cluster's GPU utilisation; each queue's time to start (p50 and
+max).
 """
 
 import html

@@ -1,0 +1,133 @@
+"""Victim search at scale, on KAI v0.17's reclaim benchmark topologies
+(pkg/scheduler/actions/integration_tests/reclaim/reclaim_benchmark_test.go). Prints one line per case; not a test.
+
+- ``large-jobs-<n>`` (BenchmarkReclaimLargeJobs): n nodes of 8 GPUs full of n×8 single-GPU jobs of queue-0 (no
+  deserved GPUs); queue-1 (deserved: every GPU) has a pending job of n/2 tasks of 8 GPUs. The reclaim action alone;
+  it must pipeline every task and evict n/2×8 jobs.
+- ``many-single-<n>`` (BenchmarkReclaimManySingleGPUJobsFullCycle): the same nodes and running jobs, and n×8
+  pending single-GPU jobs of the other queue; the whole default cycle (allocate, consolidation, reclaim, preempt,
+  stalegangeviction), which must reclaim every GPU.
+
+bench <case> nodes=<n> seconds=<s> cpu_s=<s> evictions=<n> pipelined=<n> simulated=<n> filtered=<n> rss_mb=<mb>
+
+Wall times on a shared machine depend on its load; the CPU seconds do much less.
+"""
+
+import argparse
+import gc
+import resource
+import time
+from typing import Any
+
+from kai.core.cycle import run_cycle
+from kai.core.framework.config import parse_config
+from kai.core.framework.decisions import CycleResult
+from kai.core.model.meta import format_time
+from kai.core.state.cluster_state import ClusterState
+from kai.core.state.snapshot import take_snapshot
+
+SIZES = (10, 50, 100, 200, 500, 1000)
+GPUS_PER_NODE = 8
+RECLAIM = parse_config({"actions": "reclaim"})
+FULL_CYCLE = parse_config({})
+NOW = 1_767_225_600.0
+Objects = list[tuple[str, dict[str, Any]]]
+
+
+def _queue(name: str, parent: str, deserved: float) -> dict[str, Any]:
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    gpu = {"quota": deserved, "limit": -1, "overQuotaWeight": 0}
+    spec: dict[str, Any] = {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}}
+    if parent:
+        spec["parentQueue"] = parent
+    return {"metadata": {"name": name, "creationTimestamp": "2025-01-01T00:00:00Z"}, "spec": spec}
+
+
+def _job(name: str, queue: str, gpus: int, nodes: list[str | None], age_minutes: int) -> Objects:
+    """A gang of one pod per entry of ``nodes`` (running there, or pending for None), each with ``gpus`` GPUs; as in
+    KAI's fakes, a job listed earlier is older."""
+    created = format_time(NOW - 60 * age_minutes)
+    meta = {"name": name, "namespace": "bench", "creationTimestamp": created, "uid": f"uid-{name}"}
+    spec = {"queue": queue, "priorityClassName": "train", "minMember": len(nodes)}
+    objects: Objects = [("PodGroup", {"metadata": meta, "spec": spec})]
+    for i, node in enumerate(nodes):
+        limits = {"nvidia.com/gpu": str(gpus)}
+        spec: dict[str, Any] = {
+            "schedulerName": "kai-scheduler",
+            "priorityClassName": "train",
+            "containers": [{"name": "main", "resources": {"requests": limits, "limits": limits}}],
+        }
+        if node:
+            spec["nodeName"] = node
+        pod = {
+            "metadata": {"name": f"{name}-{i}", "namespace": "bench", "annotations": {"pod-group-name": name}},
+            "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+        objects.append(("Pod", pod))
+    return objects
+
+
+def build(nodes: int, pending: str) -> Objects:
+    """KAI's topology: ``pending`` is ``large`` (one job of nodes/2 8-GPU tasks) or ``single`` (nodes×8 jobs)."""
+    gpus = nodes * GPUS_PER_NODE
+    names = [f"node{i}" for i in range(nodes)]
+    objects: Objects = [
+        ("PriorityClass", {"metadata": {"name": "train"}, "value": 50}),
+        ("Queue", _queue("default", "", -1)),
+        ("Queue", _queue("queue-0", "default", 0)),
+        ("Queue", _queue("queue-1", "default", gpus)),
+    ]
+    for name in names:
+        allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(GPUS_PER_NODE), "pods": "110"}
+        node = {"metadata": {"name": name, "labels": {"nvidia.com/gpu.count": str(GPUS_PER_NODE)}}}
+        objects.append(("Node", {**node, "status": {"allocatable": allocatable}}))
+    jobs = gpus + (1 if pending == "large" else gpus)
+    for i in range(gpus):
+        objects += _job(f"running-job-{i}", "queue-0", 1, [names[i % nodes]], jobs - i)
+    if pending == "large":
+        objects += _job("very-large-job", "queue-1", GPUS_PER_NODE, [None] * (nodes // 2), 1)
+    else:
+        for i in range(gpus):
+            objects += _job(f"pending-job-{i}", "queue-1", 1, [None], gpus - i)
+    return objects
+
+
+def run(objects: Objects, full_cycle: bool) -> tuple[float, float, CycleResult]:
+    state = ClusterState()
+    for kind, obj in objects:
+        error = state.apply(kind, obj)
+        assert error is None, error
+    config = FULL_CYCLE if full_cycle else RECLAIM
+    gc.collect()
+    gc.freeze()
+    start, cpu = time.perf_counter(), time.process_time()
+    session = run_cycle(take_snapshot(state, config.scheduler_name), config, NOW, time.monotonic)
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    gc.unfreeze()
+    return seconds, cpu_s, session.result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="node counts (default: KAI's)")
+    parser.add_argument("--cases", nargs="*", default=["large-jobs", "many-single"], help="which topologies")
+    args = parser.parse_args()
+    for case in args.cases:
+        for nodes in args.sizes:
+            seconds, cpu_s, result = run(
+                build(nodes, "large" if case == "large-jobs" else "single"), case != "large-jobs"
+            )
+            expected = nodes // 2 * GPUS_PER_NODE if case == "large-jobs" else nodes * GPUS_PER_NODE
+            simulated = sum(n for (_, _, state), n in result.search.scenarios.items() if state == "simulated")
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(
+                f"bench {case}-{nodes} nodes={nodes} seconds={seconds:.3f} cpu_s={cpu_s:.3f} "
+                f"evictions={len(result.evictions)} pipelined={len(result.pipelined)} expected_evictions={expected} "
+                f"simulated={simulated} filtered={sum(result.search.filtered.values())} rss_mb={rss_mb:.0f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
