@@ -7,19 +7,14 @@ pods of the kai-scheduler namespace.
   ``kai`` command on the host, with a token of the pod's ServiceAccount, and writes how it ended.
 - ``HostComponent`` runs a component as its Deployment says (its args, its ServiceAccount's token, its ConfigMap and
   Secret as files), on the host, on loopback ports: so the real kai components work with exactly the RBAC and
-  configuration the operator rendered.
-- ``AdmissionStandIn`` serves the admission Deployment's webhooks until ``kai admission`` is on this branch: over TLS
-  with the serving certificate the operator issued (so the API server checks it against the webhook
-  configurations' CA bundle), admitting every request and recording which webhook paths were called.
+  configuration the operator rendered (``kai admission`` with the serving certificate the operator issued, so the
+  API server checks it against the webhook configurations' CA bundle).
 """
 
 from __future__ import annotations
 
 import base64
-import http.server
-import json
 import os
-import ssl
 import subprocess
 import sys
 import threading
@@ -188,40 +183,3 @@ class HostComponent:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-
-
-class AdmissionStandIn:
-    """The admission Deployment's webhooks, served on a loopback port (see the module docstring)."""
-
-    def __init__(self, cp: ControlPlane, deployment: dict[str, Any], workdir: Path) -> None:
-        args = dict(arg.partition("=")[::2] for arg in deployment["spec"]["template"]["spec"]["containers"][0]["args"])
-        cert_dir = mounted_files(cp, deployment, workdir)[args["--cert-dir"]]
-        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        tls.load_cert_chain(cert_dir / "tls.crt", cert_dir / "tls.key")
-        self.paths: list[str] = []
-        stand_in = self
-
-        class Review(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stand_in.paths.append(self.path.partition("?")[0])
-                response = {"uid": review["request"]["uid"], "allowed": True}
-                answer = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}
-                body = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Review)
-        self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
-        self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, name="admission-stand-in", daemon=True).start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -3,16 +3,18 @@ kai-scheduler --create-namespace`, then `-f examples/seed/nvcf-values.yaml`.
 
 KWOK runs the component pods as stand-ins; the real kai components run on the host as their Deployments say, each
 with a token of the ServiceAccount the operator made (install_support.py), so what they do here they may do with
-the RBAC the operator rendered. The API server reaches the admission webhooks through the test network
-(servicenet.py); until ``kai admission`` is on this branch, a stand-in that admits everything serves them with the
-operator's certificate. The wheel and the chart are checked first, without a cluster.
+the RBAC the operator rendered. ``kai admission`` serves its webhooks with the certificate the operator issued; the
+API server reaches them at the admission Service's ClusterIP through the test network (servicenet.py). The wheel
+and the chart are checked first, without a cluster.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import Any
 
 import pytest
 import yaml
+from admission_support import queue, refused
 from controlplane import REPO, ControlPlane, http_ready
-from install_support import CHART, NAMESPACE, AdmissionStandIn, HostComponent, SystemPods, helm
+from install_support import CHART, NAMESPACE, HostComponent, SystemPods, helm
 from kai_support import kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok
@@ -52,9 +55,10 @@ WEBHOOKS = (
     ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
 )
 IMAGE_COMMANDS = {
-    "operator", "scheduler", "binder", "podgrouper", "podgroup-controller", "queue-controller", "apply-crds",
+    "operator", "scheduler", "binder", "podgrouper", "podgroup-controller", "queue-controller", "admission",
+    "apply-crds",
 }  # fmt: skip
-"""What the chart's pods run (`kai admission` is not on this branch yet)."""
+"""What the chart's pods run."""
 TIMEOUT_S = 90.0
 
 
@@ -101,7 +105,7 @@ class Install:
         kwok.node("kai-system", gpus=0, labels={"pool": "kai-system"})
         self.system = SystemPods(cp, "kai-system", workdir)
         self.host: dict[str, HostComponent] = {}
-        self.admission: AdmissionStandIn | None = None
+        self.routes: list[tuple[str, int]] = []
         self.install_s = 0.0
 
     def helm_install(self, *values: str) -> subprocess.CompletedProcess[str]:
@@ -116,14 +120,17 @@ class Install:
         status, body = self.cp.request(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")
         return dict(body) if status == 200 else {}
 
+    def service(self, name: str) -> dict[str, Any]:
+        """The Service, once the operator has made it (it applies the Deployment first)."""
+
+        def found() -> dict[str, Any]:
+            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/services/{name}")
+            return dict(body) if status == 200 else {}
+
+        return wait_until(f"Service {name}", found, TIMEOUT_S)
+
     def cluster_ip(self, service: str) -> str:
-        """The Service's ClusterIP, once the operator has made it (it applies the Deployment first)."""
-
-        def found() -> str:
-            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/services/{service}")
-            return str(body["spec"]["clusterIP"]) if status == 200 else ""
-
-        return wait_until(f"Service {service}", found, TIMEOUT_S)
+        return str(self.service(service)["spec"]["clusterIP"])
 
     def run_on_host(self, name: str) -> HostComponent:
         """Starts (or restarts) the host process of Deployment ``name`` and waits for its /readyz."""
@@ -151,17 +158,40 @@ class Install:
         return [line for line in lines if "forbidden" in line.lower()]
 
     def serve_admission(self) -> None:
-        """The admission Service's webhooks, reached by the API server at its ClusterIP."""
-        deployment = wait_until("Deployment admission", lambda: self.deployment("admission"), TIMEOUT_S)
-        self.admission = AdmissionStandIn(self.cp, deployment, self.workdir)
-        self.cp.network.route(self.cluster_ip("admission"), 443, self.admission.port)
+        """``kai admission`` as its Deployment says, reached by the API server at the Service's ClusterIP (webhook
+        calls) and at its pod's IP (the service proxy, which goes to the Service's endpoints)."""
+        admission = self.run_on_host("admission")
+        port = admission.ports["--webhook-addr"]
+        self.route(self.cluster_ip("admission"), 443, port)
+
+        def pod_ip() -> str:
+            pods = kubectl_json(self.cp, "get", "pods", "-n", NAMESPACE, "-l", "app=admission")["items"]
+            return str(pods[0]["status"].get("podIP") or "") if pods else ""
+
+        target = next(p["targetPort"] for p in self.service("admission")["spec"]["ports"] if p["name"] == "webhook")
+        self.route(wait_until("the admission pod's IP", pod_ip, TIMEOUT_S), target, port)
+
+    def route(self, address: str, port: int, local_port: int) -> None:
+        self.cp.network.route(address, port, local_port)
+        self.routes.append((address, port))
+
+    def admitted(self) -> set[str]:
+        """The webhook paths ``kai admission`` has answered (its ``kai_admission_requests_total`` series)."""
+        port = self.host["admission"].ports["--metrics-bind-address"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            metrics = answer.read().decode()
+        return set(re.findall(r'^kai_admission_requests_total\{[^}]*webhook="([^"]+)"', metrics, re.MULTILINE))
+
+    def doctor(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``kai doctor`` as an operator runs it, with the admin kubeconfig."""
+        argv = [sys.executable, "-m", "kai", "doctor", f"--kubeconfig={self.cp.kubeconfig_path}", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
 
     def stop(self) -> None:
         for component in self.host.values():
             component.stop()
-        if self.admission is not None:
-            self.cp.network.unroute(self.cluster_ip("admission"), 443)
-            self.admission.stop()
+        for address, port in self.routes:
+            self.cp.network.unroute(address, port)
         for kind, name in WEBHOOKS:  # later tests' pods and queues must not wait for a webhook no one serves
             self.cp.kubectl("delete", kind, name, "--ignore-not-found", check=False)
         helm(self.cp, "uninstall", "kai-scheduler", "-n", NAMESPACE, "--wait", check=False)
@@ -377,10 +407,34 @@ def test_nvcf_values_change_the_scheduler_and_the_default_queues(
     everything = {"cpu": unlimited, "gpu": unlimited, "memory": unlimited}
     for name in ("default-parent-queue", "default-queue"):
         wait_until(f"{name} to be unlimited", lambda name=name: _queue_resources(cp, name) == everything, TIMEOUT_S)
-    assert install.admission is not None
-    called = set(install.admission.paths)
+    called = install.admitted()
     webhooks = {"/mutate--v1-pod", "/validate--v1-pod", "/validate-scheduling-run-ai-v2-queue",
                 "/validate-scheduling-run-ai-v2alpha2-podgroup"}  # fmt: skip
-    assert called >= webhooks, f"the API server called {called} (through the operator's CA bundle)"
+    assert called >= webhooks, f"kai admission answered {called} (the API server trusts the operator's CA bundle)"
     assert install.forbidden() == [], "the rendered RBAC is enough for what the components did"
     print(f"install test: helm upgrade took {install.install_s:.1f}s")
+
+
+def test_kai_doctor_on_the_nvcf_install_is_healthy_until_a_default_queue_is_broken(install: Install) -> None:
+    """The NVCF seed's check after its install (the previous test left the NVCF values applied): healthy, then its
+    texts once the default queue has a GPU quota; and the real admission refuses a Queue under a missing parent."""
+    cp = install.cp
+    healthy = install.doctor("--nvcf")
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert "default-queue is a child of default-parent-queue with quota, limit and overQuotaWeight -1/-1/1" in (
+        healthy.stdout
+    )
+    for name in ("binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", SCHEDULER):
+        assert f"Deployment {NAMESPACE}/{name}: 1/1 replicas available" in healthy.stdout, healthy.stdout
+    assert "webhook validating-kai-admission/" in healthy.stdout and " does not answer" not in healthy.stdout
+    unlimited = '{"spec":{"resources":{"gpu":{"quota":-1,"limit":-1}}}}'
+    try:
+        cp.kubectl("patch", "queue", "default-queue", "--type=merge", "-p",
+                   '{"spec":{"resources":{"gpu":{"quota":4,"limit":8}}}}')  # fmt: skip
+        broken = install.doctor("--nvcf")
+        assert broken.returncode == 1, broken.stdout + broken.stderr
+        assert "GPU resource violation for queue default-queue" in broken.stdout
+    finally:
+        cp.kubectl("patch", "queue", "default-queue", "--type=merge", "-p", unlimited)
+    error = refused(cp, queue("orphan-install", "no-such-parent"))
+    assert "field spec.parentQueue: parent queue 'no-such-parent' does not exist" in error

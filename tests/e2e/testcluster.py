@@ -59,6 +59,8 @@ CONTROLLERS = (
     "pod-garbage-collector-controller",
     "ttl-after-finished-controller",
     "clusterrole-aggregation-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
 )
 
 # The training operator's webhook server reads its serving certificate from this fixed path (a mounted Secret in its
