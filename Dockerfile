@@ -5,6 +5,8 @@
 #   docker build -t registry/local/kai-scheduler/kai:0.1.0 .
 #
 # The base is pinned to an exact Debian point release (bump both stages together); Python is Debian's (3.11).
+# hack/image.sh (`make image`) builds the same image without a Docker engine or registry: keep the two in step (Debian
+# release and packages, the wheels, user 10000, /opt/kai, /kai/crds, ENTRYPOINT/CMD/PATH).
 FROM debian:12.12-slim AS wheels
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv && rm -rf /var/lib/apt/lists/*
 RUN python3 -m venv /opt/kai

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit e2e lint typecheck contracts controlplane testcluster bench clean
+.PHONY: run test unit e2e lint typecheck contracts controlplane testcluster bench image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -53,6 +53,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/simulate_bench.py
 	$(BIN)/python bench/reclaim_bench.py --sizes 10 50 100
 	$(BIN)/python bench/properties_bench.py
+
+# The Dockerfile's image, built without a Docker engine or registry (mmdebstrap + umoci, as root) into
+# build/kai-image.oci.tar, then run chrooted to check it; a few minutes, so not part of `test`.
+image:
+	bash hack/image.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
