@@ -44,14 +44,23 @@ def scenario_filters(ssn: Session, first: "Scenario", feasible: Mask) -> list[Sc
 
 
 class _NewVictims:
-    """The victims of a growing scenario not seen yet (recorded ones first, then potential ones as they come)."""
+    """The victims of a growing scenario not seen yet (recorded ones first, then potential ones as they come). The
+    builder's scenario only ever gains potential victims, so for the same scenario only the new tail is read."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
+        self.scenario: Scenario | None = None
+        self.read = 0
 
     def __call__(self, scenario: "Scenario") -> list[TaskInfo]:
+        if scenario is self.scenario:
+            candidates = scenario.potential_tasks[self.read :]
+        else:
+            self.scenario = scenario
+            candidates = [*scenario.recorded_tasks, *scenario.potential_tasks]
+        self.read = len(scenario.potential_tasks)
         fresh = []
-        for task in (*scenario.recorded_tasks, *scenario.potential_tasks):
+        for task in candidates:
             if task.node_name and task.key not in self.seen:
                 self.seen.add(task.key)
                 fresh.append(task)
