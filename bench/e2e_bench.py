@@ -1,81 +1,186 @@
-"""End-to-end binding throughput on a real kube-apiserver: 1,000 single-GPU pods on 100 GPU nodes.
+"""End to end through a real kube-apiserver: a burst of single-GPU pods on KWOK nodes, then single pods arriving in a
+quiet cluster. Prints figures; not a test.
 
-Starts the test control plane (hack/controlplane.sh's binaries), creates nodes, a queue and the pods through the
-API, then starts `kai all` and measures until every pod has a node. Prints one line; not a test.
+The test cluster's parts (tests/e2e: kube-apiserver + etcd, kube-controller-manager, KWOK, built once by `make
+testcluster`) run the nodes and the pods; `kai all` runs as a user starts it. The burst is created through the API
+16 requests at a time once kai is ready; it is done when every pod runs (KWOK runs a pod once it is bound).
 
-bench e2e nodes=<n> pods=<m> seconds=<s> pods_per_s=<r>   (16 GPUs per node, so every pod fits)
+bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_per_s=<r>
+    p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst / pods>
+bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
+
+Create-to-bound in the burst comes from the API server's timestamps (whole seconds); for single pods it is timed
+here, polling every 20 ms. kai's requests are its ``rest_client_requests_total`` (every try of every write, list
+and watch).
 """
 
-import json
+import argparse
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-from controlplane import find_binaries, install_crds, start  # noqa: E402
+from controlplane import ControlPlane, find_binaries, free_port, install_crds, start  # noqa: E402
+from testcluster import node_is_ready, node_manifest, start_controller_manager, start_kwok  # noqa: E402
 
-NODES, PODS, GPUS_PER_NODE = 100, 1000, 16
+from kai.cluster.kube import resources as api  # noqa: E402
+from kai.cluster.kube.client import KubeCluster  # noqa: E402
+from kai.cluster.kube.errors import ApiError  # noqa: E402
+from kai.core.model.meta import parse_time  # noqa: E402
+
+GPUS_PER_NODE = 8
+NAMESPACE = "bench"
+
+
+def pod(name: str) -> dict[str, Any]:
+    gpu = {"nvidia.com/gpu": "1"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kai.scheduler/queue": "default-queue"}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": gpu, "limits": gpu}}],
+        },
+    }
+
+
+def wait(what: str, check: Any, timeout_s: float, interval_s: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(interval_s)
+    return value
+
+
+def kai_requests(metrics_port: int) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return sum(float(v) for v in re.findall(r"^rest_client_requests_total\{[^}]*\} (\S+)$", text, re.MULTILINE))
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def add_nodes(cp: ControlPlane, client: KubeCluster, count: int) -> None:
+    nodes = [api.create_request(api.KINDS["Node"], node_manifest(f"kwok-{i:05d}", GPUS_PER_NODE)) for i in range(count)]
+    failed = [answer for answer in client.send_all(nodes) if isinstance(answer, ApiError)]
+    if failed:
+        raise SystemExit(f"creating nodes failed: {failed[0]}")
+    wait(
+        f"{count} KWOK nodes to be ready",
+        lambda: sum(1 for n in client.list("Node") if node_is_ready(n)) >= count,
+        timeout_s=600,
+    )
+
+
+def burst(client: KubeCluster, count: int, metrics_port: int) -> None:
+    before = kai_requests(metrics_port)
+    started = time.monotonic()
+    creates = [api.create_request(api.KINDS["Pod"], pod(f"p{i:05d}")) for i in range(count)]
+    failed = [answer for answer in client.send_all(creates) if isinstance(answer, ApiError)]
+    if failed:
+        raise SystemExit(f"creating pods failed: {failed[0]}")
+
+    def running() -> list[dict[str, Any]]:
+        pods = [p for p in client.list("Pod") if p["metadata"]["namespace"] == NAMESPACE]
+        return pods if sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running") >= count else []
+
+    pods = wait(f"{count} pods to run", running, timeout_s=3600)
+    seconds = time.monotonic() - started
+    requests = kai_requests(metrics_port) - before
+    latencies = []
+    for p in pods:
+        name = p["metadata"]["name"]
+        scheduled = next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+        bound_at = parse_time(scheduled["lastTransitionTime"], name, "PodScheduled.lastTransitionTime")
+        latencies.append(bound_at - parse_time(p["metadata"]["creationTimestamp"], name, "creationTimestamp"))
+    print(
+        f"bench e2e-burst nodes={len(client.list('Node'))} pods={count} seconds={seconds:.1f} "
+        f"pods_per_s={count / seconds:.1f} p50_s={percentile(latencies, 0.5):.0f} "
+        f"p99_s={percentile(latencies, 0.99):.0f} api_requests_per_pod={requests / count:.2f}",
+        flush=True,
+    )
+
+
+def singles(client: KubeCluster, count: int) -> None:
+    latencies = []
+    for i in range(count):
+        started = time.monotonic()
+        client.send(api.create_request(api.KINDS["Pod"], pod(f"single-{i:03d}")))
+        wait(
+            f"pod single-{i:03d} to be bound",
+            lambda i=i: (client.get("Pod", f"{NAMESPACE}/single-{i:03d}") or {}).get("spec", {}).get("nodeName"),
+            timeout_s=120,
+            interval_s=0.02,
+        )
+        latencies.append(time.monotonic() - started)
+    print(
+        f"bench e2e-single pods={count} p50_s={percentile(latencies, 0.5):.2f} p99_s={percentile(latencies, 0.99):.2f}",
+        flush=True,
+    )
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--singles", type=int, default=20)
+    parser.add_argument("--schedule-period", default="1s", help="kai's --schedule-period (KAI's default is 1s)")
+    args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="kai-e2e-bench-"))
-    cp = start(find_binaries(), workdir)
+    cp = start(find_binaries(), workdir / "controlplane")
+    parts = []
+    kai: subprocess.Popen[bytes] | None = None
     try:
         install_crds(cp)
         cp.kubectl("apply", "-f", str(REPO / "deploy" / "priority-classes.yaml"))
-        resources = {"cpu": "128", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE)}
-        nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i:03d}"}} for i in range(NODES)]
-        (workdir / "nodes.yaml").write_text(yaml.safe_dump_all(nodes))
-        cp.kubectl("apply", "-f", str(workdir / "nodes.yaml"))
-        status = json.dumps({"status": {"capacity": resources, "allocatable": resources}})
-        for i in range(NODES):
-            cp.kubectl("patch", "node", f"gpu-{i:03d}", "--subresource=status", "--type=merge", "-p", status)
-            cp.kubectl("taint", "nodes", f"gpu-{i:03d}", "node.kubernetes.io/not-ready:NoSchedule-", check=False)
-        pods = [
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"p{i:04d}",
-                    "namespace": "default",
-                    "labels": {"kai.scheduler/queue": "default-queue"},
-                },
-                "spec": {
-                    "schedulerName": "kai-scheduler",
-                    "containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
-                },
-            }
-            for i in range(PODS)
-        ]
-        (workdir / "pods.yaml").write_text(yaml.safe_dump_all(pods))
-        cp.kubectl("apply", "--server-side", "-f", str(workdir / "pods.yaml"))
-        started = time.perf_counter()
-        argv = [sys.executable, "-m", "kai", "all", f"--kubeconfig={cp.kubeconfig_path}", "--schedule-period=1s"]
-        with (workdir / "kai.log").open("wb") as log:
-            kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        cp.kubectl("create", "namespace", NAMESPACE)
+        for name, start_part in (("controllers", start_controller_manager), ("kwok", start_kwok)):
+            (workdir / name).mkdir()
+            parts.append(start_part(cp, workdir / name))
+        client = KubeCluster.from_kubeconfig(cp.kubeconfig_path, component="kai-bench")
+        client.start()
         try:
-            while True:
-                _, listed_pods = cp.request("/api/v1/namespaces/default/pods")
-                listed = listed_pods["items"]
-                bound = sum(1 for pod in listed if pod["spec"].get("nodeName"))
-                if bound == PODS:
-                    break
-                if time.perf_counter() - started > 600:
-                    raise SystemExit(f"only {bound} of {PODS} pods bound after 600 s; see {workdir / 'kai.log'}")
-                time.sleep(1.0)
-            seconds = time.perf_counter() - started
+            add_nodes(cp, client, args.nodes)
+            metrics_port, probe_port = free_port(), free_port()
+            argv = [
+                sys.executable, "-m", "kai", "all", f"--kubeconfig={cp.kubeconfig_path}",
+                f"--schedule-period={args.schedule_period}", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+                f"--health-probe-bind-address=127.0.0.1:{probe_port}", "--plugin-server-port=0",
+            ]  # fmt: skip
+            with (workdir / "kai.log").open("wb") as log:
+                kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+            wait("kai to be ready", lambda: _ready(probe_port), timeout_s=300)
+            burst(client, args.pods, metrics_port)
+            singles(client, args.singles)
         finally:
+            client.close()
+    finally:
+        if kai is not None:
             kai.terminate()
             kai.wait(timeout=30)
-        print(f"bench e2e nodes={NODES} pods={PODS} seconds={seconds:.2f} pods_per_s={PODS / seconds:.0f}", flush=True)
-    finally:
+        for part in reversed(parts):
+            part.stop()
         cp.stop()
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":

@@ -10,10 +10,12 @@ import json
 
 import httpx2 as httpx
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, Gone, NotFound, Unreachable, api_error
 from kai.cluster.kube.resources import KINDS, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
+from kai.components.metrics import RestClientMetrics
 
 REQUEST = get_request(KINDS["Queue"], "q")
 RETRY = RetryPolicy(attempts=4, first_delay_s=0.1, max_delay_s=0.3)
@@ -116,3 +118,33 @@ def test_refusals_map_to_errors_callers_can_tell_apart(code, status_body, error_
 )
 def test_retry_delays_double_up_to_the_cap_and_stop_after_the_attempts(failures, retry_after, delay):
     assert RetryPolicy(attempts=5, first_delay_s=0.1, max_delay_s=0.5).delay_s(failures, retry_after) == delay
+
+
+def test_every_try_is_counted_by_method_and_code_and_exported_as_client_gos_metric():
+    """rest_client_requests_total: a retried request counts each try, a dropped connection as "<error>"."""
+    answers = iter([httpx.ConnectError("down"), status(503, "ServiceUnavailable"), httpx.Response(200)])
+
+    def handler(request):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def sleep(seconds):
+        pass
+
+    async def go():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="https://api:6443")
+        transport = Transport(client, RETRY, sleep)
+        try:
+            await transport.send(REQUEST)
+            return transport
+        finally:
+            await transport.aclose()
+
+    transport = asyncio.run(go())
+    assert dict(transport.requests) == {("GET", "<error>"): 1, ("GET", "503"): 1, ("GET", "200"): 1}
+    registry = CollectorRegistry()
+    registry.register(RestClientMetrics(lambda: transport.requests, transport.host))
+    labels = {"code": "503", "host": "api:6443", "method": "GET"}
+    assert registry.get_sample_value("rest_client_requests_total", labels) == 1

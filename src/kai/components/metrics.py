@@ -1,7 +1,10 @@
 """Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
 (``kai``), the binder's controller-runtime counters as KAI's binder exposes them (no prefix)."""
 
+from collections.abc import Callable, Iterator, Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 
 from kai.core.framework.session import Session
 
@@ -139,3 +142,22 @@ class BinderMetrics:
     def failed(self) -> None:
         self.reconciles.labels(self.CONTROLLER, "error").inc()
         self.errors.labels(self.CONTROLLER).inc()
+
+
+class RestClientMetrics:
+    """client-go's ``rest_client_requests_total`` (code, host, method) for this process's API requests, which KAI's
+    components expose too: divided by the pods bound, it is the API cost of a pod."""
+
+    def __init__(self, counts: Callable[[], Mapping[tuple[str, str], int]], host: str) -> None:
+        self.counts = counts
+        self.host = host
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            labels=("code", "host", "method"),
+        )
+        for (method, code), count in sorted(self.counts().items()):
+            family.add_metric([code, self.host, method], count)
+        yield family

@@ -20,6 +20,7 @@ from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
 from kai.components.endpoints import Endpoints, Health
+from kai.components.metrics import RestClientMetrics
 from kai.components.runtime import RuntimeOptions, kinds_for, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
@@ -110,6 +111,7 @@ def serve_body(
     except KubeconfigError as error:
         raise ServeError(str(error)) from error
     registry, health = CollectorRegistry(), Health()
+    registry.register(RestClientMetrics(cluster.request_counts, cluster.server))
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None
     elector: LeaderElector | None = None

@@ -73,6 +73,15 @@ class KubeCluster:
             for kind in watched
         }
 
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """Requests sent to the API server so far, by (method, status code); see ``Transport.requests``."""
+        return dict(self._transport.requests)
+
+    @property
+    def server(self) -> str:
+        """The API server's host:port."""
+        return self._transport.host
+
     @classmethod
     def from_kubeconfig(
         cls, kubeconfig: str | Path | None = None, *, context: str | None = None, **options: Any

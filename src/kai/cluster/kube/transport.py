@@ -13,6 +13,7 @@ Retries: connection errors, 429 and 5xx are retried with exponential backoff (ho
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -78,6 +79,11 @@ class Transport:
         self._http = http
         self._retry = retry
         self._sleep = sleep
+        url = http.base_url
+        self.host = f"{url.host}:{url.port}" if url.port else url.host
+        self.requests: Counter[tuple[str, str]] = Counter()
+        """Requests sent, by (method, HTTP status code or "<error>" when no answer came): client-go's
+        ``rest_client_requests_total``, every try counted (a watch counts once, when it opens)."""
 
     def _build(self, request: Request, timeout: httpx.Timeout | None = None) -> httpx.Request:
         headers = {"Accept": "application/json"}
@@ -102,6 +108,7 @@ class Transport:
             try:
                 response = await self._http.send(self._build(request))
             except httpx.TransportError as e:
+                self.requests[(request.method, "<error>")] += 1
                 failures += 1
                 delay = self._retry.delay_s(failures)
                 if delay is None:
@@ -109,6 +116,7 @@ class Transport:
                 log.warning("%s: %s; retry %d in %.2fs", what, e, failures, delay)
                 await self._sleep(delay)
                 continue
+            self.requests[(request.method, str(response.status_code))] += 1
             if response.is_success:
                 return response.content
             error = api_error(response.status_code, decode_status(response.content), what=what)
@@ -128,7 +136,9 @@ class Transport:
         try:
             response = await self._http.send(self._build(request, timeout), stream=True)
         except httpx.TransportError as e:
+            self.requests[(request.method, "<error>")] += 1
             raise Unreachable(0, "ConnectionError", f"{type(e).__name__}: {e}", what=what) from e
+        self.requests[(request.method, str(response.status_code))] += 1
         try:
             if not response.is_success:
                 body = await response.aread()

@@ -32,6 +32,7 @@ from kai.components.admission.server import BadRequest, CertificateFiles, Handle
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.admission.topology_validation import validate_topology
 from kai.components.endpoints import EndpointError, Endpoints, Health, parse_address
+from kai.components.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
 DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
@@ -148,6 +149,7 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
     cluster.subscribe(queues.on_change)
     certificates = CertificateFiles(options.cert_dir)
     registry, health = CollectorRegistry(), Health()
+    registry.register(RestClientMetrics(cluster.request_counts, cluster.server))
     try:
         server = WebhookServer(address, certificates, handlers(decisions(options.settings, queues), _Metrics(registry)))
     except OSError as error:
