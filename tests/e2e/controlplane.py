@@ -339,6 +339,78 @@ class ControlPlane:
         write_kubeconfig(path, self.server_url, self.ca_file, body["status"]["token"], user)
         return path
 
+    # ---------------------------------------------------------------------------------- faults (drills)
+    # The same binary, flags, ports and data directory as at start, so every client (kai, KWOK, the controllers)
+    # reconnects to the same address and finds the same objects. A restarted process logs to the same path; the
+    # previous log is kept beside it as <log>.<n>.
+
+    def _proc(self, name: str) -> Proc:
+        return next(p for p in self._procs if p.name == name)
+
+    def _respawn(self, name: str) -> Proc:
+        old = self._proc(name)
+        if old.popen.poll() is None:
+            raise ControlPlaneError(f"{name} is still running")
+        kept = 1
+        while old.log.with_name(f"{old.log.name}.{kept}").exists():
+            kept += 1
+        old.log.rename(old.log.with_name(f"{old.log.name}.{kept}"))
+        new = spawn(name, [str(arg) for arg in old.popen.args], old.log)
+        self._procs[self._procs.index(old)] = new
+        return new
+
+    def _stop_proc(self, name: str, kill: bool) -> None:
+        proc = self._proc(name)
+        if kill and proc.popen.poll() is None:
+            proc.popen.kill()
+            proc.popen.wait(STOP_TIMEOUT_S)
+        proc.stop()
+
+    def stop_apiserver(self, kill: bool = False) -> None:
+        """Stops kube-apiserver (SIGTERM, its graceful shutdown; ``kill``: SIGKILL, a crash). etcd keeps running."""
+        self._stop_proc("kube-apiserver", kill)
+
+    def start_apiserver(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Starts the stopped kube-apiserver again and waits until its /readyz is ok."""
+        self._respawn("kube-apiserver")
+        self.wait_ready(timeout)
+
+    def restart_apiserver(self, kill: bool = False, timeout: float = START_TIMEOUT_S) -> None:
+        self.stop_apiserver(kill)
+        self.start_apiserver(timeout)
+
+    def stop_etcd(self, kill: bool = False) -> None:
+        """Stops etcd (SIGTERM; ``kill``: SIGKILL). kube-apiserver keeps running and answers with errors, or from its
+        watch cache, until etcd is back."""
+        self._stop_proc("etcd", kill)
+
+    def start_etcd(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Starts the stopped etcd again on its data directory and waits until kube-apiserver is ready again."""
+        etcd = self._respawn("etcd")
+        poll_until(
+            f"etcd health at {self.etcd_url}",
+            lambda: http_ready(f"{self.etcd_url}/health", None, None, lambda b: b'"health":"true"' in b),
+            timeout,
+            [etcd],
+        )
+        self.wait_ready(timeout)
+
+    def heal(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Starts etcd and kube-apiserver again where a drill left one stopped, then waits until the API server is
+        ready: the tests after a drill share this control plane."""
+        for name in ("etcd", "kube-apiserver"):
+            if self._proc(name).popen.poll() is not None:
+                self._respawn(name)
+        self.wait_ready(timeout)
+
+    def ready(self) -> bool:
+        """kube-apiserver's /readyz is ok (its etcd check included)."""
+        return http_ready(f"{self.server_url}/readyz", self.ssl_context(), self.token, lambda b: b.strip() == b"ok")
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Waits until kube-apiserver's /readyz is ok; fails early, with the logs, if etcd or it died."""
+        poll_until(f"kube-apiserver /readyz at {self.server_url}", self.ready, timeout, self._procs)
+
     def stop(self) -> None:
         """Stops kube-apiserver, then etcd (reverse start order). Safe to call twice."""
         for proc in reversed(self._procs):

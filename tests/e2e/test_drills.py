@@ -1,0 +1,308 @@
+"""Fault drills on the real control plane (issue 12): each fault strikes with a workload in flight — whole-GPU
+single pods, gangs and gpu-fraction pods on the drill's own KWOK nodes — and every drill ends with the same check
+(drill_support.Drill.finish): every pod bound once or waiting with a reason, no node over its GPUs, every gang
+all-or-nothing, kai ready and no longer retrying. Each prints its figures (`drill <name> recovery_s=…`; run pytest
+with -s to see them).
+
+The faults: etcd stopped for ETCD_OUTAGE_S; a node cordoned or tainted NoSchedule as a gang's request names it;
+PodGroups deleted under their running pods; kill -9 of each of kai's components run as separate processes; bad objects
+of several kinds mid-burst.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane
+from drill_support import (
+    NODE_GPUS,
+    PODGROUPS,
+    Drill,
+    OnBindRequests,
+    condition,
+    delete_nodes,
+    fraction_pod,
+    gang,
+    get,
+    listed,
+    make_nodes,
+    pod_gpus,
+    quantity,
+    tail,
+    workload,
+)
+from kai_support import PRIORITY_CLASSES, gpu_pod, queue, wait_until
+from kube.kube_support import wait_until as poll
+from testcluster import Kwok
+
+NODES = 12
+"""96 GPUs: room for both waves (about 76 GPUs) with a node cordoned."""
+ETCD_OUTAGE_S = 15.0
+COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers")
+MERGE_PATCH = "application/merge-patch+json"
+STOP_S = 10.0
+"""How long the drill's kai processes get to exit after SIGTERM (they take about 2 s) before they are killed."""
+
+
+@pytest.fixture
+def drill(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, kwok: Kwok, namespace: str, tmp_path: Path
+) -> Iterator[Drill]:
+    """The drill's queue and NODES KWOK nodes of 8 GPUs; afterwards its kai processes are stopped (their logs'
+    ends printed, shown when the test fails), the control plane is made whole again if the drill left a part of it
+    stopped, and the drill's nodes are removed (its pods go with the namespace)."""
+    control_plane.kubectl("apply", "-f", str(PRIORITY_CLASSES))
+    pool, queue_name = f"drill-{namespace}", f"q-{namespace}"
+    queue(control_plane, tmp_path, queue_name)
+    name = request.node.name.removeprefix("test_")
+    drill = Drill(control_plane, name, namespace, pool, queue_name, tmp_path)
+    drill.nodes = make_nodes(control_plane, pool, NODES)
+    try:
+        yield drill
+    finally:
+        for kai in drill.kais:
+            if kai.process.poll() is None:
+                kai.process.terminate()
+        began = time.monotonic()
+        for kai in drill.kais:
+            try:
+                kai.process.wait(max(0.1, began + STOP_S - time.monotonic()))
+                stopped = f"stopped {time.monotonic() - began:.1f}s after SIGTERM"
+            except subprocess.TimeoutExpired:
+                kai.kill()
+                stopped = f"still running {STOP_S:.0f}s after SIGTERM: killed"
+            print(f"--- kai {kai.component} ({kai.log}), {stopped}:\n{tail(kai)}")
+        control_plane.heal()
+        delete_nodes(control_plane, pool)  # the namespace fixture removes the pods
+
+
+def both_waves(drill: Drill) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return (
+        workload(drill.namespace, drill.pool, drill.queue, "a"),
+        workload(drill.namespace, drill.pool, drill.queue, "b"),
+    )
+
+
+# ------------------------------------------------------------------------------------------- the control plane
+
+
+def test_etcd_outage(drill: Drill, control_plane: ControlPlane) -> None:
+    kai = drill.start()
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    drill.submit(second)
+    drill.fault_begins()
+    control_plane.stop_etcd()
+    time.sleep(ETCD_OUTAGE_S)  # the fault itself: etcd is down this long
+    control_plane.start_etcd()
+    drill.fault_ends()
+    drill.finish(kai)
+
+
+# ------------------------------------------------------------------------------------------- kai's objects
+
+
+@pytest.mark.parametrize("change", ["cordon", "taint"])
+def test_node_cordoned_or_tainted_under_pending_binds(drill: Drill, control_plane: ControlPlane, change: str) -> None:
+    """The node the first gang's first BindRequest names is cordoned (or tainted NoSchedule) as soon as that request
+    is made, then the second wave comes: requests made before may still bind there (as kube-scheduler's assumed
+    pods do), but none of the second wave's pods lands on it."""
+    kai = drill.start()
+    chosen: list[str] = []
+    patch = {"spec": {"unschedulable": True}} if change == "cordon" else {}
+    if change == "taint":
+        patch = {"spec": {"taints": [{"key": "kai.test/drill", "value": "x", "effect": "NoSchedule"}]}}
+
+    def close_node(request: dict[str, Any]) -> bool:
+        if "-g" not in request["spec"]["podName"]:
+            return False
+        node = request["spec"]["selectedNode"]
+        status, body = control_plane.request(f"/api/v1/nodes/{node}", "PATCH", patch, MERGE_PATCH)
+        assert status == 200, body
+        chosen.append(node)
+        return True
+
+    watcher = OnBindRequests(control_plane, drill.namespace, close_node)
+    watcher.start()
+    first, second = both_waves(drill)
+    drill.submit(first)
+    watcher.wait("a gang's first BindRequest")
+    drill.fault_begins()
+    drill.fault_ends()  # the change is made once and stays
+    drill.submit(second)
+    drill.finish(kai)
+    late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
+    there = sorted(name for name, node in drill.bound().items() if node == chosen[0])
+    print(f"drill {drill.name}: {len(there)} pods on node {chosen[0]}, all of the first wave")
+    landed = [name for name in there if name in late]
+    assert not landed, f"pods made after node {chosen[0]} was closed ({change}) were bound there: {landed}"
+
+
+def test_podgroups_deleted_under_running_pods(drill: Drill, control_plane: ControlPlane) -> None:
+    """Once the first wave runs, its gangs' PodGroups and a few single pods' PodGroups are deleted; their pods keep
+    running where they are and keep their GPUs: single pods made for exactly the GPUs left all bind, no node over."""
+    kai = drill.start()
+    first, _ = both_waves(drill)
+    drill.submit(first)
+
+    def running() -> bool:
+        pods = drill.pods()
+        return all((pods[name].get("status") or {}).get("phase") == "Running" for name in drill.uids)
+
+    poll("the first wave to run", running, timeout=120.0, interval=0.25)
+    singles = sorted(
+        p["metadata"]["annotations"]["pod-group-name"] for n, p in drill.pods().items() if n.startswith("a-s")
+    )
+    doomed = [*sorted(drill.gangs), *singles[:4]]
+    free = free_gpus(drill)
+    assert free >= 40, f"only {free} GPUs free after the first wave"
+    drill.submit([gpu_pod(drill.namespace, f"fill-{i}", drill.queue, drill.pool, 1) for i in range(free)])
+    drill.fault_begins()
+    for group in doomed:
+        status, body = control_plane.request(f"{PODGROUPS.format(ns=drill.namespace)}/{group}", "DELETE")
+        assert status in (200, 202), body
+    poll("the PodGroups to be gone", lambda: not doomed_left(drill, doomed), timeout=30.0)
+    drill.fault_ends()
+    drill.finish(kai)
+    pods = drill.pods()
+    for name in drill.uids:
+        if not name.startswith("fill-"):
+            assert (pods[name].get("status") or {}).get("phase") == "Running", f"pod {name} stopped running"
+
+
+def doomed_left(drill: Drill, doomed: list[str]) -> list[str]:
+    present = {g["metadata"]["name"] for g in listed(drill.cp, PODGROUPS.format(ns=drill.namespace))}
+    return [g for g in doomed if g in present]
+
+
+def free_gpus(drill: Drill) -> int:
+    """GPUs of the drill's nodes no pod requests (the binder's reservation pods hold the shared ones)."""
+    nodes = set(drill.nodes)
+    used = sum(pod_gpus(p) for p in listed(drill.cp, "/api/v1/pods") if p["spec"].get("nodeName") in nodes)
+    return int(len(nodes) * NODE_GPUS - used)
+
+
+# ------------------------------------------------------------------------------------------- kai's processes
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, component: str) -> None:
+    """kai's four components as separate processes; one of them is killed (SIGKILL) as the second wave reaches it,
+    and started again: every pod binds once, and the queue's status counts what is bound."""
+    kais = {name: drill.start(name) for name in COMPONENTS}
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    drill.submit(second)
+    late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
+
+    def busy() -> bool:
+        """The component is at work on the second wave."""
+        if component == "podgrouper":
+            return any(
+                "pod-group-name" in (p["metadata"].get("annotations") or {})
+                for name, p in drill.pods().items()
+                if name in late and "-s" in name
+            )
+        if component == "controllers":
+            return bool(late & set(drill.bound()))
+        return any(r["spec"]["podName"] in late for r in drill.bind_requests())
+
+    poll(f"the {component} to work on the second wave", busy, timeout=120.0, interval=0.02)
+    drill.fault_begins()
+    kais[component].kill()
+    kais[component].restart()
+    drill.fault_ends()
+    drill.finish(kais["scheduler"])
+    expected = sum(
+        pod_gpus(p) + float((p["metadata"].get("annotations") or {}).get("gpu-fraction", 0))
+        for p in drill.pods().values()
+        if p["spec"].get("nodeName")
+    )
+
+    def allocated() -> float:
+        status = get(control_plane, f"/apis/scheduling.run.ai/v2/queues/{drill.queue}").get("status") or {}
+        return quantity((status.get("allocated") or {}).get("nvidia.com/gpu", 0))
+
+    wait_until(f"queue {drill.queue} to count {expected:g} GPUs allocated", lambda: allocated() == expected)
+
+
+# ------------------------------------------------------------------------------------------- bad objects
+
+
+def test_bad_objects_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
+    """A Queue whose parent does not exist (with pods in it), a PodGroup whose minMember is above its pods, a pod
+    with gpu-fraction "1.5" and a pod naming a PodGroup that does not exist arrive with the second wave: each is
+    reported on the object, its pods wait with a reason, the rest of the burst binds."""
+    kai = drill.start()
+    ns, pool = drill.namespace, drill.pool
+    orphan, missing = f"orphan-{ns}", f"missing-{ns}"
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    bad_queue = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": orphan},
+        "spec": {"parentQueue": missing, "resources": {"gpu": unlimited, "cpu": unlimited, "memory": unlimited}},
+    }
+    bad = [
+        bad_queue,
+        *(gpu_pod(ns, f"orphaned-{i}", orphan, pool, 1) for i in range(2)),
+        *gang(ns, "short", drill.queue, pool, 4, 1, pods=2),
+        fraction_pod(ns, "too-much", drill.queue, pool, "1.5"),
+        gpu_pod(ns, "ghost-member", drill.queue, pool, 1, "ghost"),
+    ]
+    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
+    first, second = both_waves(drill)
+    try:
+        drill.submit(first)
+        drill.wait_bound(5)
+        drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
+        drill.fault_begins()
+        drill.fault_ends()
+        drill.finish(kai)
+        reported(drill, orphan, waiting)
+    finally:
+        control_plane.kubectl("delete", "queue", orphan, "--ignore-not-found", check=False)
+
+
+def reported(drill: Drill, orphan: str, waiting: set[str]) -> None:
+    """Each bad object is told where its owner looks: an InvalidObject event and condition on the queue and on the
+    pods kai cannot read or place in a PodGroup; the short gang's and the orphaned queue's pods wait with KAI's
+    reason."""
+    cp, ns = drill.cp, drill.namespace
+
+    def invalid_events(namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in listed(cp, f"/api/v1/namespaces/{namespace}/events")
+            if e["involvedObject"].get("kind") == kind and e["involvedObject"]["name"] == name
+            if e["reason"] == "InvalidObject"
+        ]
+
+    [event] = wait_until("the queue's InvalidObject event", lambda: invalid_events("default", "Queue", orphan))
+    assert "spec.parentQueue" in event["message"] and f"missing-{ns}" in event["message"], event["message"]
+    valid = condition(get(cp, f"/apis/scheduling.run.ai/v2/queues/{orphan}"), "Valid")
+    assert valid is not None and (valid["status"], valid["reason"]) == ("False", "InvalidObject"), valid
+    pods = drill.pods()
+    for name, field in (("too-much", "gpu-fraction"), ("ghost-member", "pod-group-name")):
+        [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(ns, "Pod", name))
+        assert field in event["message"], event["message"]
+        scheduled = condition(pods[name], "PodScheduled")
+        assert scheduled is not None and scheduled["reason"] == "InvalidObject", scheduled
+    short = get(cp, f"{PODGROUPS.format(ns=ns)}/short")
+    reasons = [r["reason"] for c in short["status"].get("schedulingConditions") or [] for r in c.get("reasons") or []]
+    assert "NotReady" in reasons, short.get("status")
+    assert "Waiting for 4 pods, currently 2 exist" in message_of(pods["short-0"])
+    for name in ("orphaned-0", "orphaned-1"):
+        assert orphan in message_of(pods[name]), message_of(pods[name])
+    assert waiting <= set(pods) and not (waiting & set(drill.bound()))
+
+
+def message_of(pod: dict[str, Any]) -> str:
+    return str((condition(pod, "PodScheduled") or {}).get("message") or "")
