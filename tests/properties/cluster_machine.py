@@ -10,6 +10,7 @@ placed back on it, and the cycles end with nothing to do. A statement rolled bac
 ``ClusterMachine.examples`` counts the examples run (the bench prints it).
 """
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,10 +32,13 @@ from kai.core.state.resource_index import PODS_ROW
 
 NAMESPACE = "ns"
 LEAVES = ("a", "b")
-QUIET_CYCLES = 8
-"""Cycles without outside change after which the cluster must have settled."""
+PERIOD_S = 10.0
+"""Simulated seconds per cycle."""
 SETTLED = 2
 """The last cycles of a quiet run that must have nothing to do."""
+QUIET_CYCLES = math.ceil(SchedulerConfig().staleness_grace_s / PERIOD_S) + 2 + SETTLED
+"""Cycles without outside change after which the cluster must have settled: a gang left below its minMember (a node
+and its pods removed) is evicted once stale for KAI's grace period (60 s), a cycle or two after it is seen stale."""
 # RESERVATION_PODS: a limit these properties found and leave unchecked (the report of issue 12): the reservation pod
 # that a cycle's first fraction on a GPU needs is not counted against the node's pod limit, so an 8-pod node can get
 # 8 pods plus reservation pods, and the next cycle sees the node over its pod count. Pod counts leave them out.
@@ -138,7 +142,7 @@ class ClusterMachine(RuleBasedStateMachine):
             [],
             {},
             Runner(),
-            clock=ClockSpec(period_s=10.0),
+            clock=ClockSpec(period_s=PERIOD_S),
         )
         self.sim = Simulation(scenario)
         self.cluster = self.sim.cluster
@@ -271,9 +275,6 @@ class ClusterMachine(RuleBasedStateMachine):
         )
         assert shares[-1] == shares[-2], f"fair share still moving in a steady cluster: {shares[-2]} -> {shares[-1]}"
 
-    # SHARED_ROLLBACK: found, not fixed (the report of issue 12): on a node with a shared GPU, evicting its fractions
-    # around a whole-GPU pipeline and rolling back leaves the node one idle GPU short (NodeTable's shared-GPU
-    # arithmetic, KAI's guards, is not invertible in every order). Shared-GPU tasks are left out of these operations.
     @rule(data=st.data())
     def statement_rollback(self, data: st.DataObject) -> None:
         """Random statement operations on a session, rolled back to a random checkpoint: the session is as it was."""
@@ -286,8 +287,6 @@ class ClusterMachine(RuleBasedStateMachine):
             task = data.draw(st.sampled_from(tasks), label="task") if tasks else None
             if task is None or not nodes:
                 break
-            if task.request.is_shared_gpu:
-                continue  # SHARED_ROLLBACK
             if task.status in ACTIVE_ALLOCATED:
                 statement.evict(task, "drill")
             elif task.status is PodStatus.PENDING:

@@ -1,8 +1,15 @@
 """Statement: a journal of virtual allocate / pipeline / evict operations, each with its own undo.
 
-Nothing is copied: every operation mutates the session in place and records how to reverse itself, so a
+Nothing is copied wholesale: every operation mutates the session in place and records how to reverse itself, so a
 checkpoint is the journal length and a rollback undoes entries newest first (STYLE.md §2.7). ``commit`` turns
 the surviving operations into decisions.
+
+An operation keeps the accounting of the one or two nodes it touched as it was before (``NodeState``: a column of
+the arrays and the node's shared GPUs), and a rollback puts that back: undone newest first, each operation finds
+the nodes as it left them, so restoring them is exact, where replaying the shared-GPU arithmetic backwards is not
+in every order (a fraction's GPU released, re-pipelined into a new group, then un-evicted left a node a GPU
+short). The two undos that are not newest first — an un-evict, a gang's allocations turned into pipelines — move
+the task back instead.
 """
 
 from collections.abc import Callable
@@ -11,6 +18,7 @@ from dataclasses import dataclass
 from kai.core.framework.decisions import Bind, Eviction, Pipeline
 from kai.core.framework.session import Session
 from kai.core.model.resources import GpuRequestKind
+from kai.core.state.node_table import NodeState
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.task import TaskInfo
 
@@ -22,8 +30,25 @@ class Operation:
     node: str
     message: str
     undo: Callable[[], None]
+    """Moves the task back, whatever happened since (out-of-order undo)."""
     evictor: str = ""
     valid: bool = True
+    restore: Callable[[], None] | None = None
+    """Puts the session back as it was before the operation, once every later operation is undone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """A task's place before an operation, and the accounting of the nodes the operation touched."""
+
+    status: PodStatus
+    node_name: str
+    is_virtual: bool
+    gpu_groups: tuple[str, ...]
+    accepted_gpus: float
+    on_node: bool
+    """The task was in its node's task list (a pending task with a nominated node is not)."""
+    nodes: tuple[NodeState, ...]
 
 
 class Statement:
@@ -38,45 +63,79 @@ class Statement:
         while len(self.operations) > checkpoint:
             op = self.operations.pop()
             if op.valid:
-                op.undo()
+                (op.restore or op.undo)()
 
     def discard(self) -> None:
         self.rollback(0)
 
     def _move(
         self, task: TaskInfo, status: PodStatus, node_name: str, gpu_groups: tuple[str, ...] | None = None
-    ) -> tuple[PodStatus, str, bool, tuple[str, ...]]:
+    ) -> Previous:
         """Re-place a task with a new status/node (and GPU groups), keeping node accounting in step."""
-        ssn = self.ssn
-        job = ssn.jobs[task.job_key]
-        previous = (task.status, task.node_name, task.is_virtual, task.gpu_groups)
-        old_node = ssn.nodes.by_name.get(task.node_name) if task.node_name else None
-        if old_node is not None and task.key in old_node.tasks:
-            ssn.nodes.remove_task(task, old_node)
-        job.set_status(task, status)
+        nodes = self.ssn.nodes
+        old_node = nodes.by_name.get(task.node_name) if task.node_name else None
+        new_node = nodes.by_name.get(node_name) if node_name else None
+        on_node = old_node is not None and task.key in old_node.tasks
+        touched = {id(n): n for n in (old_node, new_node) if n is not None}.values()
+        previous = Previous(
+            task.status,
+            task.node_name,
+            task.is_virtual,
+            task.gpu_groups,
+            task.accepted_gpus,
+            on_node,
+            tuple(nodes.save(n) for n in touched),
+        )
+        if old_node is not None and on_node:
+            nodes.remove_task(task, old_node)
+        self.ssn.jobs[task.job_key].set_status(task, status)
         task.node_name = node_name
         if gpu_groups is not None:
             task.gpu_groups = gpu_groups
-        new_node = ssn.nodes.by_name.get(node_name) if node_name else None
         if new_node is not None:
-            ssn.nodes.add_task(task, new_node)
+            nodes.add_task(task, new_node)
         return previous
 
-    def _restore(self, task: TaskInfo, previous: tuple[PodStatus, str, bool, tuple[str, ...]]) -> None:
-        status, node_name, virtual, gpu_groups = previous
-        self._move(task, status, node_name, gpu_groups)
-        task.is_virtual = virtual
+    def _move_back(self, task: TaskInfo, previous: Previous) -> None:
+        """The task where it was, by moving it there (an undo out of order)."""
+        self._move(task, previous.status, previous.node_name, previous.gpu_groups)
+        task.is_virtual = previous.is_virtual
+
+    def _put_back(self, task: TaskInfo, previous: Previous) -> None:
+        """The task and the nodes it touched exactly as before (an undo newest first)."""
+        nodes = self.ssn.nodes
+        node = nodes.by_name.get(task.node_name) if task.node_name else None
+        if node is not None and node.tasks.get(task.key) is task:
+            del node.tasks[task.key]
+        for state in previous.nodes:
+            nodes.restore(state)
+        self.ssn.jobs[task.job_key].set_status(task, previous.status)
+        task.node_name = previous.node_name
+        task.gpu_groups = previous.gpu_groups
+        task.is_virtual = previous.is_virtual
+        task.accepted_gpus = previous.accepted_gpus
+        old_node = nodes.by_name.get(previous.node_name) if previous.on_node else None
+        if old_node is not None:
+            old_node.tasks[task.key] = task
+
+    def _placement(self, kind: str, task: TaskInfo, node_name: str, message: str, previous: Previous) -> None:
+        """Journals an allocation or a pipeline: undone, the task's queue is no longer charged for it."""
+
+        def undo() -> None:
+            self.ssn.deallocated(task)
+            self._move_back(task, previous)
+
+        def restore() -> None:
+            self.ssn.deallocated(task)
+            self._put_back(task, previous)
+
+        self.operations.append(Operation(kind, task, node_name, message, undo, restore=restore))
 
     def allocate(self, task: TaskInfo, node_name: str, gpu_groups: tuple[str, ...] | None = None) -> None:
         previous = self._move(task, PodStatus.ALLOCATED, node_name, gpu_groups)
         self.ssn.allocated(task)
         task.is_virtual = True
-
-        def undo() -> None:
-            self.ssn.deallocated(task)
-            self._restore(task, previous)
-
-        self.operations.append(Operation("allocate", task, node_name, "", undo))
+        self._placement("allocate", task, node_name, "", previous)
 
     def pipeline(
         self,
@@ -96,13 +155,8 @@ class Statement:
         previous = self._move(task, PodStatus.PIPELINED, node_name, gpu_groups)
         self.ssn.allocated(task)
         task.is_virtual = True
-
-        def undo() -> None:
-            self.ssn.deallocated(task)
-            self._restore(task, previous)
-
         message = f"Pod {task.namespace}/{task.name} was pipelined to node {node_name}"
-        self.operations.append(Operation("pipeline", task, node_name, message, undo))
+        self._placement("pipeline", task, node_name, message, previous)
 
     def evict(self, task: TaskInfo, message: str, evictor: str = "") -> None:
         """Virtually evict a placed task. Evicting a task that is already releasing does nothing: KAI would free
@@ -114,22 +168,35 @@ class Statement:
         task.is_virtual = True
 
         def undo() -> None:
-            self._restore(task, previous)
+            self._move_back(task, previous)
             self.ssn.allocated(task)
 
-        self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor))
+        def restore() -> None:
+            self._put_back(task, previous)
+            self.ssn.allocated(task)
+
+        self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor, restore=restore))
 
     def unevict(self, task: TaskInfo) -> None:
         """Undo the task's earliest valid eviction; rolling back past this point evicts it again."""
         for op in self.operations:
             if op.valid and op.kind == "evict" and op.task is task:
+                node = self.ssn.nodes.by_name.get(task.node_name) if task.node_name else None
+                before = Previous(
+                    task.status,
+                    task.node_name,
+                    task.is_virtual,
+                    task.gpu_groups,
+                    task.accepted_gpus,
+                    node is not None and node.tasks.get(task.key) is task,
+                    (self.ssn.nodes.save(node),) if node is not None else (),
+                )
                 op.undo()
                 op.valid = False
 
-                def redo(evicted: Operation = op) -> None:
-                    self._move(task, PodStatus.RELEASING, task.node_name)
+                def redo(evicted: Operation = op, before: Previous = before) -> None:
+                    self._put_back(task, before)
                     self.ssn.deallocated(task)
-                    task.is_virtual = True
                     evicted.valid = True
 
                 self.operations.append(Operation("undo", task, task.node_name, "", redo))
@@ -140,7 +207,12 @@ class Statement:
         kept: list[Operation] = []
         converted: list[Operation] = []
         for op in self.operations:
-            (converted if op.kind == "allocate" and op.task.job_key == job_key else kept).append(op)
+            if op.kind == "allocate" and op.task.job_key == job_key:
+                converted.append(op)
+            else:
+                if converted:  # its saved accounting holds an allocation undone below: moved back if undone
+                    op.restore = None
+                kept.append(op)
         self.operations = kept
         groups = [op.task.gpu_groups for op in converted]
         for op in reversed(converted):

@@ -24,6 +24,12 @@ class SharedGpus:
         self.releasing: dict[str, int] = {}
         self.marked_releasing: set[str] = set()
 
+    def copy(self) -> "SharedGpus":
+        copied = SharedGpus()
+        copied.used, copied.allocated, copied.releasing = dict(self.used), dict(self.allocated), dict(self.releasing)
+        copied.marked_releasing = set(self.marked_releasing)
+        return copied
+
     def groups_in_use(self) -> int:
         return sum(1 for memory in self.used.values() if memory > 0)
 

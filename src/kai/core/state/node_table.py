@@ -7,6 +7,7 @@ placed pod adds to used and takes from idle.
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,23 @@ class NodeInfo:
     @property
     def gpu_memory_mib(self) -> int:
         return self.node.gpu_memory_mib
+
+
+NO_TASKS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """One node's accounting at a moment (its column of the arrays, its shared GPUs), to be put back exactly."""
+
+    info: NodeInfo
+    idle: Vector
+    used: Vector
+    releasing: Vector
+    shared: SharedGpus | None
+    """None: no shared GPU in use."""
+    legacy_mig_tasks: frozenset[str]
+    has_shared: bool
 
 
 class NodeTable:
@@ -158,6 +176,36 @@ class NodeTable:
             if shared.releasing_from_shared_tasks(group) and group not in shared.marked_releasing:
                 self.releasing[GPU_ROW, column] += 1
                 shared.marked_releasing.add(group)
+
+    def save(self, info: NodeInfo) -> NodeState:
+        """The node's accounting now (on every statement operation: kept cheap, a node without shared GPUs or
+        legacy MIG tasks copies only its column)."""
+        column, shared = info.column, info.shared
+        return NodeState(
+            info,
+            self.idle[:, column].copy(),
+            self.used[:, column].copy(),
+            self.releasing[:, column].copy(),
+            shared.copy() if shared.used or shared.allocated or shared.releasing or shared.marked_releasing else None,
+            frozenset(info.legacy_mig_tasks) if info.legacy_mig_tasks else NO_TASKS,
+            column in self.shared_columns,
+        )
+
+    def restore(self, state: NodeState) -> None:
+        """Puts a node's accounting back as ``save`` found it (its tasks are the caller's): exact where the
+        shared-GPU arithmetic of ``remove_task`` is not the inverse of ``add_task`` in every order. A state is
+        restored once at most (its operation is gone after the rollback), so its parts are taken, not copied."""
+        info, column = state.info, state.info.column
+        self._changes.append(column)
+        self.idle[:, column] = state.idle
+        self.used[:, column] = state.used
+        self.releasing[:, column] = state.releasing
+        info.shared = state.shared if state.shared is not None else SharedGpus()
+        info.legacy_mig_tasks = set(state.legacy_mig_tasks)
+        if state.has_shared:
+            self.shared_columns.add(column)
+        else:
+            self.shared_columns.discard(column)
 
     @property
     def version(self) -> int:
