@@ -5,10 +5,11 @@ from pathlib import Path
 import yaml
 
 from kai.cluster.memory import MemoryCluster
+from kai.cluster.port import Listener, Raw
 from kai.components.binder import Binder
 from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
 from kai.components.podgrouper import PodGrouper
-from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.scheduler.loop import ASSUME_S, HOLD_S, SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -158,3 +159,49 @@ def test_mark_unschedulable_false_gives_the_event_without_the_condition() -> Non
     assert not any(c["type"] == "PodScheduled" for c in pod.get("status", {}).get("conditions", []))
     events = [e for e in cluster.list("Event") if e["involvedObject"]["name"] == "training-job"]
     assert any(e["reason"] == "Unschedulable" and e["involvedObject"]["kind"] == "Pod" for e in events)
+
+
+class _LaggingBindRequestInformer(MemoryCluster):
+    """A cluster whose BindRequest informer shows nothing (it backs off, as after an API server restart)."""
+
+    def get(self, kind: str, key: str) -> Raw | None:
+        return None if kind == "BindRequest" else super().get(kind, key)
+
+    def subscribe(self, listener: Listener) -> None:
+        super().subscribe(lambda kind, obj, deleted: None if kind == "BindRequest" else listener(kind, obj, deleted))
+
+
+def test_a_created_bind_request_counts_before_its_informer_shows_it() -> None:
+    doc = yaml.safe_load((REPO / "examples" / "department.yaml").read_text())
+    cluster = _LaggingBindRequestInformer(doc["objects"])
+    now = [1_767_225_600.0]
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: now[0])
+    assert len(loop.run_once().result.binds) == 6
+    assert len(loop.in_flight.assumed) == 6
+    # the next cycles see the six pods as bound where they were placed: nothing placed again, no node's room reused
+    assert loop.run_once().result.binds == []
+    assert len(cluster.list("BindRequest")) == 6
+    # an informer that never shows them in time: they are dropped (and the pods, still pending, placed again)
+    now[0] += ASSUME_S + 1
+    assert len(loop.run_once().result.binds) == 6
+
+
+def test_a_bind_request_deleted_before_its_pod_is_bound_still_holds_the_node() -> None:
+    cluster = _cluster()
+    now = [1_767_225_600.0]
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: now[0])
+    assert len(loop.run_once().result.binds) == 6
+    # deleted while the binder may be binding: the pod keeps its node until it is shown bound
+    cluster.delete("BindRequest", "ml/training-job")
+    cluster.delete("BindRequest", "ml/inference-light")
+    assert loop.run_once().result.binds == []
+    assert set(loop.in_flight.held) == {"ml/training-job", "ml/inference-light"}
+    # one is bound (by a binder that read its request before the delete): the hold ends, the pod is placed
+    pod = cluster.get("Pod", "ml/training-job")
+    assert pod is not None
+    cluster.bind_pod("ml", "training-job", "gpu-node-1")
+    assert set(loop.in_flight.held) == {"ml/inference-light"}
+    assert loop.run_once().result.binds == []
+    # the other is never bound: after a while it is pending again and placed again
+    now[0] += HOLD_S + 1
+    assert [bind.pod_key for bind in loop.run_once().result.binds] == ["ml/inference-light"]

@@ -18,6 +18,7 @@ from kai.components.events import EventRecorder
 from kai.components.metrics import SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.scheduler.history import CycleHistory
+from kai.components.scheduler.in_flight import BindRequestsInFlight
 from kai.components.scheduler.invalid import InvalidObjectReporter
 from kai.components.scheduler.usage import UsageSource, cycle_with_usage, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
@@ -30,6 +31,10 @@ from kai.core.state.snapshot import take_snapshot
 
 log = logging.getLogger(__name__)
 PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
+ASSUME_S = 120.0
+"""How long a BindRequest this scheduler created counts while its informer does not show it."""
+HOLD_S = 30.0
+"""How long a deleted BindRequest counts while its pod is not shown bound."""
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,12 @@ class SchedulerLoop:
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
+        self._lock = threading.Lock()
+        self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
         writes = writes or Writes()
         recorder = EventRecorder(cluster, COMPONENT, clock)
-        self.writer = DecisionWriter(cluster, clock, writes, recorder)
+        self.writer = DecisionWriter(cluster, clock, writes, recorder, on_bind_request=self.in_flight.created)
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes)
-        self._lock = threading.Lock()
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
         self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
         self.cycles = 0
@@ -80,12 +86,14 @@ class SchedulerLoop:
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         with self._lock:
-            self.state.apply(kind, obj, deleted or not self.node_pool.holds(kind, obj))
+            if self.in_flight.apply(kind, obj, deleted):
+                self.state.apply(kind, obj, deleted or not self.node_pool.holds(kind, obj))
 
     def run_once(self) -> Session:
         started = time.perf_counter()
         now = self.clock()
         with self._lock:
+            self.in_flight.expire()
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)

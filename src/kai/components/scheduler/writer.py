@@ -42,8 +42,11 @@ class DecisionWriter:
         now: Callable[[], float],
         writes: Writes | None = None,
         recorder: EventRecorder | None = None,
+        on_bind_request: Callable[[Raw], None] | None = None,
     ) -> None:
+        """``on_bind_request``: given each BindRequest created, as the API server returned it."""
         self.cluster = cluster
+        self.on_bind_request = on_bind_request
         self.now = now
         self.writes = writes or Writes()
         self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
@@ -96,7 +99,7 @@ class DecisionWriter:
         namespace, pod_name = bind.pod_key.split("/", 1)
         if self.cluster.get("BindRequest", bind.pod_key) is not None:
             return
-        self.cluster.create(
+        created = self.cluster.create(
             "BindRequest",
             {
                 "apiVersion": "scheduling.run.ai/v1alpha2",
@@ -132,6 +135,8 @@ class DecisionWriter:
                 },
             },
         )
+        if self.on_bind_request is not None:
+            self.on_bind_request(created)
         self.recorder.record(
             ObjectRef("v1", "Pod", namespace, pod_name, bind.pod_uid),
             "Normal",
