@@ -4,8 +4,9 @@ single pods, gangs and gpu-fraction pods on the drill's own KWOK nodes — and e
 all-or-nothing, kai ready and no longer retrying. Each prints its figures (`drill <name> recovery_s=…`; run pytest
 with -s to see them).
 
-The faults: etcd stopped for ETCD_OUTAGE_S; a node cordoned or tainted NoSchedule as a gang's request names it;
-PodGroups deleted under their running pods; kill -9 of each of kai's components run as separate processes; bad objects
+The faults: etcd stopped for ETCD_OUTAGE_S; kube-apiserver restarted (SIGTERM or SIGKILL); BindRequests, or their
+pods, deleted as they are made; a node cordoned or tainted NoSchedule as a gang's request names it; PodGroups deleted
+under their running pods; kill -9 of each of kai's components run as separate processes; bad objects
 of several kinds mid-burst.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from controlplane import ControlPlane
 from drill_support import (
+    BIND_REQUESTS,
     NODE_GPUS,
     PODGROUPS,
     Drill,
@@ -45,6 +47,8 @@ NODES = 12
 ETCD_OUTAGE_S = 15.0
 COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers")
 MERGE_PATCH = "application/merge-patch+json"
+DELETED_REQUESTS = 6
+"""How many BindRequests (or their pods) a drill deletes as they are made."""
 STOP_S = 10.0
 """How long the drill's kai processes get to exit after SIGTERM (they take about 2 s) before they are killed."""
 
@@ -105,7 +109,79 @@ def test_etcd_outage(drill: Drill, control_plane: ControlPlane) -> None:
     drill.finish(kai)
 
 
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+def test_apiserver_restart(drill: Drill, control_plane: ControlPlane, kill: bool) -> None:
+    """kube-apiserver stopped (gracefully, or killed) and started again as the second wave arrives: kai's watches
+    break, custom resources answer 503 for a while after the start, and kai's informers catch up at their own pace."""
+    kai = drill.start()
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    drill.submit(second)
+    drill.fault_begins()
+    control_plane.restart_apiserver(kill=kill)
+    drill.fault_ends()
+    drill.finish(kai)
+
+
 # ------------------------------------------------------------------------------------------- kai's objects
+
+
+def test_bind_requests_deleted_while_binding(drill: Drill, control_plane: ControlPlane) -> None:
+    """The first DELETED_REQUESTS BindRequests are deleted the moment the API server tells of them, while the binder
+    may be binding them: each pod ends bound once (by the binder that read the request, or by a new request), and
+    no node gets more than it has."""
+    kai = drill.start()
+    deleted: list[str] = []
+
+    def delete(request: dict[str, Any]) -> bool:
+        name = request["metadata"]["name"]
+        status, body = control_plane.request(BIND_REQUESTS.format(ns=drill.namespace) + f"/{name}", "DELETE")
+        assert status in (200, 404), body
+        deleted.append(request["spec"]["podName"])
+        drill.may_lack_request.add(request["spec"]["podName"])
+        return len(deleted) >= DELETED_REQUESTS
+
+    watcher = OnBindRequests(control_plane, drill.namespace, delete)
+    watcher.start()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    drill.submit(first)
+    watcher.wait(f"{DELETED_REQUESTS} BindRequests")
+    drill.fault_ends()
+    drill.submit(second)
+    drill.finish(kai)
+    print(f"drill {drill.name}: BindRequests deleted for {deleted}")
+
+
+def test_pods_deleted_between_bind_request_and_binding(drill: Drill, control_plane: ControlPlane) -> None:
+    """Single pods are deleted the moment their BindRequest is made: their GPUs go to the pods after them (the second
+    wave all binds, on exactly the room the first wave leaves), nothing is bound for a pod that is gone."""
+    kai = drill.start()
+    gone: list[str] = []
+
+    def delete(request: dict[str, Any]) -> bool:
+        pod = request["spec"]["podName"]
+        if "-s" not in pod:
+            return False
+        status, body = control_plane.request(f"/api/v1/namespaces/{drill.namespace}/pods/{pod}", "DELETE")
+        assert status in (200, 404), body
+        gone.append(pod)
+        return len(gone) >= DELETED_REQUESTS
+
+    watcher = OnBindRequests(control_plane, drill.namespace, delete)
+    watcher.start()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    drill.submit(first)
+    watcher.wait(f"{DELETED_REQUESTS} pods' BindRequests")
+    drill.fault_ends()
+    for pod in gone:
+        del drill.uids[pod]
+    drill.submit(second)
+    drill.finish(kai)
+    left = [n for n in gone if n in drill.pods()]
+    assert not left, f"pods deleted mid-bind are still there: {left}"
 
 
 @pytest.mark.parametrize("change", ["cordon", "taint"])

@@ -153,15 +153,21 @@ class Env:
     def podgroup_becomes(self, name: str, spec: Obj) -> None:
         self.shown(f"PodGroup {name} to have spec {spec}", lambda: self.podgroups().get(name, {}).get("spec") == spec)
 
-    def unschedulable(self, name: str) -> Obj:
-        """Waits for the scheduler's word on why PodGroup `name` waits (its scheduling condition); returns it."""
-        [condition] = wait_until(
-            f"the scheduler to say why {name} waits",
-            lambda: ((get(self.cp, self.path(PODGROUPS, "podgroups", name)) or {}).get("status") or {}).get(
-                "schedulingConditions"
-            ),
-        )
-        return dict(condition)
+    def unschedulable(self, name: str, saying: str) -> Obj:
+        """Waits until the scheduler's word on why PodGroup `name` waits (its scheduling condition) says `saying`.
+
+        An earlier cycle's condition may stand for a while: one written before the scheduler's cache held all the
+        gang's pods says fewer exist.
+        """
+
+        def condition() -> Obj | None:
+            podgroup = get(self.cp, self.path(PODGROUPS, "podgroups", name)) or {}
+            conditions = (podgroup.get("status") or {}).get("schedulingConditions") or []
+            return next((dict(c) for c in conditions if saying in c.get("message", "")), None)
+
+        found = wait_until(f"the scheduler to say why {name} waits: {saying!r}", condition)
+        assert found is not None
+        return found
 
     def stays_unbound(self, cycles: int = 3) -> None:
         """No pod is bound and no BindRequest made over `cycles` more scheduling cycles."""
@@ -270,7 +276,7 @@ def test_the_seed_raycluster_is_one_gang_of_five_that_binds_only_when_all_five_f
     assert sorted(label(p, SUBGROUP) for p in members) == ["headgroup"] + ["workers"] * 4
 
     # 3 free GPUs for 4 workers: the gang waits whole, cycle after cycle
-    assert "sub-group workers requires 4 pods for gang scheduling" in env.unschedulable(name)["message"]
+    env.unschedulable(name, "sub-group workers requires 4 pods for gang scheduling")
     env.stays_unbound()
 
     env = replace(env, nodes=env.nodes + pool_nodes(kwok, env.pool, 1, first=1))
@@ -413,7 +419,7 @@ def test_an_elastic_pytorchjob_waits_for_its_minimum_and_takes_the_workers_it_is
     # one worker of the two the job needs at least: it waits
     env.grouped(1)
     assert env.the_podgroup()["spec"] == spec
-    assert "Waiting for 2 pods" in env.unschedulable(name)["message"]
+    env.unschedulable(name, "Waiting for 2 pods")
     env.stays_unbound()
 
     # scaled to 4 workers on 3 GPUs: the gang of 2 and one elastic worker run, the fourth waits; the same PodGroup

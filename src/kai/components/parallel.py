@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from kai.cluster.port import AlreadyExists, Conflict, NotFound
+from kai.cluster.port import AlreadyExists, ClusterError, Conflict, NotFound
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -30,6 +30,9 @@ class Writes:
                 action(item)
             except (AlreadyExists, Conflict, NotFound) as error:  # made, changed or gone meanwhile: next pass sees it
                 log.warning("%s %s: %s", what, _name(item), error)
+                return False
+            except ClusterError as error:  # the API server refused or could not be reached, after the retries
+                log.error("%s %s failed: %s", what, _name(item), error)
                 return False
             except Exception:  # one object's failure never stops the others (DESIGN.md §8)
                 log.exception("%s %s failed", what, _name(item))

@@ -11,6 +11,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 
@@ -118,8 +119,12 @@ def serve_body(
     try:
         endpoints = Endpoints(metrics_bind_address, health_probe_bind_address, registry, health)
         cluster.start()
-        if not cluster.wait_for_sync(SYNC_TIMEOUT_S):
-            raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while not cluster.wait_for_sync(0.5):  # a SIGTERM while the API server is away still stops the process
+            if stop.is_set():
+                return
+            if time.monotonic() > deadline:
+                raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
         if leader_elect:
             leading = threading.Event()
             identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
