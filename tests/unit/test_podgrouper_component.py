@@ -134,6 +134,20 @@ def test_a_deleted_podgroup_is_made_again() -> None:
     assert spec_of(cluster, "bert-worker-0")[0] == "pg-bert-uid-bert"
 
 
+def test_an_ownerless_pod_s_deleted_podgroup_is_made_again_but_a_user_s_is_not() -> None:
+    """The pod-grouper's own ``pg-<pod>-<uid>`` comes back (KAI would leave the pod without a PodGroup); a PodGroup a
+    user named on an ownerless pod is the user's, gone or not."""
+    cluster, grouper, _ = setup(pod("single"), pod("joins", annotations={"pod-group-name": "mine"}))
+    grouper.reconcile()
+    own = f"{NS}/pg-single-uid-single"
+    assert cluster.get("PodGroup", own) is not None
+    cluster.finalize("PodGroup", own)
+    grouper.reconcile()
+    assert cluster.get("PodGroup", own) is not None
+    assert spec_of(cluster, "single")[0] == "pg-single-uid-single"
+    assert cluster.get("PodGroup", f"{NS}/mine") is None
+
+
 def test_pods_the_pod_grouper_leaves_alone() -> None:
     external = {"pod-group-name": "pipeline"}
     skipper = obj("batch/v1", "Job", "evaluation", annotations={"kai.scheduler/skip-podgrouper": "true"})

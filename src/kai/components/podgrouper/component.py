@@ -29,7 +29,7 @@ from kai.components.parallel import Writes
 from kai.components.podgrouper.owners import ClusterLookup, UnknownKind, owner_chain
 from kai.components.podgrouper.podgroups import podgroup_object, updated
 from kai.components.podgrouper.rules import hub, keys
-from kai.components.podgrouper.rules.default import parse_default_priorities
+from kai.components.podgrouper.rules.default import parse_default_priorities, podgroup_name
 from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Settings, Workload
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
@@ -121,7 +121,11 @@ class PodGrouper:
         if pod.annotations.get(keys.SKIP_ANNOTATION) == "true":
             return None
         if not pod.owner_refs and names.POD_GROUP_ANNOTATION in pod.annotations:
-            return None  # an ownerless pod that joins a PodGroup made by someone else
+            if pod.annotations[names.POD_GROUP_ANNOTATION] != podgroup_name(pod):
+                return None  # an ownerless pod that joins a PodGroup made by someone else
+            if self.cluster.get("PodGroup", f"{pod.namespace}/{podgroup_name(pod)}") is not None:
+                return None  # grouped by this pod-grouper before: its PodGroup is the user's to change from now on
+            # grouped before, and its PodGroup was deleted: made again (KAI leaves the pod without one)
         owners = owner_chain(pod, lookup, self._unknown_kinds)
         if any(owner.annotations.get(keys.SKIP_ANNOTATION) == "true" for owner in owners):
             return None
