@@ -40,6 +40,20 @@ def test_the_same_seed_injects_the_same_faults_at_the_set_rate():
     assert set(plan.injected) == set(KINDS)
 
 
+def test_faults_for_a_while_then_none():
+    now = [0.0]
+    plan = FaultPlan.parse("rate=1, for=2.5")
+    plan = FaultPlan(plan.rate, plan.seed, plan.kinds, plan.duration_s, clock=lambda: now[0])
+    assert plan.draw("GET") is not None
+    now[0] = 2.4
+    assert plan.draw("GET") is not None
+    now[0] = 2.5
+    assert [plan.draw("GET") for _ in range(100)] == [None] * 100
+    for text in ("rate=1,for=0", "rate=1,for=soon"):
+        with pytest.raises(FaultSpecError, match="for"):
+            FaultPlan.parse(text)
+
+
 def test_conflicts_are_injected_only_where_a_server_can_answer_one():
     plan = FaultPlan(1.0, 1)
     assert {plan.draw("POST") for _ in range(500)} == set(KINDS) - {"409"}
@@ -99,5 +113,5 @@ def test_a_bad_kai_faults_value_is_one_line_from_a_command(tmp_path: Path) -> No
     argv = ["all", f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0", "--health-probe-bind-address=0"]
     done = CliRunner().invoke(main, [*argv, "--plugin-server-port=0"], env={"KAI_FAULTS": "bogus"})
     assert done.exit_code == 1, done.output
-    assert "KAI_FAULTS: 'bogus': expected rate=R, seed=N or kinds=K:K" in done.output
+    assert "KAI_FAULTS: 'bogus': expected rate=R, seed=N, kinds=K:K or for=S" in done.output
     assert "Traceback" not in done.output

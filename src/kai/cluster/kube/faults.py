@@ -1,6 +1,7 @@
 """Fault injection for drills: an HTTP transport that fails a set share of requests, the ways an API server does.
 
-``KAI_FAULTS=rate=0.1,seed=7`` (optionally ``,kinds=drop:429:500:409:timeout``) in a process's environment makes
+``KAI_FAULTS=rate=0.1,seed=7`` (optionally ``,kinds=drop:429:500:409:timeout`` and ``,for=S``: only in the first S
+seconds after the client is made, so that a drill can watch the process recover) in a process's environment makes
 every kube client it opens (``transport.connect``) go through ``FaultyTransport``; unset, nothing is wrapped and
 requests cost what they always did. The faults, drawn from one seeded generator:
 
@@ -17,7 +18,9 @@ import json
 import logging
 import os
 import random
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx2 as httpx
@@ -43,39 +46,49 @@ class FaultSpecError(KubeconfigError):
 
 @dataclass
 class FaultPlan:
-    """Fail ``rate`` of the requests (0..1) with one of ``kinds``, chosen by a generator seeded with ``seed``."""
+    """Fail ``rate`` of the requests (0..1) with one of ``kinds``, chosen by a generator seeded with ``seed``, for
+    ``duration_s`` from the plan's making (None: for ever)."""
 
     rate: float
     seed: int = 0
     kinds: tuple[str, ...] = KINDS
+    duration_s: float | None = None
+    clock: Callable[[], float] = time.monotonic
     injected: Counter[str] = field(default_factory=Counter)
     """Faults injected so far, by kind."""
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
+        self._ends = None if self.duration_s is None else self.clock() + self.duration_s
+        self._over = False
 
     @classmethod
     def parse(cls, text: str) -> "FaultPlan":
-        """``rate=R[,seed=N][,kinds=K:K…]``."""
+        """``rate=R[,seed=N][,kinds=K:K…][,for=S]``."""
         values: dict[str, str] = {}
         for part in text.split(","):
             name, sep, value = part.strip().partition("=")
-            if not sep or name not in ("rate", "seed", "kinds"):
-                raise FaultSpecError(f"{ENV_VAR}: {part.strip()!r}: expected rate=R, seed=N or kinds=K:K")
+            if not sep or name not in ("rate", "seed", "kinds", "for"):
+                raise FaultSpecError(f"{ENV_VAR}: {part.strip()!r}: expected rate=R, seed=N, kinds=K:K or for=S")
             values[name] = value.strip()
         if "rate" not in values:
             raise FaultSpecError(f"{ENV_VAR}: rate=R (0 to 1) is required")
         try:
             rate, seed = float(values["rate"]), int(values.get("seed", "0"))
+            duration = float(values["for"]) if "for" in values else None
         except ValueError as e:
-            raise FaultSpecError(f"{ENV_VAR}: rate must be a number from 0 to 1 and seed an integer ({e})") from e
+            raise FaultSpecError(
+                f"{ENV_VAR}: rate must be a number from 0 to 1, seed an integer and for seconds ({e})"
+            ) from e
         if not 0.0 <= rate <= 1.0:
             raise FaultSpecError(f"{ENV_VAR}: rate {rate} is not from 0 to 1")
+        if duration is not None and not duration > 0:
+            raise FaultSpecError(f"{ENV_VAR}: for={values['for']} is not a number of seconds above 0")
         kinds = tuple(k for k in values.get("kinds", ":".join(KINDS)).split(":") if k)
         unknown = sorted(set(kinds) - set(KINDS))
         if unknown or not kinds:
             raise FaultSpecError(f"{ENV_VAR}: kinds {unknown or '(none)'}: allowed {', '.join(KINDS)}")
-        return cls(rate, seed, kinds)
+        return cls(rate, seed, kinds, duration)
 
     @classmethod
     def from_env(cls) -> "FaultPlan | None":
@@ -84,6 +97,12 @@ class FaultPlan:
 
     def draw(self, method: str) -> str | None:
         """The fault for the next request (None: let it through)."""
+        if self._ends is not None and self.clock() >= self._ends:
+            if not self._over:
+                self._over = True
+                counts = ", ".join(f"{kind} {n}" for kind, n in sorted(self.injected.items())) or "none"
+                log.warning("fault injection is over after %gs; faults injected: %s", self.duration_s, counts)
+            return None
         if self._random.random() >= self.rate:
             return None
         kinds = [k for k in self.kinds if k != "409" or method in _CONFLICT_METHODS]

@@ -59,8 +59,14 @@ def connect(config: SingleConfig, *, timeout_s: float = 30.0, faults: FaultPlan 
     params = ConnectionParams(timeout=httpx.Timeout(timeout_s))
     if faults is None:
         return AsyncClient(config, params)
+    lasting = "" if faults.duration_s is None else f" for {faults.duration_s:g}s"
     log.warning(
-        "fault injection is on (%s): rate %s, seed %s, kinds %s", ENV_VAR, faults.rate, faults.seed, faults.kinds
+        "fault injection is on (%s)%s: rate %s, seed %s, kinds %s",
+        ENV_VAR,
+        lasting,
+        faults.rate,
+        faults.seed,
+        faults.kinds,
     )
     options = params.httpx_params(config)
     options["transport"] = FaultyTransport(httpx.AsyncHTTPTransport(verify=options["verify"]), faults)
