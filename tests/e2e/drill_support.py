@@ -4,7 +4,8 @@ single pods, gangs and gpu-fraction pods, in waves), the recovery time, and the 
 The end state, whatever the fault was:
 
 - every pod of the workload still exists (the same uid) and is bound, or waits with a reason (``PodScheduled=False``
-  with a message); a pod that is neither, or is gone, is *lost*;
+  with a message); a pod that is neither, or is gone, is *lost* (but a pod on a node the drill deleted may be gone,
+  taken by the pod garbage collector);
 - bound once: at most one BindRequest per pod, the one there names the pod's node (a pod may lack its request only
   where the drill deleted it), and the binder's ``Bound`` events of a pod name one node (*double_bound* otherwise);
 - no node over its ``nvidia.com/gpu`` allocatable: the GPUs requested by every pod on it (any namespace: the
@@ -31,7 +32,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ FRACTION = "gpu-fraction"
 GPU_GROUP = "runai-gpu-group"
 BOUND_MESSAGE = re.compile(r"Pod bound successfully to node (\S+)")
 SCHEDULED_MESSAGE = re.compile(r"Successfully assigned pod \S+ to node (\S+) ")
+WEBHOOK_DOWN = "failed calling webhook"
 RETRY = re.compile(r"\bretr(?:y|ying|ied)\b")
 QUIET_CYCLES = 3
 SETTLE_TIMEOUT_S = 180.0
@@ -165,35 +167,46 @@ class Drill:
     """Pods expected to stay pending (each with a reason); every other pod must end bound."""
     may_lack_request: set[str] = field(default_factory=set)
     """Pods whose BindRequest the drill deleted: bound, they may have none."""
+    may_go: set[str] = field(default_factory=set)
+    """Pods on a node the drill deleted: the pod garbage collector may remove them, and they may be bound there (to
+    wait is what is expected of them once the node is gone)."""
     kais: list[Kai] = field(default_factory=list)
+    refused: int = 0
+    """Creates refused because an admission webhook could not be called (then tried again)."""
+    _refusals_lock: threading.Lock = field(default_factory=threading.Lock)
     fault_start: float | None = None
     fault_end: float | None = None
     in_flight: int = 0
 
     # ------------------------------------------------------------------------------------------- kai
 
-    def start(self, component: str = "all") -> Kai:
-        """``kai <component> --kubeconfig …`` (kai_support.Kai), judged at the end; stopped by the fixture."""
-        self.kais.append(Kai(self.cp, self.tmp_path / f"kai-{component}.log", component=component))
+    def start(self, component: str = "all", *extra: str, log: str = "", env: Mapping[str, str] | None = None) -> Kai:
+        """``kai <component> --kubeconfig … <extra>`` (kai_support.Kai, ``env`` added to its environment), logging
+        to kai-<log or component>.log, judged at the end; stopped by the fixture."""
+        path = self.tmp_path / f"kai-{log or component}.log"
+        self.kais.append(Kai(self.cp, path, *extra, component=component, env=env))
         return self.kais[-1]
 
     # ------------------------------------------------------------------------------------------- workload
 
-    def submit(self, documents: Sequence[dict[str, Any]], may_wait: Iterable[str] = ()) -> None:
-        """Creates the objects through the API, side by side (a burst, as a controller makes a job's pods), Queues
-        and PodGroups before the pods that name them; records the pods' uids."""
+    def submit(
+        self, documents: Sequence[dict[str, Any]], may_wait: Iterable[str] = (), workers: int = 8, refused_s: float = 0
+    ) -> None:
+        """Creates the objects through the API, ``workers`` side by side (a burst, as a controller makes a job's
+        pods), Queues and PodGroups before the pods that name them; records the pods' uids. A create an admission
+        webhook could not be called for is tried again (as a controller would) for ``refused_s``."""
         self.may_wait |= set(may_wait)
         for doc in documents:
             if doc["kind"] == "PodGroup":
                 self.gangs[doc["metadata"]["name"]] = int(doc["spec"]["minMember"])
         first = [d for d in documents if d["kind"] != "Pod"]
         pods = [d for d in documents if d["kind"] == "Pod"]
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(self._create, first))
-            for created in pool.map(self._create, pods):
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda doc: self._create(doc, refused_s), first))
+            for created in pool.map(lambda doc: self._create(doc, refused_s), pods):
                 self.uids[created["metadata"]["name"]] = created["metadata"]["uid"]
 
-    def _create(self, doc: dict[str, Any]) -> dict[str, Any]:
+    def _create(self, doc: dict[str, Any], refused_s: float = 0) -> dict[str, Any]:
         meta = doc["metadata"]
         if doc["kind"] == "Pod":
             path = f"/api/v1/namespaces/{meta['namespace']}/pods"
@@ -202,7 +215,13 @@ class Drill:
         else:
             assert doc["kind"] == "Queue", doc["kind"]
             path = "/apis/scheduling.run.ai/v2/queues"
+        deadline = time.monotonic() + refused_s
         status, body = self.cp.request(path, "POST", doc)
+        while status != 201 and WEBHOOK_DOWN in str(body) and time.monotonic() < deadline:
+            with self._refusals_lock:
+                self.refused += 1
+            time.sleep(0.25)  # a controller's requeue
+            status, body = self.cp.request(path, "POST", doc)
         assert status == 201, f"creating {doc['kind']} {meta['name']} failed ({status}): {body}"
         return dict(body)
 
@@ -280,6 +299,8 @@ class Drill:
         double: list[str] = []
         for name, uid in sorted(self.uids.items()):
             pod = pods.get(name)
+            if pod is None and name in self.may_go:
+                continue
             if pod is None or pod["metadata"]["uid"] != uid:
                 lost.append(name)
                 problems.append(f"pod {name} is gone" if pod is None else f"pod {name} was re-created")
@@ -305,7 +326,7 @@ class Drill:
                 )
             elif not mine and name not in self.may_lack_request:
                 problems.append(f"bound pod {name} has no BindRequest")
-            elif name in self.may_wait:
+            elif name in self.may_wait and name not in self.may_go:
                 problems.append(f"pod {name} was expected to wait, it is bound to {node}")
         problems += self._over_capacity(pods, requests)
         problems += self._partial_gangs(pods)
@@ -461,3 +482,64 @@ class OnBindRequests(threading.Thread):
         assert self.done.wait(timeout), f"timed out after {timeout:.0f}s waiting for {what}"
         assert self.error is None, f"the drill's watch failed: {self.error!r}"
         assert self.acted, f"the watch ended ({self.timeout_s}s) before {what}"
+
+
+class Meddler(threading.Thread):
+    """Another client writing the objects kai writes: labels every pod and PodGroup of the namespace and the queue
+    with ``drill/round=<n>``, round after round (merge patches, as ``kubectl label`` makes), until stopped. Keeps
+    the value it last wrote to each object, which must be the value the object ends with: no write of kai's may
+    undo another client's."""
+
+    LABEL = "drill/round"
+
+    def __init__(self, cp: ControlPlane, namespace: str, queue: str) -> None:
+        super().__init__(daemon=True, name=f"drill-meddler-{namespace}")
+        self.cp, self.queue = cp, queue
+        self.paths = {
+            "Pod": f"/api/v1/namespaces/{namespace}/pods",
+            "PodGroup": PODGROUPS.format(ns=namespace),
+        }
+        self.written: dict[tuple[str, str], str] = {}
+        self.patches = 0
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        round_ = 0
+        try:
+            while not self.stopping.is_set():
+                round_ += 1
+                for kind, path in self.paths.items():
+                    for obj in listed(self.cp, path):
+                        self._label(kind, f"{path}/{obj['metadata']['name']}", round_)
+                self._label("Queue", f"/apis/scheduling.run.ai/v2/queues/{self.queue}", round_)
+        except BaseException as error:  # told to the test by stop()
+            self.error = error
+
+    def _label(self, kind: str, path: str, round_: int) -> None:
+        patch = {"metadata": {"labels": {self.LABEL: str(round_)}}}
+        status, body = self.cp.request(path, "PATCH", patch, "application/merge-patch+json")
+        if status == 404:  # deleted meanwhile (a pod's reservation, a PodGroup kai replaced)
+            return
+        assert status == 200, f"labelling {path} failed ({status}): {body}"
+        self.patches += 1
+        self.written[(kind, path.rsplit("/", 1)[1])] = str(round_)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(60)
+        assert not self.is_alive(), "the meddler did not stop"
+        assert self.error is None, f"the meddler failed: {self.error!r}"
+
+    def undone(self) -> list[str]:
+        """Objects whose label is not the value last written to them."""
+        paths = {**self.paths, "Queue": "/apis/scheduling.run.ai/v2/queues"}
+        found: dict[tuple[str, str], str | None] = {}
+        for kind, path in paths.items():
+            for obj in listed(self.cp, path):
+                found[(kind, obj["metadata"]["name"])] = (obj["metadata"].get("labels") or {}).get(self.LABEL)
+        return [
+            f"{kind} {name}: {self.LABEL}={found[(kind, name)]!r}, last written {value!r}"
+            for (kind, name), value in sorted(self.written.items())
+            if (kind, name) in found and found[(kind, name)] != value
+        ]

@@ -9,6 +9,7 @@ cluster cannot place pods on each other's nodes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +39,10 @@ def wait_until(what: str, check: Callable[[], T]) -> T:
 class Kai:
     """A `kai all` (or `kai <component>`) process on the test control plane, logging to `log`."""
 
-    def __init__(self, cp: ControlPlane, log: Path, *extra: str, component: str = "all") -> None:
+    def __init__(
+        self, cp: ControlPlane, log: Path, *extra: str, component: str = "all", env: Mapping[str, str] | None = None
+    ) -> None:
+        """``env``: added to this process's environment."""
         self.metrics_port = free_port()
         self.probe_port = free_port()
         self.plugin_port = free_port()
@@ -46,6 +50,7 @@ class Kai:
         self.cp = cp
         self.extra = extra
         self.component = component
+        self.env = {**os.environ, **(env or {})}
         self.process = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
@@ -57,7 +62,7 @@ class Kai:
             *self.extra,
         ]  # fmt: skip
         with self.log.open("ab") as out:
-            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=self.env)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)

@@ -4,27 +4,34 @@ single pods, gangs and gpu-fraction pods on the drill's own KWOK nodes — and e
 all-or-nothing, kai ready and no longer retrying. Each prints its figures (`drill <name> recovery_s=…`; run pytest
 with -s to see them).
 
-The faults: etcd stopped for ETCD_OUTAGE_S; kube-apiserver restarted (SIGTERM or SIGKILL); BindRequests, or their
-pods, deleted as they are made; a node cordoned or tainted NoSchedule as a gang's request names it; PodGroups deleted
-under their running pods; kill -9 of each of kai's components run as separate processes; bad objects
-of several kinds mid-burst.
+The faults: etcd stopped for ETCD_OUTAGE_S; kube-apiserver restarted (SIGTERM or SIGKILL), or restarted over a
+compacted etcd (every watch resumes into 410 Gone); one in ten of kai's API requests failing (the fault-injecting
+transport); BindRequests, or their pods, deleted as they are made;
+BindRequests edited by another client as they are made; a node deleted, cordoned or tainted NoSchedule under
+pending binds; PodGroups deleted under their running pods; another client labelling every pod, PodGroup and the
+queue through a burst; kill -9 of each of kai's components run as separate processes, of `kai admission` and of
+the leading replica of two; bad objects of several kinds mid-burst.
 """
 
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from admission_support import Admission
 from controlplane import ControlPlane
 from drill_support import (
     BIND_REQUESTS,
     NODE_GPUS,
     PODGROUPS,
     Drill,
+    Meddler,
     OnBindRequests,
     condition,
     delete_nodes,
@@ -49,6 +56,9 @@ COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers")
 MERGE_PATCH = "application/merge-patch+json"
 DELETED_REQUESTS = 6
 """How many BindRequests (or their pods) a drill deletes as they are made."""
+FAULT_RATE = 0.1
+FAULTS_FOR_S = 20.0
+"""kai's requests fail at FAULT_RATE for this long from its start: both waves arrive within it."""
 STOP_S = 10.0
 """How long the drill's kai processes get to exit after SIGTERM (they take about 2 s) before they are killed."""
 
@@ -124,6 +134,44 @@ def test_apiserver_restart(drill: Drill, control_plane: ControlPlane, kill: bool
     drill.finish(kai)
 
 
+def test_watch_resumed_from_a_compacted_version(drill: Drill, control_plane: ControlPlane) -> None:
+    """kube-apiserver stopped, etcd's history compacted to its current revision, kube-apiserver started: every watch
+    kai resumes from the version it had gets 410 Gone, so its informers list again (a deletion missed in between
+    must not linger in kai's caches) and the second wave binds."""
+    kai = drill.start()
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    drill.submit(second)
+    drill.fault_begins()
+    control_plane.stop_apiserver()
+    revision = control_plane.compact_etcd()
+    control_plane.start_apiserver()
+    drill.fault_ends()
+    drill.finish(kai)
+    relisted = kai.log_lines("; re-listing")
+    print(f"drill {drill.name}: etcd compacted at revision {revision}, {len(relisted)} informers listed again")
+    assert relisted, "no informer was told its resourceVersion is too old (410) after the compaction"
+
+
+def test_api_faults_mid_burst(drill: Drill) -> None:
+    """One in ten of kai's API requests fails (KAI_FAULTS: connection dropped, 429, 500, 409 on writes, or the answer
+    lost after the server applied the request) for FAULTS_FOR_S from kai's start, while both waves arrive: each
+    failure is retried or repaired, nothing is bound twice, and kai is quiet once the faults stop."""
+    kai = drill.start(env={"KAI_FAULTS": f"rate={FAULT_RATE},seed=7,for={FAULTS_FOR_S:g}"})
+    began = time.monotonic()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    drill.submit(first)
+    drill.submit(second)
+    time.sleep(max(0.0, began + FAULTS_FOR_S - time.monotonic()))  # the fault itself: kai's requests fail this long
+    drill.fault_ends()
+    drill.finish(kai)
+    injected = Counter(line.split("injected fault ", 1)[1].split(":")[0] for line in kai.log_lines("injected fault "))
+    print(f"drill {drill.name}: faults injected {dict(sorted(injected.items()))}")
+    assert sum(injected.values()) >= 20, f"too few faults were injected to call this a drill: {injected}"
+
+
 # ------------------------------------------------------------------------------------------- kai's objects
 
 
@@ -184,6 +232,86 @@ def test_pods_deleted_between_bind_request_and_binding(drill: Drill, control_pla
     assert not left, f"pods deleted mid-bind are still there: {left}"
 
 
+def test_bind_requests_edited_while_binding(drill: Drill, control_plane: ControlPlane) -> None:
+    """Another client labels and annotates the first DELETED_REQUESTS BindRequests the moment they are made, while
+    the binder works on them: the binder's status write does not undo the edit, nor fail on it."""
+    kai = drill.start()
+    edited: list[str] = []
+
+    def edit(request: dict[str, Any]) -> bool:
+        name = request["metadata"]["name"]
+        patch = {"metadata": {"labels": {"drill/edited": "yes"}, "annotations": {"drill/note": name}}}
+        path = BIND_REQUESTS.format(ns=drill.namespace) + f"/{name}"
+        status, body = control_plane.request(path, "PATCH", patch, MERGE_PATCH)
+        assert status == 200, body
+        edited.append(name)
+        return len(edited) >= DELETED_REQUESTS
+
+    watcher = OnBindRequests(control_plane, drill.namespace, edit)
+    watcher.start()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    drill.submit(first)
+    watcher.wait(f"{DELETED_REQUESTS} BindRequests")
+    drill.fault_ends()
+    drill.submit(second)
+    drill.finish(kai)
+    requests = {r["metadata"]["name"]: r for r in drill.bind_requests()}
+    for name in edited:
+        meta, status = requests[name]["metadata"], requests[name].get("status") or {}
+        assert (meta.get("labels") or {}).get("drill/edited") == "yes", f"BindRequest {name} lost its label: {meta}"
+        assert (meta.get("annotations") or {}).get("drill/note") == name, f"BindRequest {name}: {meta}"
+        assert status.get("phase") == "Succeeded", f"BindRequest {name}: status {status}"
+
+
+def test_node_deleted_under_pending_binds(drill: Drill, control_plane: ControlPlane) -> None:
+    """Eight 1-GPU pods can only go to one node (its own pool); that node is deleted the moment the first of their
+    BindRequests names it. The ones the binder had not bound wait with a reason (no node left for them) and no
+    BindRequest of theirs is left naming it (the binder fails it, the scheduler deletes it); those it had bound stay
+    there until the pod garbage collector removes them; the rest of the workload binds."""
+    kai = drill.start()
+    doomed_pool = f"doomed-{drill.namespace}"
+    [doomed] = make_nodes(control_plane, doomed_pool, 1)
+    pinned = [gpu_pod(drill.namespace, f"pinned-{i}", drill.queue, doomed_pool, 1) for i in range(NODE_GPUS)]
+
+    def delete_node(request: dict[str, Any]) -> bool:
+        if request["spec"]["selectedNode"] != doomed:
+            return False
+        status, body = control_plane.request(f"/api/v1/nodes/{doomed}", "DELETE")
+        assert status == 200, body
+        return True
+
+    watcher = OnBindRequests(control_plane, drill.namespace, delete_node)
+    watcher.start()
+    first, second = both_waves(drill)
+    names = {p["metadata"]["name"] for p in pinned}
+    drill.may_go |= names
+    try:
+        drill.submit(first + pinned, may_wait=names)
+        drill.fault_begins()
+        watcher.wait(f"a BindRequest naming node {doomed}")
+    finally:
+        control_plane.kubectl("delete", "node", doomed, "--ignore-not-found", "--wait=false", check=False)
+    drill.fault_ends()
+    drill.submit(second)
+
+    def settled_away() -> bool:
+        """No pinned pod's BindRequest names the node unless the pod is bound there."""
+        pods = drill.pods()
+        return not [
+            r
+            for r in drill.bind_requests()
+            if r["spec"]["podName"] in names
+            and not (pods.get(r["spec"]["podName"]) or {}).get("spec", {}).get("nodeName")
+        ]
+
+    drill.finish(kai)
+    poll("the pinned pods' BindRequests for the deleted node to be gone", settled_away, timeout=60.0, interval=0.25)
+    there = [n for n, node in drill.bound().items() if node == doomed]
+    gone = names - set(drill.pods())
+    print(f"drill {drill.name}: of the pinned pods {len(there)} bound to {doomed}, {len(gone)} removed by the pod GC")
+
+
 @pytest.mark.parametrize("change", ["cordon", "taint"])
 def test_node_cordoned_or_tainted_under_pending_binds(drill: Drill, control_plane: ControlPlane, change: str) -> None:
     """The node the first gang's first BindRequest names is cordoned (or tainted NoSchedule) as soon as that request
@@ -222,7 +350,8 @@ def test_node_cordoned_or_tainted_under_pending_binds(drill: Drill, control_plan
 
 def test_podgroups_deleted_under_running_pods(drill: Drill, control_plane: ControlPlane) -> None:
     """Once the first wave runs, its gangs' PodGroups and a few single pods' PodGroups are deleted; their pods keep
-    running where they are and keep their GPUs: single pods made for exactly the GPUs left all bind, no node over."""
+    running where they are and keep their GPUs: single pods made for exactly the GPUs left all bind, no node over.
+    The pod-grouper makes the single pods' PodGroups again (they are its own); the gangs' stay gone."""
     kai = drill.start()
     first, _ = both_waves(drill)
     drill.submit(first)
@@ -236,6 +365,7 @@ def test_podgroups_deleted_under_running_pods(drill: Drill, control_plane: Contr
         p["metadata"]["annotations"]["pod-group-name"] for n, p in drill.pods().items() if n.startswith("a-s")
     )
     doomed = [*sorted(drill.gangs), *singles[:4]]
+    uids = podgroup_uids(drill)
     free = free_gpus(drill)
     assert free >= 40, f"only {free} GPUs free after the first wave"
     drill.submit([gpu_pod(drill.namespace, f"fill-{i}", drill.queue, drill.pool, 1) for i in range(free)])
@@ -243,18 +373,24 @@ def test_podgroups_deleted_under_running_pods(drill: Drill, control_plane: Contr
     for group in doomed:
         status, body = control_plane.request(f"{PODGROUPS.format(ns=drill.namespace)}/{group}", "DELETE")
         assert status in (200, 202), body
-    poll("the PodGroups to be gone", lambda: not doomed_left(drill, doomed), timeout=30.0)
+    poll(
+        "the PodGroups to be gone",
+        lambda: not [g for g in doomed if podgroup_uids(drill).get(g) == uids[g]],
+        interval=0.25,
+    )
     drill.fault_ends()
     drill.finish(kai)
     pods = drill.pods()
     for name in drill.uids:
         if not name.startswith("fill-"):
             assert (pods[name].get("status") or {}).get("phase") == "Running", f"pod {name} stopped running"
+    remade = podgroup_uids(drill)
+    assert not [g for g in drill.gangs if g in remade], "a gang's PodGroup was made again by kai"
+    wait_until("the single pods' PodGroups to be made again", lambda: set(singles[:4]) <= set(podgroup_uids(drill)))
 
 
-def doomed_left(drill: Drill, doomed: list[str]) -> list[str]:
-    present = {g["metadata"]["name"] for g in listed(drill.cp, PODGROUPS.format(ns=drill.namespace))}
-    return [g for g in doomed if g in present]
+def podgroup_uids(drill: Drill) -> dict[str, str]:
+    return {g["metadata"]["name"]: g["metadata"]["uid"] for g in listed(drill.cp, PODGROUPS.format(ns=drill.namespace))}
 
 
 def free_gpus(drill: Drill) -> int:
@@ -307,6 +443,87 @@ def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, c
         return quantity((status.get("allocated") or {}).get("nvidia.com/gpu", 0))
 
     wait_until(f"queue {drill.queue} to count {expected:g} GPUs allocated", lambda: allocated() == expected)
+
+
+def test_leader_killed_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
+    """Two `kai all --leader-elect` replicas; the leading one is killed (SIGKILL) as the second wave's BindRequests
+    are made, and started again: the other takes the Lease over once it expires and finishes the burst, every pod
+    bound once."""
+    control_plane.kubectl("create", "namespace", "kai-scheduler", check=False)
+    replicas = [drill.start("all", "--leader-elect", log=f"replica-{i}") for i in range(2)]
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    [leader] = wait_until("one replica to lead", lambda: [r for r in replicas if r.log_lines(" leads")])
+    [follower] = [r for r in replicas if r is not leader]
+    drill.submit(second)
+    late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
+    poll(
+        "the leader to work on the second wave",
+        lambda: any(r["spec"]["podName"] in late for r in drill.bind_requests()),
+        timeout=120.0,
+        interval=0.02,
+    )
+    drill.fault_begins()
+    leader.kill()
+    leader.restart()
+    drill.fault_ends()
+    drill.finish(follower)
+    assert follower.log_lines(" leads"), "the follower never took the Lease over"
+
+
+def test_conflicting_writers(drill: Drill, control_plane: ControlPlane) -> None:
+    """Another client labels every pod, PodGroup and the queue, round after round, through both waves: the burst
+    binds as it would alone, and each object ends with the label last written to it (kai's writes are patches of
+    its own fields, so none undoes another client's)."""
+    kai = drill.start()
+    meddler = Meddler(control_plane, drill.namespace, drill.queue)
+    meddler.start()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    try:
+        drill.submit(first)
+        drill.submit(second)
+        poll("the burst to bind", lambda: drill.to_bind() <= set(drill.bound()), timeout=180.0, interval=0.25)
+    finally:
+        meddler.stop()
+    drill.fault_ends()
+    drill.finish(kai)
+    print(f"drill {drill.name}: {meddler.patches} patches by another client")
+    assert meddler.patches >= len(drill.uids), f"only {meddler.patches} patches were made"
+    undone = meddler.undone()
+    assert not undone, "kai's writes undid another client's: " + "; ".join(undone[:20])
+
+
+def test_admission_killed_mid_burst(drill: Drill, admission: Admission) -> None:
+    """`kai admission` (its webhooks registered, failurePolicy Fail as KAI's) is killed (SIGKILL) as the second wave
+    is being created, one object at a time, and started again: the creates the API server refuses meanwhile succeed
+    when tried again, every pod is admitted (fractions mutated) and binds once."""
+    kai = drill.start()
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    failed: list[BaseException] = []
+
+    def submit_second() -> None:
+        try:
+            drill.submit(second, workers=1, refused_s=120.0)
+        except BaseException as error:  # told to the test below
+            failed.append(error)
+
+    submitting = threading.Thread(target=submit_second, daemon=True)
+    submitting.start()
+    poll("the second wave to reach the API server", lambda: any(n.startswith("b-") for n in drill.pods()))
+    drill.fault_begins()
+    assert admission.process is not None
+    admission.process.kill()
+    admission.process.wait(30)
+    admission.start()
+    drill.fault_ends()
+    submitting.join(150)
+    assert not submitting.is_alive() and not failed, f"the second wave was not created: {failed}"
+    drill.finish(kai)
+    print(f"drill {drill.name}: {drill.refused} creates refused while kai admission was down, then made")
 
 
 # ------------------------------------------------------------------------------------------- bad objects

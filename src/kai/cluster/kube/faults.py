@@ -11,7 +11,8 @@ requests cost what they always did. The faults, drawn from one seeded generator:
 - ``timeout``: the request reaches the server and is applied, then its answer is lost (a read timeout): the
   hardest case, since the caller cannot tell whether its write happened.
 
-Watches are faulted only when they start (a drop, a refusal, or a timeout that cuts the stream at once).
+Watches are faulted only when they start (a drop, a refusal, or a timeout that cuts the stream at once). Each fault
+is logged (INFO), and the counts once the faults stop.
 """
 
 import json
@@ -123,7 +124,7 @@ class FaultyTransport(httpx.AsyncBaseTransport):
         fault = self.plan.draw(request.method)
         if fault is None:
             return await self._inner.handle_async_request(request)
-        log.debug("injected fault %s: %s %s", fault, request.method, request.url.path)
+        log.info("injected fault %s: %s %s", fault, request.method, request.url.path)
         if fault == "drop":
             raise httpx.ConnectError("injected fault: connection dropped", request=request)
         if fault == "timeout":
