@@ -1,12 +1,14 @@
 """The many-cycle cluster properties (tests/properties/cluster_machine.py) at bench scale: 10,000 examples.
 
 Run in batches with different seeds (a failing batch stops at its first violation and counts one), then prints
-``bench properties examples=… violations=… seconds=…``.
+``bench properties examples=… violations=… seconds=…``. The scheduler's order of equal choices may follow set order,
+so a violation replays with the same ``PYTHONHASHSEED`` (``--first-batch N --examples 1 --verbose``).
 """
 
 import argparse
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, seed, settings
@@ -20,6 +22,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--examples", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--first-batch", type=int, default=0, help="the seed of the first batch (replay one)")
+    parser.add_argument("--verbose", action="store_true", help="print each violation's steps")
     args = parser.parse_args()
     options = settings(
         max_examples=args.batch,
@@ -31,13 +35,15 @@ def main() -> None:
     )
     violations = 0
     start = time.perf_counter()
-    batch = 0
+    batch = args.first_batch
     while ClusterMachine.examples < args.examples:
         try:
             seed(batch)(lambda: run_state_machine_as_test(ClusterMachine, settings=options))()
         except AssertionError as error:
             violations += 1
             print(f"batch {batch}: {str(error).splitlines()[0]}", file=sys.stderr)
+            if args.verbose:  # the steps that led there (hypothesis's notes), to replay with the same hash seed
+                print("".join(traceback.format_exception(error)), file=sys.stderr)
         batch += 1
     seconds = time.perf_counter() - start
     print(f"bench properties examples={ClusterMachine.examples} violations={violations} seconds={seconds:.1f}")
