@@ -36,9 +36,10 @@ PERIOD_S = 10.0
 """Simulated seconds per cycle."""
 SETTLED = 2
 """The last cycles of a quiet run that must have nothing to do."""
-QUIET_CYCLES = math.ceil(SchedulerConfig().staleness_grace_s / PERIOD_S) + 2 + SETTLED
+QUIET_CYCLES = math.ceil(SchedulerConfig().staleness_grace_s / PERIOD_S) + 3 + SETTLED
 """Cycles without outside change after which the cluster must have settled: a gang left below its minMember (a node
-and its pods removed) is evicted once stale for KAI's grace period (60 s), a cycle or two after it is seen stale."""
+and its pods removed) is evicted by the first cycle that finds it stale for more than KAI's grace period (60 s), and
+the cycle after that places pods on what the eviction freed."""
 # RESERVATION_PODS: a limit these properties found and leave unchecked (the report of issue 12): the reservation pod
 # that a cycle's first fraction on a GPU needs is not counted against the node's pod limit, so an 8-pod node can get
 # 8 pods plus reservation pods, and the next cycle sees the node over its pod count. Pod counts leave them out.

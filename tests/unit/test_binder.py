@@ -72,7 +72,7 @@ def status(cluster: MemoryCluster, name: str, namespace: str = NS) -> dict[str, 
 def refusing(error: Exception) -> Any:
     """A pods/binding that always fails with ``error``."""
 
-    def bind_pod(namespace: str, name: str, node_name: str, uid: str = "") -> None:
+    def bind_pod(namespace: str, name: str, node_name: str, uid: str = "", annotations: Any = None) -> None:
         raise error
 
     return bind_pod
@@ -110,12 +110,14 @@ def test_a_bind_request_bumped_by_another_client_between_read_and_write_still_su
     binder = Binder(cluster, Clock())
     bind = cluster.bind_pod
 
-    def bump_then_bind(namespace: str, name: str, node_name: str, uid: str = "") -> None:
+    def bump_then_bind(
+        namespace: str, name: str, node_name: str, uid: str = "", annotations: dict[str, str] | None = None
+    ) -> None:
         current = cluster.get("BindRequest", f"{namespace}/{name}")
         assert current is not None
         current["metadata"]["labels"] = {"bumped": "yes"}
         cluster.update("BindRequest", current)  # the binder's copy is stale from here on
-        bind(namespace, name, node_name, uid)
+        bind(namespace, name, node_name, uid, annotations)
 
     cluster.bind_pod = bump_then_bind  # type: ignore[method-assign]
     assert binder.reconcile() == 1
@@ -308,10 +310,10 @@ def test_a_failed_bind_rolls_back_its_pod_and_reservation_but_not_another_binds(
     binder = Binder(cluster, Clock())
     bind = cluster.bind_pod
 
-    def refuse_bad(namespace: str, name: str, node_name: str, uid: str = "") -> None:
+    def refuse_bad(namespace: str, name: str, node_name: str, uid: str = "", annotations: Any = None) -> None:
         if name == "bad":
             raise ClusterError("refused")
-        bind(namespace, name, node_name, uid)
+        bind(namespace, name, node_name, uid, annotations)
 
     cluster.bind_pod = refuse_bad  # type: ignore[method-assign]
     assert binder.reconcile() == 1

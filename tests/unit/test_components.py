@@ -1,6 +1,7 @@
 """Components against the in-memory cluster: scheduler loop → BindRequest → binder → bound pod; status controllers."""
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -127,7 +128,7 @@ def test_binder_reports_a_failed_bind_and_rolls_back() -> None:
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     binder = Binder(cluster, lambda: 0.0)
 
-    def refuse(namespace: str, name: str, node: str, uid: str = "") -> None:
+    def refuse(namespace: str, name: str, node: str, uid: str = "", annotations: Any = None) -> None:
         raise RuntimeError(f"node {node} refused {namespace}/{name}")
 
     cluster.bind_pod = refuse  # type: ignore[method-assign]

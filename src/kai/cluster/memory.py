@@ -119,9 +119,11 @@ class MemoryCluster:
             if kind == "Pod":
                 self.finalize("BindRequest", key)
 
-    def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None:
-        """The pods/binding subresource: set the node of a pod that has none (of that ``uid``, when given); a pod
-        already bound to ``node`` counts as bound."""
+    def bind_pod(
+        self, namespace: str, name: str, node: str, uid: str = "", annotations: Mapping[str, str] | None = None
+    ) -> None:
+        """The pods/binding subresource: set the node of a pod that has none (of that ``uid``, when given) and add
+        ``annotations`` to it; a pod already bound to ``node`` counts as bound."""
         pod = self._current("Pod", f"{namespace}/{name}")
         if uid and pod["metadata"].get("uid", uid) != uid:
             raise Conflict(f"Pod {namespace}/{name} is not the pod meant: its uid is {pod['metadata']['uid']}")
@@ -130,7 +132,10 @@ class MemoryCluster:
             return
         if bound:
             raise Conflict(f"Pod {namespace}/{name} is already assigned to node {bound}")
-        self.patch_merge("Pod", f"{namespace}/{name}", {"spec": {"nodeName": node}})
+        change: Raw = {"spec": {"nodeName": node}}
+        if annotations:
+            change["metadata"] = {"annotations": dict(annotations)}
+        self.patch_merge("Pod", f"{namespace}/{name}", change)
 
     def subscribe(self, listener: Listener) -> None:
         """Deliver every stored object as added, then every later change (list, then watch)."""

@@ -189,21 +189,24 @@ class Binder:
         self._allocate_claims(pod, (request.get("spec") or {}).get("resourceClaimAllocations") or [])
 
     def _bind_pod(self, br: BindRequest, uid: str) -> None:
-        """Reservation pods, the pod's received resource and GPU group, then the binding; undone on failure."""
+        """Reservation pods, the pod's GPU group label, then the binding, which carries the received resource
+        annotation (the API server adds a Binding's annotations to the pod: one write fewer than KAI's patch);
+        undone on failure."""
         pod_key, node = br.pod_key, br.selected_node
         held = {(node, group) for group in br.gpu_groups}
         if held:
             with self._lock:
                 self._held[pod_key] = held
-        received: Raw = {"annotations": {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: br.received_resource_type}}
-        if br.gpu_groups:
-            received["labels"] = {names.GPU_GROUP_LABEL: br.gpu_groups[0]}
+        received = {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: br.received_resource_type}
         try:
             for group in br.gpu_groups:
                 self.reservations.ensure(node, group)
             try:
-                self.cluster.patch_merge("Pod", pod_key, {"metadata": received})
-                self.cluster.bind_pod(br.meta.namespace, br.pod_name, node, uid)
+                if br.gpu_groups:
+                    self.cluster.patch_merge(
+                        "Pod", pod_key, {"metadata": {"labels": {names.GPU_GROUP_LABEL: br.gpu_groups[0]}}}
+                    )
+                self.cluster.bind_pod(br.meta.namespace, br.pod_name, node, uid, received)
             except NotFound as error:
                 raise BindFailure(f"pod {pod_key} does not exist", pod_changed=True) from error
             except Conflict as error:  # the server's word: bound elsewhere meanwhile, or not the same pod
@@ -213,14 +216,15 @@ class Binder:
             raise
 
     def _rollback(self, pod_key: str, had_groups: bool) -> None:
-        """Undoes what a failed bind wrote on the pod, and frees its reservation pods, so a retry starts clean
-        (KAI's Rollback)."""
+        """Undoes the GPU group label a failed bind wrote on the pod (its annotation comes only with the binding),
+        and frees its reservation pods, so a retry starts clean (KAI's Rollback)."""
         with self._lock:
             self._held.pop(pod_key, None)
             self._sync_needed = self._sync_needed or had_groups
-        undo = {"labels": {names.GPU_GROUP_LABEL: None}, "annotations": {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: None}}
+        if not had_groups:
+            return
         try:
-            self.cluster.patch_merge("Pod", pod_key, {"metadata": undo})
+            self.cluster.patch_merge("Pod", pod_key, {"metadata": {"labels": {names.GPU_GROUP_LABEL: None}}})
         except NotFound:
             pass
         except ClusterError as error:

@@ -41,6 +41,17 @@ def test_bind_pod_sets_the_node_name_once_and_a_repeat_to_the_same_node_is_a_no_
     assert cluster.get("Pod", f"{namespace}/{name}")["spec"]["nodeName"] == n1
 
 
+def test_a_binding_s_annotations_land_on_the_pod_with_the_node(cluster, namespace):
+    """The binder's received-resource-type rides on the Binding (the API server copies its annotations)."""
+    n1, name = unique("gpu-node"), unique("pod")
+    cluster.create("Node", node(n1))
+    cluster.create("Pod", pod(namespace, name))
+    cluster.bind_pod(namespace, name, n1, annotations={"received-resource-type": "Regular"})
+    bound = cluster.get("Pod", f"{namespace}/{name}")
+    assert bound["spec"]["nodeName"] == n1
+    assert bound["metadata"]["annotations"]["received-resource-type"] == "Regular"
+
+
 def test_creates_can_be_idempotent_and_deletes_of_missing_objects_succeed(cluster):
     name = unique("queue")
     first = cluster.create("Queue", queue(name, gpu_quota=2))

@@ -18,7 +18,7 @@ most ``max_in_flight`` at a time) and reports each outcome, so one refusal does 
 import asyncio
 import builtins
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,11 +203,17 @@ class KubeCluster:
         """Server-side apply of ``obj`` as this component (``resources.apply_request``): idempotent."""
         return self._read(kind, api.apply_request(api.kind_of(kind), obj, field_manager=self.component))
 
-    def bind_pod(self, namespace: str, name: str, node: str, uid: str = "") -> None:
-        """Binds through pods/binding (only the pod of that ``uid``, when given: the server checks it); a pod already
-        bound to ``node`` counts as bound; bound to another node, or not of that uid, raises ``Conflict``."""
+    def bind_pod(
+        self, namespace: str, name: str, node: str, uid: str = "", annotations: Mapping[str, str] | None = None
+    ) -> None:
+        """Binds through pods/binding (only the pod of that ``uid``, when given: the server checks it), adding
+        ``annotations`` to the pod in the same write; a pod already bound to ``node`` counts as bound; bound to
+        another node, or not of that uid, raises ``Conflict``."""
         try:
-            self.send(api.binding_request(namespace, name, node, uid=uid, field_manager=self.component))
+            request = api.binding_request(
+                namespace, name, node, uid=uid, field_manager=self.component, annotations=annotations
+            )
+            self.send(request)
         except Conflict:
             pod = self._read("Pod", api.get_request(api.KINDS["Pod"], f"{namespace}/{name}"))
             if (pod.get("spec") or {}).get("nodeName") != node:

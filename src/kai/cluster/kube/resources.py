@@ -278,13 +278,24 @@ def apply_request(kind: Kind, obj: Raw, *, field_manager: str) -> Request:
     return Request("PATCH", kind.object_path(object_key(kind, obj)), params, _typed(kind, obj), APPLY_PATCH)
 
 
-def binding_request(namespace: str, name: str, node: str, *, uid: str = "", field_manager: str = "") -> Request:
+def binding_request(
+    namespace: str,
+    name: str,
+    node: str,
+    *,
+    uid: str = "",
+    field_manager: str = "",
+    annotations: Mapping[str, str] | None = None,
+) -> Request:
     """POST pods/binding: what a scheduler's bind is (sets spec.nodeName; the API refuses a second bind, and with
-    ``uid`` a bind of a pod re-created under the same name: 409 Conflict)."""
+    ``uid`` a bind of a pod re-created under the same name: 409 Conflict). The API server copies the Binding's
+    ``annotations`` onto the pod in the same write."""
     pod = KINDS["Pod"]
     meta: Raw = {"name": name, "namespace": namespace}
     if uid:
         meta["uid"] = uid
+    if annotations:
+        meta["annotations"] = dict(annotations)
     body: Raw = {
         "apiVersion": "v1",
         "kind": "Binding",
