@@ -49,6 +49,28 @@ def test_rollback_restores_accounting() -> None:
     assert task.status is PodStatus.PENDING and task.node_name == ""
 
 
+def test_a_pipelined_task_chosen_as_victim_goes_back_to_pending() -> None:
+    """Nothing runs to evict: it gives back the releasing room it was pipelined onto, takes no idle room (KAI's
+    releasing status would), its pipeline decision is withdrawn, and a rollback pipelines it again."""
+    ssn = open_session(take_snapshot(_state(), "kai-scheduler"), SchedulerConfig(), 0.0)
+    task = ssn.jobs["d/g"].tasks["d/p"]
+    placed = Statement(ssn)
+    placed.pipeline(task, "n0")
+    placed.commit("reclaim")
+    assert [p.pod_key for p in ssn.result.pipelined] == ["d/p"]
+    idle, releasing = ssn.nodes.idle.copy(), ssn.nodes.releasing.copy()
+    victim = Statement(ssn)
+    victim.evict(task, "preempted")
+    assert task.status is PodStatus.PENDING and task.node_name == ""
+    assert np.array_equal(ssn.nodes.idle, idle), "the pipelined task took idle room on its way out"
+    assert ssn.nodes.releasing[2, 0] == releasing[2, 0] + 3
+    victim.discard()
+    assert task.status is PodStatus.PIPELINED and np.array_equal(ssn.nodes.releasing, releasing)
+    victim.evict(task, "preempted")
+    victim.commit("preempt")
+    assert ssn.result.pipelined == [] and ssn.result.evictions == []
+
+
 def test_check_output_and_exit_code(tmp_path: Path) -> None:
     good = SCENARIOS / "allocate" / "allocateGang_test" / "000-allocate-train-gang-job.yaml"
     broken = tmp_path / "broken.yaml"

@@ -160,8 +160,12 @@ class Statement:
 
     def evict(self, task: TaskInfo, message: str, evictor: str = "") -> None:
         """Virtually evict a placed task. Evicting a task that is already releasing does nothing: KAI would free
-        its resources from the queue a second time (docs/deviations.md)."""
+        its resources from the queue a second time; a pipelined task (placed by this session, nothing runs) goes
+        back to pending instead: made releasing, it would hold room it never had (docs/deviations.md)."""
         if task.status is PodStatus.RELEASING:
+            return
+        if task.status is PodStatus.PIPELINED:
+            self._unpipeline(task)
             return
         previous = self._move(task, PodStatus.RELEASING, task.node_name)
         self.ssn.deallocated(task)
@@ -176,6 +180,22 @@ class Statement:
             self.ssn.allocated(task)
 
         self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor, restore=restore))
+
+    def _unpipeline(self, task: TaskInfo) -> None:
+        """The pipelined task pending again; its pipeline decision is withdrawn at commit."""
+        previous = self._move(task, PodStatus.PENDING, "")
+        self.ssn.deallocated(task)
+        task.is_virtual = True
+
+        def undo() -> None:
+            self._move_back(task, previous)
+            self.ssn.allocated(task)
+
+        def restore() -> None:
+            self._put_back(task, previous)
+            self.ssn.allocated(task)
+
+        self.operations.append(Operation("unpipeline", task, previous.node_name, "", undo, restore=restore))
 
     def unevict(self, task: TaskInfo) -> None:
         """Undo the task's earliest valid eviction; rolling back past this point evicts it again."""
@@ -238,6 +258,8 @@ class Statement:
                     result.last_eviction[task.job_key] = ssn.now
             elif op.kind == "pipeline":
                 result.pipelined.append(Pipeline(task.key, op.node, op.message, task.job_key))
+            elif op.kind == "unpipeline":
+                result.pipelined = [p for p in result.pipelined if p.pod_key != task.key]
             else:
                 request = task.request
                 self.ssn.jobs[task.job_key].set_status(task, PodStatus.BINDING)
