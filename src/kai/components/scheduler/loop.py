@@ -81,6 +81,8 @@ class SchedulerLoop:
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
         self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
         self.cycles = 0
+        self.pipelined: frozenset[str] = frozenset()
+        """Podgroups the last cycle pipelined (allocate tries them first next cycle)."""
         self.history = CycleHistory()
         cluster.subscribe(self._on_change)
 
@@ -97,7 +99,9 @@ class SchedulerLoop:
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
+        cluster.pipelined_before = self.pipelined
         session = cycle_with_usage(self.usage, cluster, self.config, now, time.perf_counter)
+        self.pipelined = frozenset(p.podgroup_key for p in session.result.pipelined)
         self.cycles += 1
         self.history.add(self.cycles, now, session.result)
         self.writer.write(session.result, session.jobs)

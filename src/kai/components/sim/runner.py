@@ -80,6 +80,8 @@ class Simulation:
         self.lifecycle = WorkloadLifecycle(scenario.objects, self.clock.now, default_run_time_s)
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
+        self.pipelined: frozenset[str] = frozenset()
+        """Podgroups the last cycle pipelined (allocate tries them first next cycle, as the scheduler does)."""
         self.timeline: list[TimelineSample] = []
 
     def _now(self) -> float:
@@ -92,7 +94,9 @@ class Simulation:
         self.grouper.reconcile()
         cluster_info = self._snapshot()
         now = self.clock.now
+        cluster_info.pipelined_before = self.pipelined
         session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
+        self.pipelined = frozenset(p.podgroup_key for p in session.result.pipelined)
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)
 

@@ -3,6 +3,10 @@
 Jobs come out of the queue tree in fair-share order. Each job is tried in its own statement: it is committed
 whole or discarded whole. A gang that would wait on releasing resources is pipelined as a whole, so nothing of
 it is bound until all of it can be. A job that still has pending pods (elastic growth) goes back in line.
+
+Jobs the previous cycle pipelined are tried first (kai's, not KAI's: kube-scheduler's nominated pods play the same
+part). Their victims' resources were freed for them; in fair-share order a job of a queue ahead (its own head job
+too big to fit, say) would take them back, be reclaimed again, and so on every cycle.
 """
 
 from kai.core.framework.job_allocation import allocate_job
@@ -15,28 +19,46 @@ NAME = "allocate"
 
 
 def execute(ssn: Session) -> None:
+    pipelined = {key: job for key, job in ssn.jobs.items() if key in ssn.cluster.pipelined_before}
+    tried_first = _allocate(ssn, pipelined, set()) if pipelined else set()
+    _allocate(ssn, ssn.jobs, tried_first)
+
+
+def _allocate(ssn: Session, candidates: dict[str, PodGroupInfo], skip: set[str]) -> set[str]:
+    """Tries ``candidates`` in fair-share order, but not those in ``skip`` (tried already, on a cluster no
+    emptier); returns the keys tried."""
     jobs = JobsOrderByQueues(
         ssn,
         JobQueueOptions(filter_non_pending=True, filter_unready=True, max_jobs_queue_depth=ssn.queue_depth(NAME)),
     )
-    jobs.initialize(ssn.jobs)
+    jobs.initialize(candidates)
+    tried: set[str] = set()
     while not jobs.empty():
         job = jobs.pop()
         if job is None:
             break
-        stmt = Statement(ssn)
-        already_running = job.num_allocated > 0
-        placed, pipelined = _attempt(ssn, stmt, job)
-        if not placed:
-            stmt.discard()
+        if job.key in skip:
             continue
-        stmt.commit(NAME)
-        ssn.result.scheduled[NAME] = ssn.result.scheduled.get(NAME, 0) + 1
-        if not pipelined and not already_running:
-            job.last_start_ts = ssn.now
-            ssn.result.started[job.key] = ssn.now
-        if job.has_pending():
+        tried.add(job.key)
+        if _try(ssn, job) and job.has_pending():
             jobs.push(job)
+    return tried
+
+
+def _try(ssn: Session, job: PodGroupInfo) -> bool:
+    """One attempt in its own statement, committed whole or discarded whole; True when it placed the job."""
+    stmt = Statement(ssn)
+    already_running = job.num_allocated > 0
+    placed, pipelined = _attempt(ssn, stmt, job)
+    if not placed:
+        stmt.discard()
+        return False
+    stmt.commit(NAME)
+    ssn.result.scheduled[NAME] = ssn.result.scheduled.get(NAME, 0) + 1
+    if not pipelined and not already_running:
+        job.last_start_ts = ssn.now
+        ssn.result.started[job.key] = ssn.now
+    return True
 
 
 def _attempt(ssn: Session, stmt: Statement, job: PodGroupInfo) -> tuple[bool, bool]:

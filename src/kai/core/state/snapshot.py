@@ -44,6 +44,9 @@ class ClusterInfo:
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
+    pipelined_before: frozenset[str] = frozenset()
+    """Podgroups the previous cycle pipelined (the scheduler's memory, not the cluster's): allocate tries them first,
+    so that what their victims free goes to them (see docs/deviations.md)."""
 
 
 def _status(pod: Pod, bind_request: BindRequest | None, stuck_before: float) -> PodStatus:
