@@ -186,3 +186,28 @@ def test_queue_tree_numbers_borrowing_and_pending_order(scenario: Path) -> None:
     assert shown["source"] == "team cluster" and "pending" not in shown
     result = CliRunner().invoke(main, ["queues", "nowhere", "-f", str(scenario)])
     assert result.exit_code == 1 and "queue nowhere does not exist" in result.output
+
+
+def test_queues_watch_shows_each_look_and_stops_on_ctrl_c(scenario: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kai queues --watch -f FILE` reads the file again at every refresh: a quota raised between two looks shows,
+    and Ctrl-C ends it quietly (exit 0)."""
+    looks: list[float] = []
+
+    def between_looks(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) == 2:
+            raise KeyboardInterrupt
+        document = yaml.safe_load(scenario.read_text())
+        for obj in document["objects"]:
+            if obj["kind"] == "Queue" and obj["metadata"]["name"] == "c":
+                obj["spec"]["resources"]["gpu"]["quota"] = 5
+        scenario.write_text(yaml.safe_dump(document))
+
+    monkeypatch.setattr("kai.cli.queues.time.sleep", between_looks)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(main, ["queues", "--watch", "--interval", "1s", "-f", str(scenario)])
+    assert result.exit_code == 0, result.output
+    assert looks == [1.0, 1.0]
+    rows = [line for line in result.output.splitlines() if "└ c" in line]
+    assert rows, result.output
+    assert rows[-1].split("│")[3].strip() == "5", rows[-1]  # the quota column (a terminal shows each look in place)
