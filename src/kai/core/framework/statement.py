@@ -183,7 +183,7 @@ class Statement:
 
     def _unpipeline(self, task: TaskInfo) -> None:
         """The pipelined task pending again; its pipeline decision is withdrawn at commit."""
-        previous = self._move(task, PodStatus.PENDING, "")
+        previous = self._move(task, PodStatus.PENDING, "", ())
         self.ssn.deallocated(task)
         task.is_virtual = True
 
