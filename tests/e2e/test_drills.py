@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from drill_support import (
     tail,
     workload,
 )
-from kai_support import PRIORITY_CLASSES, gpu_pod, queue, wait_until
+from kai_support import PRIORITY_CLASSES, Kai, gpu_pod, queue, wait_until
 from kube.kube_support import wait_until as poll
 from testcluster import Kwok
 
@@ -102,16 +102,35 @@ def both_waves(drill: Drill) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     )
 
 
-# ------------------------------------------------------------------------------------------- the control plane
+def strike_first_wave(drill: Drill, act: Callable[[dict[str, Any]], bool], what: str) -> list[dict[str, Any]]:
+    """Calls ``act`` on each BindRequest of the first wave as it is made, until it returns True: the fault lasts
+    from the first wave's submission until then. Returns the second wave, to come after."""
+    watcher = OnBindRequests(drill.cp, drill.namespace, act)
+    watcher.start()
+    first, second = both_waves(drill)
+    drill.fault_begins()
+    drill.submit(first)
+    watcher.wait(what)
+    drill.fault_ends()
+    return second
 
 
-def test_etcd_outage(drill: Drill, control_plane: ControlPlane) -> None:
+def second_wave_in_flight(drill: Drill) -> Kai:
+    """`kai all` started, some of the first wave bound, the second wave submitted: the fault begins now."""
     kai = drill.start()
     first, second = both_waves(drill)
     drill.submit(first)
     drill.wait_bound(5)
     drill.submit(second)
     drill.fault_begins()
+    return kai
+
+
+# ------------------------------------------------------------------------------------------- the control plane
+
+
+def test_etcd_outage(drill: Drill, control_plane: ControlPlane) -> None:
+    kai = second_wave_in_flight(drill)
     control_plane.stop_etcd()
     time.sleep(ETCD_OUTAGE_S)  # the fault itself: etcd is down this long
     control_plane.start_etcd()
@@ -123,12 +142,7 @@ def test_etcd_outage(drill: Drill, control_plane: ControlPlane) -> None:
 def test_apiserver_restart(drill: Drill, control_plane: ControlPlane, kill: bool) -> None:
     """kube-apiserver stopped (gracefully, or killed) and started again as the second wave arrives: kai's watches
     break, custom resources answer 503 for a while after the start, and kai's informers catch up at their own pace."""
-    kai = drill.start()
-    first, second = both_waves(drill)
-    drill.submit(first)
-    drill.wait_bound(5)
-    drill.submit(second)
-    drill.fault_begins()
+    kai = second_wave_in_flight(drill)
     control_plane.restart_apiserver(kill=kill)
     drill.fault_ends()
     drill.finish(kai)
@@ -138,12 +152,7 @@ def test_watch_resumed_from_a_compacted_version(drill: Drill, control_plane: Con
     """kube-apiserver stopped, etcd's history compacted to its current revision, kube-apiserver started: every watch
     kai resumes from the version it had gets 410 Gone, so its informers list again (a deletion missed in between
     must not linger in kai's caches) and the second wave binds."""
-    kai = drill.start()
-    first, second = both_waves(drill)
-    drill.submit(first)
-    drill.wait_bound(5)
-    drill.submit(second)
-    drill.fault_begins()
+    kai = second_wave_in_flight(drill)
     control_plane.stop_apiserver()
     revision = control_plane.compact_etcd()
     control_plane.start_apiserver()
@@ -190,14 +199,7 @@ def test_bind_requests_deleted_while_binding(drill: Drill, control_plane: Contro
         drill.may_lack_request.add(request["spec"]["podName"])
         return len(deleted) >= DELETED_REQUESTS
 
-    watcher = OnBindRequests(control_plane, drill.namespace, delete)
-    watcher.start()
-    first, second = both_waves(drill)
-    drill.fault_begins()
-    drill.submit(first)
-    watcher.wait(f"{DELETED_REQUESTS} BindRequests")
-    drill.fault_ends()
-    drill.submit(second)
+    drill.submit(strike_first_wave(drill, delete, f"{DELETED_REQUESTS} BindRequests"))
     drill.finish(kai)
     print(f"drill {drill.name}: BindRequests deleted for {deleted}")
 
@@ -217,13 +219,7 @@ def test_pods_deleted_between_bind_request_and_binding(drill: Drill, control_pla
         gone.append(pod)
         return len(gone) >= DELETED_REQUESTS
 
-    watcher = OnBindRequests(control_plane, drill.namespace, delete)
-    watcher.start()
-    first, second = both_waves(drill)
-    drill.fault_begins()
-    drill.submit(first)
-    watcher.wait(f"{DELETED_REQUESTS} pods' BindRequests")
-    drill.fault_ends()
+    second = strike_first_wave(drill, delete, f"{DELETED_REQUESTS} pods' BindRequests")
     for pod in gone:
         del drill.uids[pod]
     drill.submit(second)
@@ -247,14 +243,7 @@ def test_bind_requests_edited_while_binding(drill: Drill, control_plane: Control
         edited.append(name)
         return len(edited) >= DELETED_REQUESTS
 
-    watcher = OnBindRequests(control_plane, drill.namespace, edit)
-    watcher.start()
-    first, second = both_waves(drill)
-    drill.fault_begins()
-    drill.submit(first)
-    watcher.wait(f"{DELETED_REQUESTS} BindRequests")
-    drill.fault_ends()
-    drill.submit(second)
+    drill.submit(strike_first_wave(drill, edit, f"{DELETED_REQUESTS} BindRequests"))
     drill.finish(kai)
     requests = {r["metadata"]["name"]: r for r in drill.bind_requests()}
     for name in edited:

@@ -323,6 +323,33 @@ def test_a_failed_bind_rolls_back_its_pod_and_reservation_but_not_another_binds(
     assert live_reservations(cluster) == ["gpu-reservation-n1-g-good"]
 
 
+def test_a_reservation_cleanup_the_api_server_refuses_is_tried_again_on_the_next_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server away while the binder removes a failed bind's reservation pod: one WARNING line, no
+    exception out of the pass, and the next pass removes it."""
+    cluster = MemoryCluster([node("n1"), pod("bad"), fraction("bad", "n1", "g-bad")])
+    binder = Binder(cluster, Clock())
+    cluster.bind_pod = refusing(ClusterError("refused"))  # type: ignore[method-assign]
+    delete = cluster.delete
+    away = [True]
+
+    def delete_unless_away(kind: str, key: str) -> None:
+        if kind == "Pod" and away[0]:
+            raise ClusterError("DELETE pods: 0 ConnectionError: All connection attempts failed")
+        delete(kind, key)
+
+    cluster.delete = delete_unless_away  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING):
+        assert binder.reconcile() == 0
+    assert live_reservations(cluster) == ["gpu-reservation-n1-g-bad"]
+    assert [r.message for r in caplog.records if "reservation pods could not be cleaned up" in r.message]
+    assert not [r for r in caplog.records if r.exc_info]
+    away[0] = False
+    binder.reconcile()
+    assert live_reservations(cluster) == []
+
+
 def test_the_reservation_namespace_is_created_once() -> None:
     cluster = MemoryCluster()
     binder = Binder(cluster, Clock(), reservation_namespace="gpu-holders")

@@ -144,7 +144,12 @@ class Binder:
         with self._lock:
             self._sync_needed = False
             held = set().union(*self._held.values())
-        self.reservations.sync(held)
+        try:
+            self.reservations.sync(held)
+        except ClusterError as error:  # the API server is away: the next pass tries again
+            log.warning("reservation pods could not be cleaned up: %s; tried again on the next pass", error)
+            with self._lock:
+                self._sync_needed = True
 
     # ------------------------------------------------------------------------------------------- one attempt
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from kai.cluster.port import ClusterClient
+from kai.cluster.port import ClusterClient, ClusterError
 from kai.components.binder import Binder
 from kai.components.controllers import (
     PodGroupStatusController,
@@ -96,6 +96,8 @@ def _loop(
         wake.clear()
         try:
             step()
+        except ClusterError as error:  # the API server's answer (after the client's retries): one line
+            log.error("%s pass failed: %s", name, error)
         except Exception:  # one failed pass is logged; the component keeps running
             log.exception("%s pass failed", name)
         wake.wait(period_s)
