@@ -124,7 +124,7 @@ class PodGrouper:
             if pod.annotations[names.POD_GROUP_ANNOTATION] != podgroup_name(pod):
                 return None  # an ownerless pod that joins a PodGroup made by someone else
             if self.cluster.get("PodGroup", f"{pod.namespace}/{podgroup_name(pod)}") is not None:
-                return None  # grouped by this pod-grouper before: its PodGroup is the user's to change from now on
+                return None  # grouped by this pod-grouper before, and its PodGroup is there: left as KAI leaves it
             # grouped before, and its PodGroup was deleted: made again (KAI leaves the pod without one)
         owners = owner_chain(pod, lookup, self._unknown_kinds)
         if any(owner.annotations.get(keys.SKIP_ANNOTATION) == "true" for owner in owners):
