@@ -10,15 +10,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kai.cluster.port import AlreadyExists, Conflict, Listener, NotFound, Raw
+from kai.core.state.cluster_state import object_key
 
 MERGE_KEYS = {"conditions": "type", "reservedFor": "uid"}
 """Strategic merge patch: the lists kai patches and the field their items merge by (Kubernetes' patchMergeKey)."""
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
 def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:

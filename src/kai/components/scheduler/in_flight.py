@@ -21,18 +21,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kai.cluster.port import Raw
-from kai.core.state.cluster_state import ClusterState
+from kai.core.state.cluster_state import ClusterState, object_key
 
 BIND_REQUEST = "BindRequest"
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = _meta(obj)
-    return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 def _pod_key(bind_request: Mapping[str, Any]) -> str:
@@ -59,7 +54,7 @@ class BindRequestsInFlight:
 
     def created(self, obj: Raw) -> None:
         uid = str(_meta(obj).get("uid") or "")
-        key = _key(obj)
+        key = object_key(obj)
         with self.lock:
             if uid in self._shown or key in self.state.bind_requests:
                 return
@@ -69,14 +64,14 @@ class BindRequestsInFlight:
     def apply(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> bool:
         """Takes an informer's event for the state; False when the state must not apply it yet."""
         if kind == "Pod":
-            key = _key(obj)
+            key = object_key(obj)
             if key in self.held and (deleted or (obj.get("spec") or {}).get("nodeName")):
                 bind_request, _ = self.held.pop(key)
                 self.state.apply(BIND_REQUEST, dict(bind_request), deleted=True)
             return True
         if kind != BIND_REQUEST:
             return True
-        self.assumed.pop(_key(obj), None)
+        self.assumed.pop(object_key(obj), None)
         uid = str(_meta(obj).get("uid") or "")
         if uid:
             self._shown[uid] = self.clock()
@@ -85,7 +80,7 @@ class BindRequestsInFlight:
             self.held.pop(pod_key, None)
             return True
         pod = self.state.pods.get(pod_key)
-        known = self.state.bind_requests.get(_key(obj))
+        known = self.state.bind_requests.get(object_key(obj))
         if pod is None or pod.node_name or known is None or known.failed or known.selected_node not in self.state.nodes:
             return True  # nothing can be binding: a failed request, or one for a node that is gone
         self.held[pod_key] = (obj, self.clock())

@@ -101,7 +101,7 @@ class SchedulerLoop:
             warnings = dict(self.state.warnings)
         cluster.pipelined_before = self.pipelined
         session = cycle_with_usage(self.usage, cluster, self.config, now, time.perf_counter)
-        self.pipelined = frozenset(p.podgroup_key for p in session.result.pipelined)
+        self.pipelined = session.result.pipelined_podgroups()
         self.cycles += 1
         self.history.add(self.cycles, now, session.result)
         self.writer.write(session.result, session.jobs)

@@ -18,13 +18,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster, object_key
+from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Raw
 from kai.components.sim.problems import WARNING, Problem
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
+from kai.core.state.cluster_state import object_key
 
 RUN_TIME_ANNOTATION = "simulate.kai.scheduler/run-time"
 RESUBMIT_ANNOTATION = "simulate.kai.scheduler/resubmit"

@@ -96,7 +96,7 @@ class Simulation:
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
         session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
-        self.pipelined = frozenset(p.podgroup_key for p in session.result.pipelined)
+        self.pipelined = session.result.pipelined_podgroups()
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)
 

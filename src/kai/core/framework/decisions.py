@@ -98,6 +98,11 @@ class CycleResult:
     """Why each still-pending pod of an unschedulable podgroup waits (the pod event / condition message)."""
     pod_reasons: dict[str, Reason] = field(default_factory=dict)
     """The typed form of ``pod_errors``: the pod's own reason where it has one, else its podgroup's headline."""
+
+    def pipelined_podgroups(self) -> frozenset[str]:
+        """The podgroups this cycle pipelined: the next cycle's ``ClusterInfo.pipelined_before``."""
+        return frozenset(p.podgroup_key for p in self.pipelined)
+
     events_only: set[str] = field(default_factory=set)
     """Pods of podgroups with ``markUnschedulable: false``: they get the event but no PodScheduled condition."""
     bind_requests_to_delete: list[str] = field(default_factory=list)

@@ -167,23 +167,26 @@ class Statement:
         if task.status is PodStatus.PIPELINED:
             self._unpipeline(task)
             return
-        previous = self._move(task, PodStatus.RELEASING, task.node_name)
-        self.ssn.deallocated(task)
-        task.is_virtual = True
-
-        def undo() -> None:
-            self._move_back(task, previous)
-            self.ssn.allocated(task)
-
-        def restore() -> None:
-            self._put_back(task, previous)
-            self.ssn.allocated(task)
-
-        self.operations.append(Operation("evict", task, task.node_name, message, undo, evictor, restore=restore))
+        self._release("evict", task, PodStatus.RELEASING, task.node_name, message, evictor)
 
     def _unpipeline(self, task: TaskInfo) -> None:
         """The pipelined task pending again; its pipeline decision is withdrawn at commit."""
-        previous = self._move(task, PodStatus.PENDING, "", ())
+        self._release("unpipeline", task, PodStatus.PENDING, "", "", gpu_groups=())
+
+    def _release(
+        self,
+        kind: str,
+        task: TaskInfo,
+        status: PodStatus,
+        node_name: str,
+        message: str,
+        evictor: str = "",
+        gpu_groups: tuple[str, ...] | None = None,
+    ) -> None:
+        """Journals a task let go (evicted, or un-pipelined): its queue is no longer charged for it; undone, it is
+        charged again."""
+        on_node = task.node_name
+        previous = self._move(task, status, node_name, gpu_groups)
         self.ssn.deallocated(task)
         task.is_virtual = True
 
@@ -195,7 +198,7 @@ class Statement:
             self._put_back(task, previous)
             self.ssn.allocated(task)
 
-        self.operations.append(Operation("unpipeline", task, previous.node_name, "", undo, restore=restore))
+        self.operations.append(Operation(kind, task, on_node, message, undo, evictor, restore=restore))
 
     def unevict(self, task: TaskInfo) -> None:
         """Undo the task's earliest valid eviction; rolling back past this point evicts it again."""

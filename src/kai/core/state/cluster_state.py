@@ -46,7 +46,8 @@ KINDS: dict[str, Callable[[Raw], Any]] = {
 }
 
 
-def _key(raw: Raw) -> str:
+def object_key(raw: Mapping[str, Any]) -> str:
+    """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects)."""
     meta = raw.get("metadata") or {}
     name = str(meta.get("name", ""))
     namespace = meta.get("namespace")
@@ -88,7 +89,7 @@ class ClusterState:
         store = self._stores.get(kind)
         if store is None:
             return None
-        key = _key(raw)
+        key = object_key(raw)
         error: InvalidObject | None = None
         parent_before = self._parent_of(kind, key)
         self.warnings.pop((kind, key), None)
