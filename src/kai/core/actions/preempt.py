@@ -17,6 +17,10 @@ NAME = "preempt"
 
 
 def execute(ssn: Session) -> None:
+    by_queue: dict[str, list[PodGroupInfo]] = {}
+    for candidate in ssn.jobs.values():  # victims come from the preemptor's own queue only
+        by_queue.setdefault(candidate.queue, []).append(candidate)
+
     def attempt(job: PodGroupInfo) -> bool:
         return ssn.non_preemptible_over_quota(job, tasks_to_allocate(ssn, job, False)) is None
 
@@ -31,7 +35,7 @@ def execute(ssn: Session) -> None:
                 and all(keep(preemptor, job) for keep in ssn.preempt_victim_filters)
             )
 
-        return cached_victims(ssn, lambda: victim_candidates(ssn, accept))
+        return cached_victims(ssn, lambda: victim_candidates(ssn, accept, by_queue.get(preemptor.queue, [])))
 
     run_solver_action(
         ssn,

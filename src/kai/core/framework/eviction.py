@@ -1,7 +1,7 @@
 """Running the victim solver for one action over its pending jobs; the parts reclaim, preempt and consolidation
 share (KAI's actions/*/ Execute loops differ only in filters, victims and validators)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kai.core.framework.fit_reasons import refused_everywhere
 from kai.core.framework.job_allocation import tasks_to_allocate
@@ -19,11 +19,15 @@ from kai.core.state.podgroup_info import PodGroupInfo
 JobFilter = Callable[[PodGroupInfo], bool]
 
 
-def victim_candidates(ssn: Session, accept: JobFilter) -> dict[str, PodGroupInfo]:
-    """Jobs with a live pod that pass ``accept`` (KAI's GetVictimCandidates)."""
+def victim_candidates(
+    ssn: Session, accept: JobFilter, pool: Iterable[PodGroupInfo] | None = None
+) -> dict[str, PodGroupInfo]:
+    """Jobs with a live pod that pass ``accept`` (KAI's GetVictimCandidates), from ``pool`` (default: every job),
+    which an action narrows to the only jobs ``accept`` could take (at 100,000 jobs, a scan of every task per
+    preemptor was most of a cycle)."""
     return {
         job.key: job
-        for job in ssn.jobs.values()
+        for job in (ssn.jobs.values() if pool is None else pool)
         if any(t.status in ALIVE and (not t.node_name or t.node_name in ssn.nodes.by_name) for t in job.tasks.values())
         and accept(job)
     }

@@ -61,9 +61,9 @@ class JobsOrderByQueues:
                 continue
             if queue.parent and queue.parent not in self.ssn.queues:
                 continue
-            if opts.filter_unready and not job.is_ready_for_scheduling():
+            if opts.filter_non_pending and not job.has_pending():  # the cheaper test first: most jobs run
                 continue
-            if opts.filter_non_pending and not job.has_pending():
+            if opts.filter_unready and not job.is_ready_for_scheduling():
                 continue
             if opts.filter_non_preemptible and not job.preemptible:
                 continue

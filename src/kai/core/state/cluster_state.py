@@ -8,7 +8,8 @@ Problems kai works around are in ``warnings``: the object is used and the warnin
 date on every change, never recomputed per cycle.
 """
 
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kai.core.model import names
@@ -32,6 +33,7 @@ from kai.core.model.objects import (
     parse_topology,
 )
 from kai.core.state.queue_tree import queue_tree_problems
+from kai.core.state.resource_index import Vector
 
 KINDS: dict[str, Callable[[Raw], Any]] = {
     "ResourceSlice": parse_resource_slice,
@@ -70,6 +72,12 @@ class ClusterState:
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
         self.unusable_queues: dict[str, InvalidObject] = {}
         """Parsed queues the hierarchy cannot use (also in ``invalid``), with the reason."""
+        self.resource_names: Counter[str] = Counter()
+        """How many parsed pods request, and nodes offer, each resource name: the snapshot's resource rows."""
+        self.pod_vectors: dict[str, Vector] = {}
+        """Each pod's request as a row vector of ``vector_names`` (read-only, shared by every snapshot until the pod
+        changes): the snapshot's per-pod arithmetic, done once per pod version rather than every cycle."""
+        self.vector_names: list[str] = []
         self._pods_by_podgroup: dict[str, set[str]] = {}
         self._podgroup_of_pod: dict[str, str] = {}
         self._stores: Mapping[str, dict[str, Any]] = {
@@ -92,6 +100,7 @@ class ClusterState:
         key = object_key(raw)
         error: InvalidObject | None = None
         parent_before = self._parent_of(kind, key)
+        before = store.get(key)
         self.warnings.pop((kind, key), None)
         if deleted:
             store.pop(key, None)
@@ -111,7 +120,10 @@ class ClusterState:
             else:
                 store.pop(key, None)
                 self.invalid[(kind, key)] = error
+        if kind in ("Pod", "Node"):
+            self._count_resources(before, store.get(key))
         if kind == "Pod":
+            self.pod_vectors.pop(key, None)
             self._index_pod(key)
         elif kind == "PodGroup":
             for pod_key in self._pods_by_podgroup.get(key, ()):
@@ -122,6 +134,15 @@ class ClusterState:
             elif key in self.unusable_queues:
                 self.invalid[(kind, key)] = self.unusable_queues[key]
         return error
+
+    def _count_resources(self, before: Pod | Node | None, after: Pod | Node | None) -> None:
+        if before is after:
+            return
+        if before is not None:
+            self.resource_names.subtract(_resource_names(before))
+            self.resource_names += Counter()  # drops names no object has any more
+        if after is not None:
+            self.resource_names.update(_resource_names(after))
 
     def _parent_of(self, kind: str, key: str) -> str | None:
         """A usable queue's parent ("" at the top), None when there is no parsed queue: what the tree depends on."""
@@ -180,6 +201,10 @@ class ClusterState:
         kept = self.invalid.get(key)
         if kept is None or str(kept) != str(problem):
             self.invalid[key] = problem
+
+
+def _resource_names(obj: Pod | Node) -> Iterable[str]:
+    return obj.request.amounts if isinstance(obj, Pod) else obj.allocatable
 
 
 def _podgroup_key(pod: Pod) -> str:

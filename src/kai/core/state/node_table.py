@@ -108,6 +108,41 @@ class NodeTable:
             for group in task.gpu_groups:
                 self._add_shared(task, node, group)
 
+    def add_placed(self, placed: list[tuple[TaskInfo, NodeInfo]]) -> None:
+        """``add_task`` for a snapshot's placed tasks, in order, with the arrays' sums added per resource row at
+        once (a numpy update per task was most of a snapshot at 100,000 pods). Shared-GPU tasks are accounted one
+        by one after the rest: their groups' arithmetic reads idle + used GPUs of their node, which no other
+        snapshot status (none is pipelined or allocated) changes, so the outcome is the same as in order."""
+        shared: list[tuple[TaskInfo, NodeInfo]] = []
+        columns: list[int] = []
+        vectors: list[Vector] = []
+        releasing: list[bool] = []
+        for task, node in placed:
+            assert task.status is not PodStatus.PIPELINED, "a snapshot places no pipelined task"
+            node.tasks[task.key] = task
+            if task.pod.is_legacy_mig:
+                node.legacy_mig_tasks.add(task.key)
+            task.accepted_gpus = _accepted_gpus(task, node)
+            if task.request.is_shared_gpu:
+                shared.append((task, node))
+                continue
+            columns.append(node.column)
+            vectors.append(_tracked(task))
+            releasing.append(task.status is PodStatus.RELEASING)
+        if columns:
+            at = np.array(columns, dtype=np.intp)
+            stacked = np.stack(vectors)
+            np.add.at(self.used.T, at, stacked)
+            np.subtract.at(self.idle.T, at, stacked)
+            marked = np.array(releasing, dtype=bool)
+            if marked.any():
+                np.add.at(self.releasing.T, at[marked], stacked[marked])
+        for task, node in shared:
+            self._account(task, node.column, 1.0)
+            self.shared_columns.add(node.column)
+            for group in task.gpu_groups:
+                self._add_shared(task, node, group)
+
     def remove_task(self, task: TaskInfo, node: NodeInfo) -> None:
         del node.tasks[task.key]
         node.legacy_mig_tasks.discard(task.key)

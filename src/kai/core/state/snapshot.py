@@ -12,12 +12,12 @@ from kai.core.model.objects import BindRequest, Pod, Topology
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.fit_errors import QUEUE_DOES_NOT_EXIST, JobFitError
-from kai.core.state.node_table import NodeTable
+from kai.core.state.node_table import NodeInfo, NodeTable
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
-from kai.core.state.resource_index import GPU_ROW, ResourceIndex
+from kai.core.state.resource_index import GPU_ROW, ResourceIndex, Vector
 from kai.core.state.task import TaskInfo
 
 STUCK_IN_RELEASING_S = 120.0
@@ -109,17 +109,24 @@ def _queue_error(state: ClusterState, queue: str) -> JobFitError:
     return JobFitError(QUEUE_DOES_NOT_EXIST, [message], subgroup="", why=why)
 
 
+def _request_vector(pod: Pod, index: ResourceIndex) -> Vector:
+    """The pod's request on the node table's rows (whole GPUs in the GPU row), read-only: snapshots share it."""
+    vec = index.vector(pod.request.amounts)
+    if pod.request.gpu_kind is GpuRequestKind.REGULAR:
+        vec[GPU_ROW] = pod.request.gpus
+    vec.flags.writeable = False
+    return vec
+
+
 def take_snapshot(
     state: ClusterState, scheduler_name: str, now: float = 0.0, stuck_in_releasing_s: float = STUCK_IN_RELEASING_S
 ) -> ClusterInfo:
     """The cycle's view of ``state`` at ``now`` (which decides which terminating pods are StuckInReleasing)."""
     stuck_before = now - stuck_in_releasing_s
-    extra: set[str] = set()
-    for node in state.nodes.values():
-        extra.update(node.allocatable)
-    for pod in state.pods.values():
-        extra.update(pod.request.amounts)
-    index = ResourceIndex(extra)
+    index = ResourceIndex(set(state.resource_names))
+    if state.vector_names != index.names:
+        state.pod_vectors.clear()
+        state.vector_names = index.names
     devices: dict[str, list[Device]] = {}
     for resource_slice in state.resource_slices.values():
         devices.setdefault(resource_slice.node_name, []).extend(resource_slice.devices)
@@ -146,18 +153,22 @@ def take_snapshot(
     for br_key, br in state.bind_requests.items():
         if br.selected_node not in table.by_name or br.failed:
             info.bind_requests_to_delete.append(br_key)
+    placed: list[tuple[TaskInfo, NodeInfo]] = []
     for pod in state.pods.values():
         bind_request = bind_requests.get(pod.key)
         status = _status(pod, bind_request, stuck_before)
         node_name = pod.node_name
         if status is PodStatus.BINDING and bind_request is not None:
             node_name = bind_request.selected_node
-        vec = index.vector(pod.request.amounts)
-        if pod.request.gpu_kind is GpuRequestKind.REGULAR:
-            vec[GPU_ROW] = pod.request.gpus
-        claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
-        pod_dra_gpus = float(sum(claim.gpus for claim in claims if claim is not None))
-        vec[GPU_ROW] += pod_dra_gpus
+        vec = state.pod_vectors.get(pod.key)
+        if vec is None:
+            vec = state.pod_vectors[pod.key] = _request_vector(pod, index)
+        pod_dra_gpus = 0.0
+        if pod.claims:
+            claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
+            pod_dra_gpus = float(sum(claim.gpus for claim in claims if claim is not None))
+            vec = vec.copy()
+            vec[GPU_ROW] += pod_dra_gpus
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
         task = TaskInfo(pod, status, node_name, job_key, vec)
         task.dra_gpus = pod_dra_gpus
@@ -171,5 +182,6 @@ def take_snapshot(
         if task.node_name and status in ACTIVE_USED:
             node_info = table.by_name.get(task.node_name)
             if node_info is not None:
-                table.add_task(task, node_info)
+                placed.append((task, node_info))
+    table.add_placed(placed)
     return info

@@ -1,0 +1,83 @@
+"""The snapshot's bulk node accounting and its per-pod caches give what a task-by-task build gives."""
+
+from typing import Any
+
+import numpy as np
+from core_builders import T0, cluster, node, pod, podgroup, queue
+
+from kai.core.model import names
+from kai.core.state.node_table import NodeTable
+from kai.core.state.snapshot import take_snapshot
+
+
+def _fraction(name: str, group: str, node_name: str, deleted: float | None = None) -> dict[str, Any]:
+    raw = pod(name, name, gpus=0, node_name=node_name, deleted=deleted)
+    raw["metadata"]["annotations"][names.GPU_FRACTION_ANNOTATION] = "0.5"
+    raw["metadata"]["labels"] = {names.GPU_GROUP_LABEL: group}
+    return raw
+
+
+def _mixed_cluster() -> list[tuple[str, dict[str, Any]]]:
+    objects: list[tuple[str, dict[str, Any]]] = [
+        ("Queue", queue("q")),
+        ("Node", node("n1", 4)),
+        ("Node", node("n2", 4)),
+    ]
+    pods = [
+        pod("whole-a", "whole-a", gpus=2, node_name="n1"),
+        _fraction("half-a", "g1", "n1"),
+        pod("leaving", "leaving", gpus=1, node_name="n1", deleted=T0 - 10),
+        _fraction("half-b", "g1", "n1", deleted=T0 - 10),
+        pod("whole-b", "whole-b", gpus=3, node_name="n2"),
+        _fraction("half-c", "g2", "n2"),
+        pod("waiting", "waiting", gpus=1),
+    ]
+    for raw in pods:
+        name = raw["metadata"]["name"]
+        objects.append(("PodGroup", podgroup(name, "q", T0)))
+        objects.append(("Pod", raw))
+    return objects
+
+
+def test_bulk_accounting_equals_adding_each_task_in_turn() -> None:
+    state = cluster(*_mixed_cluster())
+    snapshot = take_snapshot(state, "kai-scheduler", T0)
+    table = snapshot.nodes
+    one_by_one = NodeTable(list(state.nodes.values()), table.index)
+    for info in table.infos:
+        for task in info.tasks.values():
+            one_by_one.add_task(task, one_by_one.by_name[info.name])
+    for array in ("idle", "used", "releasing"):
+        np.testing.assert_array_equal(getattr(table, array), getattr(one_by_one, array), err_msg=array)
+    for info, expected in zip(table.infos, one_by_one.infos, strict=True):
+        assert list(info.tasks) == list(expected.tasks)
+        assert info.shared.used == expected.shared.used
+        assert info.shared.marked_releasing == expected.shared.marked_releasing
+    assert table.shared_columns == one_by_one.shared_columns == {0, 1}
+    n1 = table.by_name["n1"].column
+    assert table.used[2, n1] == 3  # whole-a and leaving; the shared group counts through its groups
+    assert table.releasing[2, n1] == 1  # leaving's GPU
+
+
+def test_a_changed_or_deleted_pod_is_not_seen_through_the_cache() -> None:
+    state = cluster(*_mixed_cluster())
+    before = take_snapshot(state, "kai-scheduler", T0)
+    assert before.jobs["default/whole-b"].tasks["default/whole-b"].req_vec[2] == 3
+    bigger = pod("whole-b", "whole-b", gpus=4, node_name="n2")
+    custom = pod("custom", "whole-b", gpus=0, node_name="n2")
+    custom["spec"]["containers"][0]["resources"]["requests"]["example.com/widget"] = "2"
+    state.apply("Pod", bigger)
+    state.apply("Pod", custom)
+    after = take_snapshot(state, "kai-scheduler", T0)
+    assert after.jobs["default/whole-b"].tasks["default/whole-b"].req_vec[2] == 4
+    widget = after.nodes.index.rows["example.com/widget"]
+    assert after.jobs["default/whole-b"].tasks["default/custom"].req_vec[widget] == 2
+    state.apply("Pod", custom, deleted=True)
+    assert "example.com/widget" not in take_snapshot(state, "kai-scheduler", T0).nodes.index.rows
+
+
+def test_snapshots_share_a_pod_s_read_only_request() -> None:
+    state = cluster(*_mixed_cluster())
+    first = take_snapshot(state, "kai-scheduler", T0).jobs["default/whole-a"].tasks["default/whole-a"].req_vec
+    second = take_snapshot(state, "kai-scheduler", T0).jobs["default/whole-a"].tasks["default/whole-a"].req_vec
+    assert first is second and not first.flags.writeable
