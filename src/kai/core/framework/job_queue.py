@@ -6,6 +6,8 @@ change queue shares, the popped path is marked and re-sifted (Go's heap.Fix(0)) 
 both orders are reversed and a queue is compared with the victims already taken from it.
 """
 
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kai.core.framework.go_heap import GoHeap
@@ -104,6 +106,37 @@ class JobsOrderByQueues:
             self._popped.setdefault(leaf.queue.uid, []).append(job)
         self._after_pop(leaf)
         return job
+
+    def ordered(self, keys: set[str]) -> Iterator[PodGroupInfo]:
+        """Consumes the queue: the queued jobs with these keys, in pop order; the others are popped unseen, and none
+        after the last wanted. Once the wanted ones left are all in one leaf they come straight from its heap: a
+        leaf's own order is fixed at push, so pops from other leaves (and allocations between) could not change it."""
+        leaf_of = {
+            job.key: uid
+            for uid, node in self._nodes.items()
+            if node.jobs is not None
+            for job in node.jobs.items
+            if job.key in keys
+        }
+        left = Counter(leaf_of.values())
+        while len(left) > 1:
+            job = self.pop()
+            if job is None:
+                return
+            uid = leaf_of.get(job.key)
+            if uid is not None:
+                left[uid] -= 1
+                if not left[uid]:
+                    del left[uid]
+                yield job
+        for uid, wanted in left.items():
+            heap = self._nodes[uid].jobs
+            assert heap is not None
+            while wanted:
+                job = heap.pop()
+                if job.key in leaf_of:
+                    wanted -= 1
+                    yield job
 
     def _job_less(self, left: PodGroupInfo, right: PodGroupInfo) -> bool:
         less = self._keys[id(left)] < self._keys[id(right)]
