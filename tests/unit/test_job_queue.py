@@ -1,4 +1,5 @@
-"""Jobs ordered across queues: picking some jobs out of the order gives them in the order of a full pop."""
+"""Jobs ordered across queues: some jobs picked out of the order, or a copy of the queue, come in the order of a
+full pop."""
 
 import itertools
 
@@ -39,3 +40,16 @@ def test_ordered_jobs_come_in_full_pop_order() -> None:
         for wanted in itertools.combinations(full, size):
             picked = [job.key for job in _queue(ssn).ordered(set(wanted))]
             assert picked == [key for key in full if key in wanted]
+
+
+def test_a_copy_pops_on_its_own_in_the_same_order() -> None:
+    ssn = _session()
+    for options in (JobQueueOptions(), JobQueueOptions(victim_queue=True)):
+        original = JobsOrderByQueues(ssn, options)
+        original.initialize(ssn.jobs)
+        first = original.pop()
+        twin = original.copy()
+        copied = [job.key for job in iter(twin.pop, None)]
+        assert twin.empty() and not original.empty()
+        assert [job.key for job in iter(original.pop, None)] == copied
+        assert first is not None and first.key not in copied and len(copied) == len(JOBS) - 1

@@ -7,8 +7,9 @@ both orders are reversed and a queue is compared with the victims already taken 
 """
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kai.core.framework.go_heap import GoHeap
 from kai.core.framework.session import Session
@@ -18,6 +19,8 @@ from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -78,6 +81,26 @@ class JobsOrderByQueues:
 
     def empty(self) -> bool:
         return self._roots is None or len(self._roots) == 0
+
+    def copy(self) -> "JobsOrderByQueues":
+        """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
+        twin = JobsOrderByQueues(
+            self.ssn, self.options, _keys=dict(self._keys), _popped={k: list(v) for k, v in self._popped.items()}
+        )
+        copies = {
+            id(node): _QueueNode(node.queue, node.is_leaf, needs_reorder=node.needs_reorder)
+            for node in self._nodes.values()
+        }
+        for uid, node in self._nodes.items():
+            twin._nodes[uid] = copy = copies[id(node)]
+            copy.parent = copies[id(node.parent)] if node.parent is not None else None
+            if node.jobs is not None:
+                copy.jobs = _heap(twin._job_less, node.jobs.max_size, list(node.jobs.items))
+            if node.children is not None:
+                copy.children = _heap(twin._node_less, -1, [copies[id(child)] for child in node.children.items])
+        if self._roots is not None:
+            twin._roots = _heap(twin._node_less, -1, [copies[id(root)] for root in self._roots.items])
+        return twin
 
     def push(self, job: PodGroupInfo) -> None:
         queue = self.ssn.queues[job.queue]
@@ -220,6 +243,12 @@ class JobsOrderByQueues:
         while node is not None:
             node.needs_reorder = True
             node = node.parent
+
+
+def _heap(less: Callable[[T, T], bool], max_size: int, items: list[T]) -> GoHeap[T]:
+    heap = GoHeap(less, max_size)
+    heap.items = items
+    return heap
 
 
 def _record_preemption_delay(job: PodGroupInfo) -> None:
