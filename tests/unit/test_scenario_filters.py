@@ -1,6 +1,7 @@
 """KAI's accumulated scenario filters: victim scenarios that cannot be solved are passed over before simulation, and
 the victims chosen are the same."""
 
+import random
 from typing import Any
 
 import pytest
@@ -34,6 +35,31 @@ def test_first_fit_takes_the_largest_requirement_first(
     required: list[float], capacities: list[float], fits: bool
 ) -> None:
     assert first_fit(required, capacities) is fits
+
+
+def _first_fit_by_scan(required: list[float], capacities: list[float]) -> bool:
+    """The plain first fit, each requirement scanning every holder from the first."""
+    taken = [0.0] * len(capacities)
+    for amount in required:
+        if amount == 0:
+            return True
+        for index, capacity in enumerate(capacities):
+            if capacity < amount:
+                return False
+            if capacity - taken[index] >= amount:
+                taken[index] += amount
+                break
+        else:
+            return False
+    return True
+
+
+def test_first_fit_decides_as_a_full_scan_would() -> None:
+    draw = random.Random(7)
+    for _ in range(3000):
+        required = sorted((draw.choice([0, 0.5, 1, 2, 4, 8]) for _ in range(draw.randrange(8))), reverse=True)
+        capacities = sorted((draw.choice([0, 1, 2, 3, 4, 8]) for _ in range(draw.randrange(6))), reverse=True)
+        assert first_fit(required, capacities) is _first_fit_by_scan(required, capacities), (required, capacities)
 
 
 def _labelled(name: str, gpus: int, **labels: str) -> dict[str, Any]:

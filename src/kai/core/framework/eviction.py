@@ -42,18 +42,18 @@ def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
 
 def cached_victims(ssn: Session, candidates: Callable[[], dict[str, PodGroupInfo]]) -> Callable[[], JobsOrderByQueues]:
     """A fresh victims queue per call over candidates found once, on the first call (KAI's
-    NewCachedVictimsQueueGenerator): a job's solver asks for one queue per probe and per generator."""
-    found: dict[str, PodGroupInfo] | None = None
+    NewCachedVictimsQueueGenerator): a job's solver asks for one queue per probe and per generator. Each probe
+    starts from the same state (the last one's statement discarded), so the queue is built once and copied."""
+    built: JobsOrderByQueues | None = None
 
     def build() -> JobsOrderByQueues:
-        nonlocal found
-        if found is None:
-            found = candidates()
-        queue = JobsOrderByQueues(
-            ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
-        )
-        queue.initialize(found)
-        return queue
+        nonlocal built
+        if built is None:
+            built = JobsOrderByQueues(
+                ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
+            )
+            built.initialize(candidates())
+        return built.copy()
 
     return build
 

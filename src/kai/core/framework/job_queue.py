@@ -6,7 +6,10 @@ change queue shares, the popped path is marked and re-sifted (Go's heap.Fix(0)) 
 both orders are reversed and a queue is compared with the victims already taken from it.
 """
 
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kai.core.framework.go_heap import GoHeap
 from kai.core.framework.session import Session
@@ -16,6 +19,8 @@ from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -77,6 +82,26 @@ class JobsOrderByQueues:
     def empty(self) -> bool:
         return self._roots is None or len(self._roots) == 0
 
+    def copy(self) -> "JobsOrderByQueues":
+        """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
+        twin = JobsOrderByQueues(
+            self.ssn, self.options, _keys=dict(self._keys), _popped={k: list(v) for k, v in self._popped.items()}
+        )
+        copies = {
+            id(node): _QueueNode(node.queue, node.is_leaf, needs_reorder=node.needs_reorder)
+            for node in self._nodes.values()
+        }
+        for uid, node in self._nodes.items():
+            twin._nodes[uid] = copy = copies[id(node)]
+            copy.parent = copies[id(node.parent)] if node.parent is not None else None
+            if node.jobs is not None:
+                copy.jobs = _heap(twin._job_less, node.jobs.max_size, list(node.jobs.items))
+            if node.children is not None:
+                copy.children = _heap(twin._node_less, -1, [copies[id(child)] for child in node.children.items])
+        if self._roots is not None:
+            twin._roots = _heap(twin._node_less, -1, [copies[id(root)] for root in self._roots.items])
+        return twin
+
     def push(self, job: PodGroupInfo) -> None:
         queue = self.ssn.queues[job.queue]
         if not queue.is_leaf:
@@ -104,6 +129,37 @@ class JobsOrderByQueues:
             self._popped.setdefault(leaf.queue.uid, []).append(job)
         self._after_pop(leaf)
         return job
+
+    def ordered(self, keys: set[str]) -> Iterator[PodGroupInfo]:
+        """Consumes the queue: the queued jobs with these keys, in pop order; the others are popped unseen, and none
+        after the last wanted. Once the wanted ones left are all in one leaf they come straight from its heap: a
+        leaf's own order is fixed at push, so pops from other leaves (and allocations between) could not change it."""
+        leaf_of = {
+            job.key: uid
+            for uid, node in self._nodes.items()
+            if node.jobs is not None
+            for job in node.jobs.items
+            if job.key in keys
+        }
+        left = Counter(leaf_of.values())
+        while len(left) > 1:
+            job = self.pop()
+            if job is None:
+                return
+            uid = leaf_of.get(job.key)
+            if uid is not None:
+                left[uid] -= 1
+                if not left[uid]:
+                    del left[uid]
+                yield job
+        for uid, wanted in left.items():
+            heap = self._nodes[uid].jobs
+            assert heap is not None
+            while wanted:
+                job = heap.pop()
+                if job.key in leaf_of:
+                    wanted -= 1
+                    yield job
 
     def _job_less(self, left: PodGroupInfo, right: PodGroupInfo) -> bool:
         less = self._keys[id(left)] < self._keys[id(right)]
@@ -187,6 +243,12 @@ class JobsOrderByQueues:
         while node is not None:
             node.needs_reorder = True
             node = node.parent
+
+
+def _heap(less: Callable[[T, T], bool], max_size: int, items: list[T]) -> GoHeap[T]:
+    heap = GoHeap(less, max_size)
+    heap.items = items
+    return heap
 
 
 def _record_preemption_delay(job: PodGroupInfo) -> None:

@@ -184,16 +184,22 @@ def idle_gpus(nodes: NodeTable) -> Capacities:
 
 def first_fit(required: list[float], capacities: list[float]) -> bool:
     """Each requirement (largest first) takes room in the first holder (largest first) that still has it; a
-    requirement of 0 GPUs and all after it fit anywhere."""
+    requirement of 0 GPUs and all after it fit anywhere. A requirement equal to the last one starts where that one
+    went: every holder before had too little room for it already, so the search is linear, not quadratic."""
     taken = [0.0] * len(capacities)
+    start, previous = 0, None
     for amount in required:
         if amount == 0:
             return True
-        for index, capacity in enumerate(capacities):
+        if amount != previous:
+            start, previous = 0, amount
+        for index in range(start, len(capacities)):
+            capacity = capacities[index]
             if capacity < amount:
                 return False
             if capacity - taken[index] >= amount:
                 taken[index] += amount
+                start = index
                 break
         else:
             return False

@@ -134,14 +134,11 @@ class ScenarioSolver:
         queue = JobsOrderByQueues(ssn, JobQueueOptions())
         queue.initialize(jobs)
         placed = False
-        while not queue.empty():
-            job = queue.pop()
-            if job is None:
-                break
+        for job in queue.ordered({*victim_jobs, preemptor.key}):
             if job is preemptor:
                 if not allocate_job(ssn, statement, job, True, feasible):
                     return False
                 placed = True
-            elif job.key in victim_jobs:
+            else:
                 allocate_job(ssn, statement, job, True, feasible)
         return placed

@@ -51,6 +51,9 @@ class MinRuntimePlugin:
         ssn.wait_reason_fns.append(self.wait_reasons)
         self.protected: dict[str, dict[str, tuple[float, str, float, str]]] = {}
         """Per pending job, the victims protection kept from it: (protected until, queue, GPUs, action)."""
+        self.reclaim_mins: dict[tuple[str, str], float] = {}
+        """Per (reclaimer's queue, victim's queue), the victim's reclaim min-runtime: every victim is asked once per
+        reclaimer, and the queues are fixed for the session."""
 
     def _path(self, queue: str) -> list[str]:
         """Queue names from the root down to ``queue``."""
@@ -74,9 +77,16 @@ class MinRuntimePlugin:
         return self._first(victim.queue, "preempt_min_runtime_s", self.preempt_default)
 
     def _reclaim_min(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> float:
-        start = victim.queue
+        pair = (reclaimer.queue, victim.queue)
+        minimum = self.reclaim_mins.get(pair)
+        if minimum is None:
+            minimum = self.reclaim_mins[pair] = self._resolve_reclaim_min(*pair)
+        return minimum
+
+    def _resolve_reclaim_min(self, reclaimer_queue: str, victim_queue: str) -> float:
+        start = victim_queue
         if self.method == "lca":
-            mine, theirs = self._path(reclaimer.queue), self._path(victim.queue)
+            mine, theirs = self._path(reclaimer_queue), self._path(victim_queue)
             common = 0
             while common < min(len(mine), len(theirs)) and mine[common] == theirs[common]:
                 common += 1
