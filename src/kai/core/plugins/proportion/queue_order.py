@@ -72,14 +72,14 @@ def queue_order(
 ) -> int:
     """KAI's queue comparison; requests are the next jobs' needs, victims the allocations already chosen (asked
     for only when the dominant-resource rule is reached: summing them is most of the cost of a victim queue)."""
-    for rule in (
-        _under_utilized(left, right),
-        _under_quota_with_job(left, right, left_request, right_request),
-        _priority(left, right),
-        _zero_share(left, right, left_request, right_request),
-    ):
-        if rule:
-            return rule
+    rule = (  # the first decisive rule wins, and the rules after it are not computed
+        _under_utilized(left, right)
+        or _under_quota_with_job(left, right, left_request, right_request)
+        or _priority(left, right)
+        or _zero_share(left, right, left_request, right_request)
+    )
+    if rule:
+        return rule
     left_drf = left.dominant_share(total, _share_with(left, left_request, left_victims()))
     right_drf = right.dominant_share(total, _share_with(right, right_request, right_victims()))
     rule = _compare(left_drf, right_drf) or _compare(left.dominant_share(total), right.dominant_share(total))
