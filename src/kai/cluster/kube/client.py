@@ -139,7 +139,7 @@ class KubeCluster:
         if informer is not None and informer.synced.is_set():
             return copy_json(informer.objects())
         decoder = self._decoders[api.kind_of(kind).name]
-        items, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
+        items, _, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
         return items
 
     def get(self, kind: str, key: str) -> Raw | None:
@@ -153,10 +153,14 @@ class KubeCluster:
             return None
 
     def subscribe(self, listener: Listener) -> None:
-        """Delivers every object of the watched kinds as added, then every change (on the listeners' thread)."""
+        """Delivers every object of the watched kinds as added, then every change (on the listeners' thread). Returns
+        once the objects stored now are delivered, as the in-memory cluster does: a component subscribed and then
+        started sees whole caches (a scheduler's first cycle otherwise ran on a state that had none of 14,000 pods
+        yet)."""
         for name, informer in self.informers.items():
             with informer.lock:
                 self._dispatcher.add(name, listener, list(informer.state.store.values()))
+        self._dispatcher.wait_delivered()
 
     # ------------------------------------------------------------------------------------------- the port: writes
 

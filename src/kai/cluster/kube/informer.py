@@ -50,6 +50,7 @@ class InformerStats:
     """Counters that tell how the informer got its data (and what tests assert about resumption)."""
 
     lists: int = 0
+    pages: int = 0
     watches: int = 0
     expired: int = 0
     errors: int = 0
@@ -92,16 +93,17 @@ def apply_event(kind: Kind, state: InformerState, event_type: str, obj: Raw) -> 
     return obj, False
 
 
-async def list_all(transport: Transport, decoder: Decoder, *, page_size: int) -> tuple[list[Raw], str]:
-    """Every object of the decoder's kind, page by page, and the list's resourceVersion."""
+async def list_all(transport: Transport, decoder: Decoder, *, page_size: int) -> tuple[list[Raw], str, int]:
+    """Every object of the decoder's kind, page by page, the list's resourceVersion and how many pages it took."""
     items: list[Raw] = []
-    token = ""
+    token, pages = "", 0
     while True:
         body = await transport.send(list_request(decoder.kind, limit=page_size, continue_token=token))
+        pages += 1
         page, version, token = decoder.page(body)
         items += page
         if not token:
-            return items, version
+            return items, version, pages
 
 
 class Informer:
@@ -170,9 +172,10 @@ class Informer:
         return min(backoff * 2, self._max_backoff_s)
 
     async def _relist(self) -> None:
-        items, version = await list_all(self._transport, self._decoder, page_size=self._page_size)
+        items, version, pages = await list_all(self._transport, self._decoder, page_size=self._page_size)
         fresh = {object_key(self.kind, obj): obj for obj in items}
         self.stats.lists += 1
+        self.stats.pages += pages
         with self.lock:
             changes = replace_changes(self.state.store, fresh)
             self.state.store = fresh
