@@ -5,6 +5,7 @@ be made to answer HTTP 410 or garbage on demand; its behaviour on the real one i
 """
 
 import asyncio
+import gc
 import json
 
 import httpx2 as httpx
@@ -300,7 +301,10 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
         await client.aclose()
         return informer
 
+    gc.unfreeze()
     informer = asyncio.run(go())
+    assert gc.get_freeze_count() > 0, "the first list's objects are frozen out of the cyclic GC"
+    gc.unfreeze()
     assert requests[: len(script)] == [params for params, _ in script]
     assert requests[len(script)] == watch_from("30")
     assert changes == [
