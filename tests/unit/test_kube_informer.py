@@ -5,6 +5,7 @@ be made to answer HTTP 410 or garbage on demand; its behaviour on the real one i
 """
 
 import asyncio
+import gc
 import json
 
 import httpx2 as httpx
@@ -14,6 +15,7 @@ from kai.cluster.kube.decode import Decoder, decode_status
 from kai.cluster.kube.errors import ApiError, Gone
 from kai.cluster.kube.informer import Informer, InformerState, InformerStats, apply_event, replace_changes
 from kai.cluster.kube.resources import KINDS
+from kai.cluster.kube.runtime import Dispatcher
 from kai.cluster.kube.transport import Transport
 
 POD, QUEUE = KINDS["Pod"], KINDS["Queue"]
@@ -299,7 +301,10 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
         await client.aclose()
         return informer
 
+    gc.unfreeze()
     informer = asyncio.run(go())
+    assert gc.get_freeze_count() > 0, "the first list's objects are frozen out of the cyclic GC"
+    gc.unfreeze()
     assert requests[: len(script)] == [params for params, _ in script]
     assert requests[len(script)] == watch_from("30")
     assert changes == [
@@ -314,5 +319,26 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
     ]
     assert informer.state.store == {"d": typed(queue_obj("d", "21"))}
     # errors: the garbled LIST, then the last, empty watch (a "very short watch", backed off)
-    assert informer.stats == InformerStats(lists=3, watches=4, expired=2, errors=2, events=8)
+    assert informer.stats == InformerStats(lists=3, pages=4, watches=4, expired=2, errors=2, events=8)
     assert informer.synced.is_set()
+
+
+# the listeners' thread
+
+
+def test_a_replay_is_delivered_before_wait_delivered_returns_and_a_listener_may_call_it():
+    """What ``KubeCluster.subscribe`` waits on: a component starts on whole caches, not on part of a replay."""
+    dispatcher = Dispatcher()
+    seen = []
+
+    def listener(kind, obj, deleted):
+        dispatcher.wait_delivered()  # on the listeners' own thread: returns at once instead of waiting for itself
+        seen.append((kind, obj["metadata"]["name"], deleted))
+
+    dispatcher.add("Pod", listener, [pod(f"p{i}", str(i)) for i in range(5000)])
+    dispatcher.publish("Pod", pod("p0", "5001"), True)
+    dispatcher.wait_delivered()
+    assert len(seen) == 5001
+    assert seen[0] == ("Pod", "p0", False) and seen[-1] == ("Pod", "p0", True)
+    dispatcher.stop()
+    dispatcher.wait_delivered()  # stopped: nothing to wait for

@@ -436,3 +436,20 @@ def test_bad_taint_names_node_and_field(bad, field):
 def test_tolerations_must_be_a_list():
     with pytest.raises(InvalidObject, match=r"field spec\.tolerations: expected a list, got str"):
         Tolerations.from_pod_spec({"tolerations": "all"}, POD)
+
+
+def test_equal_toleration_lists_share_one_compiled_instance_and_a_bad_one_is_refused_each_time():
+    server_added = [
+        {"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        for key in ("not-ready", "unreachable")
+    ]
+    first = Tolerations.from_pod_spec({"tolerations": server_added}, POD)
+    again = Tolerations.from_pod_spec({"tolerations": [dict(t) for t in server_added]}, "Pod ns/other")
+    assert again is first
+    assert first == Tolerations.parse(server_added, POD)
+    assert Tolerations.from_pod_spec({"tolerations": server_added[:1]}, POD) != first
+    for where in ("Pod ns/a", "Pod ns/b"):  # not kept: each pod's error names that pod
+        with pytest.raises(InvalidObject, match=rf"{where}: field spec.tolerations\[0\].operator"):
+            Tolerations.from_pod_spec({"tolerations": [{"key": "a", "operator": "Gt"}]}, where)
+    with pytest.raises(InvalidObject, match=r"spec\.tolerations\[0\]: expected a mapping"):
+        Tolerations.from_pod_spec({"tolerations": [["a"]]}, POD)  # unhashable: parsed (and refused) as before

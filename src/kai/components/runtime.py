@@ -115,8 +115,12 @@ def run(
     on_scheduler: Callable[[SchedulerLoop], None] | None = None,
 ) -> None:
     """Run the named components until ``stop`` is set; their metrics go to ``registry``, ``health`` learns
-    whether their loops are alive, and ``on_scheduler`` gets the scheduler loop once it exists."""
+    whether their loops have started (readiness) and are alive, and ``on_scheduler`` gets the scheduler loop once it
+    exists."""
     registry = registry if registry is not None else CollectorRegistry()
+    started = threading.Event()
+    if health is not None:  # not ready while the components build their state from the caches (a minute at scale)
+        health.readiness["loops"] = lambda: (True, "started") if started.is_set() else (False, "starting")
     writes = Writes(options.write_workers)
     wakes = {name: threading.Event() for name in components}
 
@@ -181,6 +185,7 @@ def run(
         thread.start()
     if health is not None:
         health.liveness["loops"] = lambda: _alive(threads)
+    started.set()
     stop.wait()
     for thread in threads:
         thread.join(timeout=10)

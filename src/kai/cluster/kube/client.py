@@ -17,6 +17,7 @@ most ``max_in_flight`` at a time) and reports each outcome, so one refusal does 
 
 import asyncio
 import builtins
+import gc
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -139,7 +140,7 @@ class KubeCluster:
         if informer is not None and informer.synced.is_set():
             return copy_json(informer.objects())
         decoder = self._decoders[api.kind_of(kind).name]
-        items, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
+        items, _, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
         return items
 
     def get(self, kind: str, key: str) -> Raw | None:
@@ -153,10 +154,16 @@ class KubeCluster:
             return None
 
     def subscribe(self, listener: Listener) -> None:
-        """Delivers every object of the watched kinds as added, then every change (on the listeners' thread)."""
+        """Delivers every object of the watched kinds as added, then every change (on the listeners' thread). Returns
+        once the objects stored now are delivered, as the in-memory cluster does: a component subscribed and then
+        started sees whole caches (a scheduler's first cycle otherwise ran on a state that had none of 14,000 pods
+        yet). What the listener built from them is then frozen out of the cyclic GC, as an informer's first list
+        (``informer``): components subscribe as they start, and their state lives as long as the process."""
         for name, informer in self.informers.items():
             with informer.lock:
                 self._dispatcher.add(name, listener, list(informer.state.store.values()))
+        self._dispatcher.wait_delivered()
+        gc.freeze()
 
     # ------------------------------------------------------------------------------------------- the port: writes
 

@@ -42,7 +42,7 @@ class LoopThread:
         self.loop.close()
 
 
-_Item = tuple[tuple[Listener, ...], str, Raw, bool]
+_Item = tuple[tuple[Listener, ...], str, Raw, bool] | threading.Event
 
 
 class Dispatcher:
@@ -67,6 +67,15 @@ class Dispatcher:
         for obj in replay:
             self._queue.put(((listener,), kind, obj, False))
 
+    def wait_delivered(self) -> None:
+        """Returns once every change queued so far has been delivered (at once on the listeners' own thread, which
+        would wait for itself, and once the thread has stopped)."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            return
+        delivered = threading.Event()
+        self._queue.put(delivered)
+        delivered.wait()
+
     def stop(self) -> None:
         """Delivers what is queued, then ends the thread."""
         if self._thread.is_alive():
@@ -75,6 +84,9 @@ class Dispatcher:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
             targets, kind, obj, deleted = item
             for listener in targets:
                 try:
