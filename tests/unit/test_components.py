@@ -8,7 +8,12 @@ import yaml
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Listener, Raw
 from kai.components.binder import Binder
-from kai.components.controllers import PodGroupStatusController, QueueStatusController, ensure_default_queues
+from kai.components.controllers import (
+    MAX_DEFERRED_PASSES,
+    PodGroupStatusController,
+    QueueStatusController,
+    ensure_default_queues,
+)
 from kai.components.podgrouper import PodGrouper
 from kai.components.scheduler.loop import ASSUME_S, HOLD_S, SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
@@ -206,3 +211,56 @@ def test_a_bind_request_deleted_before_its_pod_is_bound_still_holds_the_node() -
     # the other is never bound: after a while it is pending again and placed again
     now[0] += HOLD_S + 1
     assert [bind.pod_key for bind in loop.run_once().result.binds] == ["ml/inference-light"]
+
+
+def test_a_settling_podgroup_status_is_written_once_it_holds_for_a_pass_and_never_rewritten_unchanged() -> None:
+    """A pod placed between two passes costs its PodGroup one status write (allocated), not two; an unchanged
+    status is not written again."""
+    cluster = _cluster()
+    controller = PodGroupStatusController(cluster, settle=True)
+    writes: list[str] = []
+    patch_status = cluster.patch_status
+
+    def counted(kind: str, key: str, status: Raw, **options: Any) -> Raw:
+        if kind == "PodGroup":
+            writes.append(key)
+        return patch_status(kind, key, status, **options)
+
+    cluster.patch_status = counted  # type: ignore[method-assign]
+
+    def resources(key: str) -> Any:
+        podgroup = cluster.get("PodGroup", key)
+        assert podgroup is not None
+        return (podgroup.get("status") or {}).get("resourcesStatus")
+
+    controller.reconcile()  # every pod pending: its requests are wanted, not written yet
+    assert writes == [] and resources("ml/training-job") is None
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
+    Binder(cluster, lambda: 0.0).reconcile()
+    controller.reconcile()  # placed meanwhile: the allocation is new, so it waits one pass
+    assert writes == []
+    controller.reconcile()
+    assert "ml/training-job" in writes
+    assert resources("ml/training-job")["allocated"]["nvidia.com/gpu"] == "1"
+    written = len(writes)
+    controller.reconcile()
+    assert len(writes) == written
+
+
+def test_a_podgroup_status_that_keeps_changing_is_still_written_every_few_passes() -> None:
+    cluster = _cluster()
+    controller = PodGroupStatusController(cluster, settle=True)
+    pod = cluster.get("Pod", "ml/training-job")
+    assert pod is not None
+    for passes in range(1, MAX_DEFERRED_PASSES + 2):
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{passes}"
+        cluster.update("Pod", pod)
+        pod = cluster.get("Pod", "ml/training-job")
+        assert pod is not None
+        controller.reconcile()
+        podgroup = cluster.get("PodGroup", "ml/training-job")
+        assert podgroup is not None
+        written = (podgroup.get("status") or {}).get("resourcesStatus")
+        if passes <= MAX_DEFERRED_PASSES:
+            assert written is None
+    assert written is not None and written["requested"]["cpu"] == str(MAX_DEFERRED_PASSES + 1)

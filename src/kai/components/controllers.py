@@ -24,6 +24,8 @@ from kai.core.model.resources import GpuRequestKind
 log = logging.getLogger(__name__)
 Totals = dict[str, float]
 GPU_MEMORY_RESOURCE = "run.ai/gpu.memory"
+MAX_DEFERRED_PASSES = 3
+"""A PodGroup status that changes every pass is written at least every this many passes."""
 
 
 class SkipLog:
@@ -83,10 +85,17 @@ def _pod_totals(pod: Raw, nodes: dict[str, Raw], allocated: bool) -> Totals:
 
 
 class PodGroupStatusController:
-    def __init__(self, cluster: ClusterClient, writes: Writes | None = None) -> None:
+    """``settle``: a changed status is written once it has held for a pass, or after ``MAX_DEFERRED_PASSES`` passes
+    if it keeps changing, so a pod placed within a pass of being grouped costs its PodGroup one status write (its
+    pods allocated), not two (requested, then allocated); docs/deviations.md has it."""
+
+    def __init__(self, cluster: ClusterClient, writes: Writes | None = None, *, settle: bool = False) -> None:
         self.cluster = cluster
         self.writes = writes or Writes()
         self.skipped = SkipLog()
+        self.settle = settle
+        self._deferred: dict[str, tuple[Raw, int]] = {}
+        """Per podgroup key: the status wanted by the last pass and not written, and how many passes it waited."""
 
     def compute(self) -> dict[str, dict[str, Totals]]:
         """Per podgroup key: requested, allocated and allocatedNonPreemptible totals."""
@@ -140,15 +149,21 @@ class PodGroupStatusController:
     def reconcile(self) -> dict[str, dict[str, Totals]]:
         computed = self.compute()
         changed: list[tuple[str, Raw]] = []
+        deferred, self._deferred = self._deferred, {}
         for key, totals in computed.items():
             podgroup = self.cluster.get("PodGroup", key)
             if podgroup is None:
                 continue
             wanted = {name: resource_list(values) for name, values in totals.items()}
             current = (podgroup.get("status") or {}).get("resourcesStatus")
-            if current != wanted:
-                before = current if isinstance(current, dict) else {}
-                changed.append((key, {"resourcesStatus": merge_patch(before, wanted)}))
+            if current == wanted:
+                continue
+            last, waited = deferred.get(key, (None, 0))
+            if self.settle and last != wanted and waited < MAX_DEFERRED_PASSES:
+                self._deferred[key] = (wanted, waited + 1)
+                continue
+            before = current if isinstance(current, dict) else {}
+            changed.append((key, {"resourcesStatus": merge_patch(before, wanted)}))
         self.writes.each("podgroup status", changed, lambda item: self.cluster.patch_status("PodGroup", *item))
         return computed
 

@@ -139,7 +139,7 @@ def run(
     threads: list[threading.Thread] = []
     if "controllers" in components:
         ensure_default_queues(cluster)
-        podgroups = PodGroupStatusController(cluster, writes)
+        podgroups = PodGroupStatusController(cluster, writes, settle=True)
         queues = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
 
         def controllers_pass() -> None:
@@ -148,7 +148,7 @@ def run(
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
     if "podgroup-controller" in components:
-        podgroup_status = PodGroupStatusController(cluster, writes)
+        podgroup_status = PodGroupStatusController(cluster, writes, settle=True)
         period = options.controllers_period_s
         threads.append(
             _thread("podgroup-controller", podgroup_status.reconcile, period, wakes["podgroup-controller"], stop)
