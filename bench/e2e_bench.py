@@ -138,6 +138,11 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=20)
     parser.add_argument("--schedule-period", default="1s", help="kai's --schedule-period (KAI's default is 1s)")
     args = parser.parse_args()
+    if args.pods + args.singles > args.nodes * GPUS_PER_NODE:
+        parser.error(
+            f"--pods {args.pods} and --singles {args.singles} need {args.pods + args.singles} GPUs; "
+            f"--nodes {args.nodes} have {args.nodes * GPUS_PER_NODE} ({GPUS_PER_NODE} each)"
+        )
     workdir = Path(tempfile.mkdtemp(prefix="kai-e2e-bench-"))
     cp = start(find_binaries(), workdir / "controlplane")
     parts = []
