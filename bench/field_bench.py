@@ -13,8 +13,8 @@ bench field-cycle-1 seconds=<s> cpu_s=<s> snapshot_s=<s> snapshot_share=<%> bind
 bench field-steady cycles=<n> p50_s=<s> max_s=<s> snapshot_share=<%> rss_first_mb=<mb> rss_last_mb=<mb>
 bench field-actions <action>_ms=<median ms>...
 
-``--profile FILE`` writes a cProfile of one steady cycle (read it with ``python -m pstats FILE``). RSS is the
-process's resident set now (not its peak), so growth across cycles shows.
+``--profile FILE`` writes a cProfile of one cycle, ``--profile-cycle`` (by default the first steady one); read it
+with ``python -m pstats FILE``. RSS is the process's resident set now (not its peak), so growth across cycles shows.
 """
 
 import argparse
@@ -171,7 +171,8 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=140_000, help="every pod, running and pending")
     parser.add_argument("--pending", type=int, default=5_000)
     parser.add_argument("--cycles", type=int, default=100)
-    parser.add_argument("--profile", type=Path, help="write a cProfile of one steady cycle here")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of one cycle here")
+    parser.add_argument("--profile-cycle", type=int, default=2, help="the cycle profiled (1: the first, which places)")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -198,7 +199,7 @@ def main() -> None:
     rss: list[float] = []
     profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU time: the machine is shared
     for n in range(args.cycles):
-        profiling = profiler if n == 1 else None
+        profiling = profiler if n + 1 == args.profile_cycle else None
         if profiling is not None:
             profiling.enable()
         start, cpu = time.perf_counter(), time.process_time()

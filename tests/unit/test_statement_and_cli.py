@@ -71,6 +71,36 @@ def test_a_pipelined_task_chosen_as_victim_goes_back_to_pending() -> None:
     assert ssn.result.pipelined == [] and ssn.result.evictions == []
 
 
+def test_the_pending_jobs_index_follows_every_statement() -> None:
+    """``Session.pending_jobs`` (indexed, so the victim search need not test every job) equals a scan of every job
+    after a commit, an un-pipeline and a rollback, and keeps the jobs' order."""
+    state = _state()
+    for name in ("a", "b"):
+        state.apply("PodGroup", {"metadata": {"name": name, "namespace": "d"}, "spec": {"queue": "q", "minMember": 1}})
+        pod = {"metadata": {"name": name, "namespace": "d", "annotations": {"pod-group-name": name}}}
+        state.apply("Pod", pod | {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]}})
+    ssn = open_session(take_snapshot(state, "kai-scheduler"), SchedulerConfig(), 0.0)
+
+    def scan() -> list[str]:
+        return [job.key for job in ssn.jobs.values() if job.has_pending()]
+
+    def indexed() -> list[str]:
+        return [job.key for job in ssn.pending_jobs()]
+
+    assert indexed() == scan() == list(ssn.jobs)
+    first = next(iter(ssn.jobs.values()))
+    task = next(iter(first.tasks.values()))
+    placed = Statement(ssn)
+    placed.pipeline(task, "n0")
+    placed.commit("reclaim")
+    assert indexed() == scan() and first.key not in indexed()
+    victim = Statement(ssn)
+    victim.evict(task, "preempted")  # back to pending: the job returns to its place in the order
+    assert indexed() == scan() == list(ssn.jobs)
+    victim.discard()
+    assert indexed() == scan() and first.key not in indexed()
+
+
 def test_check_output_and_exit_code(tmp_path: Path) -> None:
     good = SCENARIOS / "allocate" / "allocateGang_test" / "000-allocate-train-gang-job.yaml"
     broken = tmp_path / "broken.yaml"

@@ -1,5 +1,6 @@
 """The operator's loop: a reconcile pass when a Config or SchedulingShard changes, and at least every period (which
-also notices Deployments becoming available and repairs what was changed by hand)."""
+also notices Deployments becoming available). Objects deleted or edited by hand are repaired at the reconciler's
+resync, every 5 minutes, or when the operator restarts: it does not watch what it owns (KAI's operator does)."""
 
 import logging
 import threading

@@ -88,13 +88,18 @@ class Statement:
         )
         if old_node is not None and on_node:
             nodes.remove_task(task, old_node)
-        self.ssn.jobs[task.job_key].set_status(task, status)
+        self._set_status(task, status)
         task.node_name = node_name
         if gpu_groups is not None:
             task.gpu_groups = gpu_groups
         if new_node is not None:
             nodes.add_task(task, new_node)
         return previous
+
+    def _set_status(self, task: TaskInfo, status: PodStatus) -> None:
+        self.ssn.jobs[task.job_key].set_status(task, status)
+        if status is PodStatus.PENDING:
+            self.ssn.mark_pending(task.job_key)
 
     def _move_back(self, task: TaskInfo, previous: Previous) -> None:
         """The task where it was, by moving it there (an undo out of order)."""
@@ -109,7 +114,7 @@ class Statement:
             del node.tasks[task.key]
         for state in previous.nodes:
             nodes.restore(state)
-        self.ssn.jobs[task.job_key].set_status(task, previous.status)
+        self._set_status(task, previous.status)
         task.node_name = previous.node_name
         task.gpu_groups = previous.gpu_groups
         task.is_virtual = previous.is_virtual
@@ -265,7 +270,7 @@ class Statement:
                 result.pipelined = [p for p in result.pipelined if p.pod_key != task.key]
             else:
                 request = task.request
-                self.ssn.jobs[task.job_key].set_status(task, PodStatus.BINDING)
+                self._set_status(task, PodStatus.BINDING)
                 result.binds.append(
                     Bind(
                         pod_key=task.key,

@@ -127,7 +127,7 @@ class ScenarioSolver:
         """Re-place victims and the preemptor in job order, pipeline-only; the preemptor must fit."""
         ssn = self.ssn
         victim_jobs = {task.job_key for task in victims}
-        jobs = {job.key: job for job in ssn.jobs.values() if job.has_pending()}
+        jobs = {job.key: job for job in ssn.pending_jobs()}
         for key in victim_jobs:
             jobs[key] = ssn.jobs[key]
         jobs[preemptor.key] = preemptor

@@ -106,6 +106,8 @@ class MinRuntimePlugin:
 
     def reclaim_filter(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> bool:
         minimum = self._reclaim_min(reclaimer, victim)
+        if not self._protected(victim, minimum):  # the common case, asked of every job per reclaimer: tested first
+            return True
         return self._elastic(victim) or self._unprotected(reclaimer, victim, minimum, "reclaim")
 
     def _unprotected(self, pending: PodGroupInfo, victim: PodGroupInfo, minimum: float, action: str) -> bool:
