@@ -10,6 +10,7 @@ and the chart are checked first, without a cluster.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -76,14 +77,17 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_every_component_runs(tmp_p
     )
     wheel = next((tmp_path / "wheels").glob("kai-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # else pip sees the source tree's kai
     pip = tmp_path / "venv" / "bin" / "pip"
-    subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True, timeout=600, env=clean
+    )
     kai = str(tmp_path / "venv" / "bin" / "kai")
-    listed = subprocess.run([kai, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    listed = subprocess.run([kai, "--help"], capture_output=True, text=True, timeout=60, check=True, env=clean).stdout
     commands = {line.split()[0] for line in listed.partition("Commands:\n")[2].splitlines() if line.strip()}
     assert commands >= IMAGE_COMMANDS, f"kai --help lists {sorted(commands)}"
     for command in sorted(commands):
-        run = subprocess.run([kai, command, "--help"], capture_output=True, text=True, timeout=60)
+        run = subprocess.run([kai, command, "--help"], capture_output=True, text=True, timeout=60, env=clean)
         assert run.returncode == 0, f"kai {command} --help: {run.stderr}"
         assert f"Usage: kai {command}" in run.stdout
 
