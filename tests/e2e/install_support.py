@@ -9,6 +9,7 @@ pods of the kai-scheduler namespace.
   Secret as files), on the host, on loopback ports: so the real kai components work with exactly the RBAC and
   configuration the operator rendered (``kai admission`` with the serving certificate the operator issued, so the
   API server checks it against the webhook configurations' CA bundle).
+- ``Judged`` is a host component as a fault drill (drill_support.Drill) judges the kai processes it started.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import REPO, ControlPlane, free_port
+from kai_support import Kai
 from kube.kube_support import wait_until
 from testcluster import find_part
 
@@ -183,3 +185,37 @@ class HostComponent:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+    def kill(self) -> None:
+        """SIGKILL (kill -9): no shutdown at all, as when a node dies or the kernel's OOM killer ends the pod."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+
+class Judged:
+    """Host component ``name`` with the surface of kai_support.Kai that drill_support.Drill judges (process,
+    probes, metrics, log): whichever process of ``host`` runs it now (it may be restarted meanwhile), and only what
+    it logs from now on, since what it logged before is not the drill's."""
+
+    def __init__(self, host: dict[str, HostComponent], name: str) -> None:
+        self.host, self.component = host, name
+        self.log = host[name].log
+        self._skip = len(self.log.read_text(errors="replace").splitlines())
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        return self.host[self.component].process
+
+    def _port(self, flag: str) -> int:
+        return self.host[self.component].ports[flag]
+
+    def probe(self, path: str) -> tuple[int, str]:
+        return Kai.get(self._port("--health-probe-bind-address"), path)
+
+    def metrics(self) -> str:
+        code, body = Kai.get(self._port("--metrics-bind-address"), "/metrics")
+        return body if code == 200 else ""
+
+    def log_lines(self, containing: str = "") -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines()[self._skip :]
+        return [line for line in lines if containing in line]

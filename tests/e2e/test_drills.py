@@ -10,7 +10,8 @@ transport); BindRequests, or their pods, deleted as they are made;
 BindRequests edited by another client as they are made; a node deleted, cordoned or tainted NoSchedule under
 pending binds; PodGroups deleted under their running pods; another client labelling every pod, PodGroup and the
 queue through a burst; kill -9 of each of kai's components run as separate processes, of `kai admission` and of
-the leading replica of two; bad objects of several kinds mid-burst.
+the leading replica of two; bad objects of several kinds mid-burst. (kill -9 of the operator is drilled in
+test_install.py, on the install it renders.)
 """
 
 from __future__ import annotations

@@ -5,18 +5,22 @@ KWOK runs the component pods as stand-ins; the real kai components run on the ho
 with a token of the ServiceAccount the operator made (install_support.py), so what they do here they may do with
 the RBAC the operator rendered. ``kai admission`` serves its webhooks with the certificate the operator issued; the
 API server reaches them at the admission Service's ClusterIP through the test network (servicenet.py). The wheel
-and the chart are checked first, without a cluster.
+and the chart are checked first, without a cluster; last, the operator is killed (kill -9) and what it renders
+drifts, with drill_support's end-state check of a workload run meanwhile.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +28,14 @@ import pytest
 import yaml
 from admission_support import queue, refused
 from controlplane import REPO, ControlPlane, http_ready
-from install_support import CHART, NAMESPACE, HostComponent, SystemPods, helm
-from kai_support import kubectl_json
+from drill_support import Drill, delete_nodes, gang, get, listed, make_nodes
+from install_support import CHART, NAMESPACE, HostComponent, Judged, SystemPods, helm
+from kai_support import gpu_pod, kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok
+
+from kai.components.operator.certs import CA_SECRET
+from kai.components.operator.workloads import WEBHOOK_SECRET
 
 SEED = REPO / "examples" / "seed"
 COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
@@ -76,14 +84,17 @@ def test_the_wheel_installs_in_a_clean_virtualenv_and_every_component_runs(tmp_p
     )
     wheel = next((tmp_path / "wheels").glob("kai-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=120)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # else pip sees the source tree's kai
     pip = tmp_path / "venv" / "bin" / "pip"
-    subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [str(pip), "install", "--quiet", str(wheel)], check=True, capture_output=True, timeout=600, env=clean
+    )
     kai = str(tmp_path / "venv" / "bin" / "kai")
-    listed = subprocess.run([kai, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    listed = subprocess.run([kai, "--help"], capture_output=True, text=True, timeout=60, check=True, env=clean).stdout
     commands = {line.split()[0] for line in listed.partition("Commands:\n")[2].splitlines() if line.strip()}
     assert commands >= IMAGE_COMMANDS, f"kai --help lists {sorted(commands)}"
     for command in sorted(commands):
-        run = subprocess.run([kai, command, "--help"], capture_output=True, text=True, timeout=60)
+        run = subprocess.run([kai, command, "--help"], capture_output=True, text=True, timeout=60, env=clean)
         assert run.returncode == 0, f"kai {command} --help: {run.stderr}"
         assert f"Usage: kai {command}" in run.stdout
 
@@ -438,3 +449,199 @@ def test_kai_doctor_on_the_nvcf_install_is_healthy_until_a_default_queue_is_brok
         cp.kubectl("patch", "queue", "default-queue", "--type=merge", "-p", unlimited)
     error = refused(cp, queue("orphan-install", "no-such-parent"))
     assert "field spec.parentQueue: parent queue 'no-such-parent' does not exist" in error
+
+
+# ------------------------------------------------------------------------------------------- the operator killed
+
+OPERATOR = "kai-operator"
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+CONFIG = "/apis/kai.scheduler/v1/configs/kai-config"
+SCHEDULER_CONFIG = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{SCHEDULER}"
+LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
+MANAGED = urllib.parse.quote("app.kubernetes.io/managed-by=kai-operator")
+WEBHOOK_PATHS = {
+    "mutatingwebhookconfiguration": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+    "validatingwebhookconfiguration": "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+}
+RENDERED_KINDS = {
+    "Deployment": DEPLOYMENTS,
+    "Service": f"/api/v1/namespaces/{NAMESPACE}/services",
+    "ConfigMap": f"/api/v1/namespaces/{NAMESPACE}/configmaps",
+    "Secret": f"/api/v1/namespaces/{NAMESPACE}/secrets",
+    "ServiceAccount": f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+    "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
+    "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "MutatingWebhookConfiguration": WEBHOOK_PATHS["mutatingwebhookconfiguration"],
+    "ValidatingWebhookConfiguration": WEBHOOK_PATHS["validatingwebhookconfiguration"],
+    "Queue": "/apis/scheduling.run.ai/v2/queues",
+}
+"""Where each kind the operator renders is listed (it labels everything it renders managed-by=kai-operator)."""
+BY_GENERATION = {"Deployment", "Queue"}
+"""Kinds whose status other controllers write: a rewrite of the operator's shows in the generation."""
+DRILL_NODES = 4
+"""32 GPUs: room for both waves (26 GPUs)."""
+POLL_S = 0.25
+
+
+def _rendered(cp: ControlPlane) -> dict[tuple[str, str], tuple[str, str]]:
+    """(kind, name) → (uid, version) of every object the operator rendered."""
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for kind, path in RENDERED_KINDS.items():
+        for obj in listed(cp, f"{path}?labelSelector={MANAGED}"):
+            meta = obj["metadata"]
+            assert (kind, meta["name"]) not in found, f"{kind} {meta['name']} listed twice"
+            version = meta["generation"] if kind in BY_GENERATION else meta["resourceVersion"]
+            found[(kind, meta["name"])] = (meta["uid"], str(version))
+    return found
+
+
+def _names(cp: ControlPlane, path: str) -> list[str]:
+    return sorted(obj["metadata"]["name"] for obj in listed(cp, path))
+
+
+def _trust(cp: ControlPlane) -> dict[str, Any]:
+    """What the webhooks' TLS rests on: the CA and serving Secrets' data and each webhook's caBundle."""
+    trust: dict[str, Any] = {
+        name: get(cp, f"/api/v1/namespaces/{NAMESPACE}/secrets/{name}")["data"] for name in (CA_SECRET, WEBHOOK_SECRET)
+    }
+    for kind, name in WEBHOOKS:
+        trust[name] = [
+            hook["clientConfig"]["caBundle"] for hook in get(cp, f"{WEBHOOK_PATHS[kind]}/{name}")["webhooks"]
+        ]
+    return trust
+
+
+def _config_converged(cp: ControlPlane) -> bool:
+    """The Config's conditions say its current generation is deployed and available."""
+    config = get(cp, CONFIG)
+    conditions = {c["type"]: c for c in (config.get("status") or {}).get("conditions") or []}
+    wanted = {"Reconciling": "False", "Deployed": "True", "Available": "True", "Ready": "True"}
+    return all(
+        conditions.get(kind, {}).get("status") == status
+        and conditions[kind].get("observedGeneration") == config["metadata"]["generation"]
+        for kind, status in wanted.items()
+    )
+
+
+def _queue_controller_resources(cp: ControlPlane) -> dict[str, Any]:
+    """The queue-controller container's resources ({} when none are set: the API server's default)."""
+    container = get(cp, f"{DEPLOYMENTS}/queue-controller")["spec"]["template"]["spec"]["containers"][0]
+    return dict(container.get("resources") or {})
+
+
+def _set_queue_controller_resources(cp: ControlPlane, resources: dict[str, Any] | None) -> None:
+    """A Config change the operator renders into one Deployment (None: back to the chart's, which sets none)."""
+    patch = {"spec": {"queueController": {"service": {"resources": resources}}}}
+    status, body = cp.request(CONFIG, "PATCH", patch, "application/merge-patch+json")
+    assert status == 200, f"patching Config kai-config: {status} {body}"
+
+
+def _wave(drill: Drill, wave: str) -> list[dict[str, Any]]:
+    """A gang of three 1-GPU pods, a gang of two 2-GPU pods and six 1-GPU singles: 11 pods, 13 GPUs."""
+    ns, queue_name, pool = drill.namespace, drill.queue, drill.pool
+    return [
+        *gang(ns, f"{wave}-g3x1", queue_name, pool, 3, 1),
+        *gang(ns, f"{wave}-g2x2", queue_name, pool, 2, 2),
+        *(gpu_pod(ns, f"{wave}-s{i}", queue_name, pool, 1) for i in range(6)),
+    ]
+
+
+def test_operator_killed_mid_render_restarts_into_what_it_renders(
+    install: Install, namespace: str, tmp_path: Path
+) -> None:
+    """kill -9 of the operator right after a Config change it must render. While it is down the pod-grouper's
+    Deployment is deleted, the scheduler's ConfigMap edited by hand, the Config changed again, and a workload
+    arrives: the components do not need the operator, so it binds (drill_support's end-state check). Started
+    again, the operator renders from the objects as they are: the Deployment is back as it was, the ConfigMap as
+    rendered, the Config's last change in place and the Config Ready for its generation; nothing else is made again
+    or rewritten (no object twice, no new Lease or Secret, the CA and serving certificate kept: certs.ensure keeps
+    a pair that is valid and covers the Service). Afterwards the Config is as it was."""
+    cp = install.cp
+    wait_until("the operator to have converged", lambda: _config_converged(cp), TIMEOUT_S, POLL_S)
+    config_spec = get(cp, CONFIG)["spec"]
+    rendered, trust, leases = _rendered(cp), _trust(cp), _names(cp, LEASES)
+    secrets = _names(cp, RENDERED_KINDS["Secret"])
+    pod_grouper = get(cp, f"{DEPLOYMENTS}/pod-grouper")
+    scheduler_config = get(cp, SCHEDULER_CONFIG)["data"]
+    assert {("Deployment", "pod-grouper"), ("ConfigMap", SCHEDULER)} <= set(rendered)
+    assert _queue_controller_resources(cp) == {}
+
+    pool, queue_name = f"drill-{namespace}", f"q-{namespace}"
+    drill = Drill(cp, "operator_killed_workload", namespace, pool, queue_name, tmp_path)
+    drill.nodes = make_nodes(cp, pool, DRILL_NODES)
+    drill.kais = [Judged(install.host, name) for name in sorted(install.host)]
+    first, second = {"requests": {"cpu": "101m"}}, {"requests": {"cpu": "102m"}}
+    try:
+        drill.submit([queue(queue_name, "default-parent-queue"), *_wave(drill, "a")])
+        drill.wait_bound(1)
+
+        _set_queue_controller_resources(cp, first)
+        install.host[OPERATOR].kill()  # at once: the operator has the change to render
+        killed = time.monotonic()
+        drill.fault_begins()
+        rendered_at_kill = _queue_controller_resources(cp) == first
+        status, body = cp.request(f"{DEPLOYMENTS}/pod-grouper", "DELETE")
+        assert status == 200, body
+        edit = {"data": {"config.yaml": "actions: allocate\n# edited by hand\n"}}
+        status, body = cp.request(SCHEDULER_CONFIG, "PATCH", edit, "application/merge-patch+json")
+        assert status == 200, body
+        _set_queue_controller_resources(cp, second)
+        drill.submit(_wave(drill, "b"))
+        wait_until(
+            "the workload to bind with the operator down", lambda: drill.to_bind() <= set(drill.bound()), 120.0, POLL_S
+        )
+        assert install.host[OPERATOR].process.poll() is not None, "the operator was started again meanwhile"
+
+        restarted = time.monotonic()
+        install.run_on_host(OPERATOR)
+        drill.fault_ends()
+
+        def converged() -> float | None:
+            """When the operator is found to have re-converged (None before)."""
+            status, again = cp.request(f"{DEPLOYMENTS}/pod-grouper")
+            done = (
+                status == 200
+                and again["spec"] == pod_grouper["spec"]
+                and get(cp, SCHEDULER_CONFIG)["data"] == scheduler_config
+                and _queue_controller_resources(cp) == second
+                and _config_converged(cp)
+            )
+            return time.monotonic() if done else None
+
+        with ThreadPoolExecutor(1) as watching:  # the workload is judged meanwhile, not after
+            convergence = watching.submit(wait_until, "the operator to re-converge", converged, TIMEOUT_S, POLL_S)
+            drill.finish(next(judged for judged in drill.kais if judged.component == SCHEDULER))
+            done = convergence.result()
+        after = _rendered(cp)
+        was = {key: rendered.get(key, ("", "")) for key in after}
+        remade = sorted(f"{kind}/{name}" for (kind, name), (uid, _) in after.items() if uid != was[(kind, name)][0])
+        touched = {("Deployment", "pod-grouper"), ("Deployment", "queue-controller"), ("ConfigMap", SCHEDULER)}
+        rewritten = sorted(f"{k}/{n}" for (k, n), now in after.items() if (k, n) not in touched and now != was[(k, n)])
+        leases_after = _names(cp, LEASES)
+        rotated = sorted(name for name, value in _trust(cp).items() if value != trust[name])
+        print(
+            f"drill operator_killed recovery_s={done - restarted:.1f} down_s={restarted - killed:.1f} "
+            f"kill_to_converged_s={done - killed:.1f} rendered_at_kill={'yes' if rendered_at_kill else 'no'} "
+            f"objects={len(after)} remade={len(remade)} rewritten={len(rewritten)} leases={len(leases_after)} "
+            f"rotated={len(rotated)}"
+        )
+        assert set(after) == set(rendered), f"gone: {set(rendered) - set(after)}; new: {set(after) - set(rendered)}"
+        assert remade == ["Deployment/pod-grouper"], f"made again: {remade}"
+        assert rewritten == [], f"rewritten by the restarted operator though it renders them as before: {rewritten}"
+        assert leases_after == leases and _names(cp, RENDERED_KINDS["Secret"]) == secrets
+        assert rotated == [], f"the CA or the serving certificate changed: {rotated}"
+    finally:
+        delete_nodes(cp, pool)
+        cp.kubectl("delete", "queue", queue_name, "--ignore-not-found", "--wait=false", check=False)
+        if install.host[OPERATOR].process.poll() is not None:
+            install.run_on_host(OPERATOR)
+        _set_queue_controller_resources(cp, None)
+        wait_until(
+            "the operator to render the Config as it was",
+            lambda: _queue_controller_resources(cp) == {} and _config_converged(cp),
+            TIMEOUT_S,
+            POLL_S,
+        )
+    assert get(cp, CONFIG)["spec"] == config_spec
