@@ -1,8 +1,11 @@
 """Elastic gang trees (minSubGroup): which pods a podgroup asks for next, which it gives up first, when it is ready."""
 
+from collections.abc import Callable
+
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.core.cycle import open_session
+from kai.core.framework import victims
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.session import Session
@@ -140,3 +143,31 @@ def test_podgroup_min_member_is_optional_and_zero_means_one() -> None:
         job = ssn.jobs["default/job"]
         assert job.pod_sets["default"].min_available == 1
         assert _names(tasks_to_allocate(ssn, job, True)) == ["job-0"]
+
+
+def _reversed(ssn: Session) -> Callable[[TaskInfo, TaskInfo], int]:
+    def reverse(left: TaskInfo, right: TaskInfo) -> int:
+        return ssn.task_cmp(right, left)
+
+    return reverse
+
+
+def test_eviction_of_one_pod_set_decides_as_the_tree_walk() -> None:
+    """A job that is one pod set takes a shortcut; on every gang size and number of running pods it picks what the
+    general walk of the gang tree picks."""
+    for min_member in range(4):
+        for running in range(5):
+            objects = [("Queue", queue("q")), ("Node", node("n0", 16))]
+            objects.append(("PodGroup", podgroup("job", "q", T0, minMember=min_member)))
+            for i in range(4):
+                objects.append(("Pod", pod(f"p-{i}", "job", node_name="n0" if i < running else "")))
+            ssn = open_session(take_snapshot(cluster(*objects), "kai-scheduler", T0), SchedulerConfig(), T0)
+            job = ssn.jobs["default/job"]
+
+            reverse = _reversed(ssn)
+            walked = victims._elastic_from_set(ssn, job.root, reverse) or victims._running(
+                job.root.all_pod_sets(), reverse
+            )
+            tasks, more = tasks_to_evict(ssn, job)
+            assert [t.key for t in tasks] == [t.key for t in walked], (min_member, running)
+            assert more is (len(walked) < running), (min_member, running)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from kai.core.framework.eviction import (
     JobFilter,
     cached_victims,
+    each_task,
     pending_jobs,
     run_solver_action,
     victim_candidates,
@@ -78,9 +79,11 @@ def execute(ssn: Session) -> None:
         lambda job: _enough_gpus(ssn, job),
         victims,
         _everything_moved,
-        lambda task, _job: (
-            f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
-            "(resource consolidation) procedure"
+        each_task(
+            lambda task, _job: (
+                f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
+                "(resource consolidation) procedure"
+            )
         ),
         lambda _job: "",
     )

@@ -6,7 +6,14 @@ strictly lower priority.
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, cached_victims, pending_jobs, run_solver_action, victim_candidates
+from kai.core.framework.eviction import (
+    all_of,
+    cached_victims,
+    each_task,
+    pending_jobs,
+    run_solver_action,
+    victim_candidates,
+)
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
@@ -45,8 +52,10 @@ def execute(ssn: Session) -> None:
         attempt,
         victims,
         all_of(ssn.preempt_validators),
-        lambda task, job: (
-            f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
+        each_task(
+            lambda task, job: (
+                f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
+            )
         ),
         lambda job: job.queue,
     )

@@ -11,6 +11,7 @@ from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.queue_info import QueueInfo
 from kai.core.state.task import TaskInfo
 
 NAME = "reclaim"
@@ -32,14 +33,27 @@ def _queue_details(ssn: Session, uid: str) -> str:
     )
 
 
-def message(ssn: Session, task: TaskInfo, reclaimer: PodGroupInfo) -> str:
-    text = f"Pod {task.namespace}/{task.name} was preempted by workload {reclaimer.namespace}/{reclaimer.name}."
-    if not ssn.queue_share_fns:
-        return text
-    mine, theirs = ssn.queues[reclaimer.queue], ssn.queues[ssn.jobs[task.job_key].queue]
+def messages(ssn: Session, tasks: list[TaskInfo], reclaimer: PodGroupInfo) -> list[str]:
+    """Each victim's eviction message; the queue details are worked out once per victim queue (a large gang's
+    scenario evicts thousands of pods of a few queues)."""
+    details: dict[str, str] = {}
+    result = []
+    for task in tasks:
+        text = f"Pod {task.namespace}/{task.name} was preempted by workload {reclaimer.namespace}/{reclaimer.name}."
+        if ssn.queue_share_fns:
+            theirs = ssn.jobs[task.job_key].queue
+            suffix = details.get(theirs)
+            if suffix is None:
+                suffix = details[theirs] = _details(ssn, ssn.queues[reclaimer.queue], ssn.queues[theirs])
+            text += suffix
+        result.append(text)
+    return result
+
+
+def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
     if mine.parent != theirs.parent and mine.parent in ssn.queues and theirs.parent in ssn.queues:
         mine, theirs = ssn.queues[mine.parent], ssn.queues[theirs.parent]
-    return f"{text}\n{_queue_details(ssn, theirs.uid)}\n{_queue_details(ssn, mine.uid)}"
+    return f"\n{_queue_details(ssn, theirs.uid)}\n{_queue_details(ssn, mine.uid)}"
 
 
 def execute(ssn: Session) -> None:
@@ -61,6 +75,6 @@ def execute(ssn: Session) -> None:
         None,
         victims,
         all_of(ssn.reclaim_validators),
-        lambda task, job: message(ssn, task, job),
+        lambda tasks, job: messages(ssn, tasks, job),
         lambda job: job.queue,
     )

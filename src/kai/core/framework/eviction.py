@@ -10,13 +10,23 @@ from kai.core.framework.scenario_search import JobSolver
 from kai.core.framework.search_budget import ActionBudget
 from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
-from kai.core.framework.victim_solver import EvictionMessage, ScenarioSolver, Validator, feasible_nodes
+from kai.core.framework.victim_solver import EvictionMessages, ScenarioSolver, Validator, feasible_nodes
 from kai.core.framework.victims import Scenario
 from kai.core.state.fit_errors import POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.task import TaskInfo
 
 JobFilter = Callable[[PodGroupInfo], bool]
+
+
+def each_task(message: Callable[[TaskInfo, PodGroupInfo], str]) -> EvictionMessages:
+    """Eviction messages made one victim task at a time."""
+
+    def messages(tasks: list[TaskInfo], preemptor: PodGroupInfo) -> list[str]:
+        return [message(task, preemptor) for task in tasks]
+
+    return messages
 
 
 def victim_candidates(
@@ -87,7 +97,7 @@ def run_solver_action(
     attempt: JobFilter | None,
     victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
     validator: Validator,
-    message: EvictionMessage,
+    messages: EvictionMessages,
     signature_scope: Callable[[PodGroupInfo], str],
 ) -> None:
     """For each pending job in fair-share order, find victims and commit the solution.
@@ -101,7 +111,7 @@ def run_solver_action(
     jobs.initialize(ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
     budget = ActionBudget(ssn.config.search_budgets, action, ssn.clock)
-    solver = ScenarioSolver(ssn, validator, message)
+    solver = ScenarioSolver(ssn, validator, messages)
     while not jobs.empty():
         job = jobs.pop()
         if job is None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from kai.core.framework.victims import Scenario
 
 Capacities = npt.NDArray[np.float64]
+TOLERANCE = 1e-6
+"""GPUs below which a shortfall found by summing is put down to rounding (first fit adds in another order)."""
 
 
 class ScenarioFilter(Protocol):
@@ -101,14 +103,20 @@ def _affinity_mask(ssn: Session, task: TaskInfo) -> Mask:
 
 class IdleGpusFilter:
     """The pending pods' GPUs, largest first, must each fit (first fit) in one of the nodes with the most idle or
-    releasing GPUs once the victims are gone, as many nodes as there are pending pods."""
+    releasing GPUs once the victims are gone, as many nodes as there are pending pods.
+
+    Two necessary conditions come first, because a victim search adds victims one at a time over a whole cluster
+    and most scenarios fail: the nodes, each at most the fullest, must hold the pods' total, and so must the best
+    nodes. (A tolerance keeps rounding from refusing what first fit would take.)"""
 
     name = "AccumulatedIdleGpus"
 
     def __init__(self, nodes: NodeTable, first: "Scenario") -> None:
         self.nodes = nodes
         self.required = sorted((task.gpus_quota for task in first.pending_tasks), reverse=True)
+        self.total = sum(amount for amount in self.required if amount > 0)
         self.capacity = idle_gpus(nodes)
+        self.largest = max(float(self.capacity.max(initial=0.0)), 0.0)
         self.new_victims = _NewVictims()
         self.valid(first)
 
@@ -117,11 +125,22 @@ class IdleGpusFilter:
             info = self.nodes.by_name.get(task.node_name)
             if info is not None:
                 self.capacity[info.column] += held_gpus(task)
-        count = min(len(self.required), len(self.capacity))
-        if count == 0:
-            return not self.required or self.required[0] == 0
-        best = np.partition(self.capacity, len(self.capacity) - count)[-count:]
-        return first_fit(self.required, sorted(best.tolist(), reverse=True))
+                self.largest = max(self.largest, float(self.capacity[info.column]))
+        return fits_best_nodes(self.required, self.total, self.capacity, self.largest)
+
+
+def fits_best_nodes(required: list[float], total: float, capacity: Capacities, largest: float) -> bool:
+    """First fit of ``required`` (largest first; ``total`` its positive sum) into the ``len(required)`` largest
+    ``capacity`` entries, none above ``largest``."""
+    count = min(len(required), len(capacity))
+    if count == 0:
+        return not required or required[0] == 0
+    if count * largest < total - TOLERANCE:
+        return False
+    best = np.partition(capacity, len(capacity) - count)[-count:]
+    if float(np.maximum(best, 0.0).sum()) < total - TOLERANCE:
+        return False
+    return first_fit(required, sorted(best.tolist(), reverse=True))
 
 
 class TopologyIdleGpusFilter:

@@ -21,7 +21,8 @@ from kai.core.state.resource_index import GPU_ROW
 from kai.core.state.task import TaskInfo
 
 Validator = Callable[[Scenario], bool]
-EvictionMessage = Callable[[TaskInfo, PodGroupInfo], str]
+EvictionMessages = Callable[[list[TaskInfo], PodGroupInfo], list[str]]
+"""The eviction message of each victim task for a preemptor, all computed in one state (a simulation's start)."""
 
 
 @dataclass
@@ -71,10 +72,10 @@ class ScenarioSolver:
     preemptor are re-placed in pipeline-only mode. The preemptor must fit whole; victims that fit again are moved
     (pipelined), the rest are real victims; the validator must accept the result."""
 
-    def __init__(self, ssn: Session, validator: Validator | None, message: EvictionMessage) -> None:
+    def __init__(self, ssn: Session, validator: Validator | None, messages: EvictionMessages) -> None:
         self.ssn = ssn
         self.validator = validator
-        self.message = message
+        self.messages = messages
         self.rejected = False
         """The last scenario was placeable but the validator refused it."""
 
@@ -98,7 +99,7 @@ class ScenarioSolver:
         return result
 
     def _evict(self, tasks: list[TaskInfo], preemptor: PodGroupInfo, statement: Statement) -> None:
-        messages = [self.message(task, preemptor) for task in tasks]
+        messages = self.messages(tasks, preemptor)
         for task, message in zip(tasks, messages, strict=True):
             statement.evict(task, message, preemptor.key)
 
@@ -114,12 +115,12 @@ class ScenarioSolver:
             statement.discard()
             return Solution(False)
         victim_tasks = preempted + moved
-        jobs: list[PodGroupInfo] = []
+        jobs: dict[int, PodGroupInfo] = {}
         for task in victim_tasks:
             group = scenario.representative_of(task)
-            if group is not None and all(group is not j for j in jobs):
-                jobs.append(group)
-        return Solution(True, statement, victim_tasks, jobs)
+            if group is not None:
+                jobs.setdefault(id(group), group)
+        return Solution(True, statement, victim_tasks, list(jobs.values()))
 
     def _place_virtually(
         self, preemptor: PodGroupInfo, statement: Statement, feasible: Mask, victims: list[TaskInfo]

@@ -29,8 +29,20 @@ def tasks_to_evict(ssn: Session, job: PodGroupInfo) -> tuple[list[TaskInfo], boo
     def reverse_task(left: TaskInfo, right: TaskInfo) -> int:
         return ssn.task_cmp(right, left)
 
-    tasks = _elastic_from_set(ssn, job.root, reverse_task) or _running(job.root.all_pod_sets(), reverse_task)
+    root = job.root
+    if root.min_subgroup is None and not root.children and len(root.pod_sets) == 1:
+        return _from_pod_set(root.pod_sets[0], reverse_task)
+    tasks = _elastic_from_set(ssn, root, reverse_task) or _running(root.all_pod_sets(), reverse_task)
     return tasks, len(tasks) < job.count(ACTIVE_ALLOCATED)
+
+
+def _from_pod_set(pod_set: PodSet, reverse_task: "TaskCmp") -> tuple[list[TaskInfo], bool]:
+    """``tasks_to_evict`` for a job that is one pod set (most jobs), counting its running pods once: one pod of a
+    surplus, else all of them."""
+    running = sorted((t for t in pod_set.tasks.values() if t.status in ACTIVE_ALLOCATED), key=cmp_to_key(reverse_task))
+    if len(running) > pod_set.min_available:
+        return running[:1], len(running) > 1
+    return running, False
 
 
 TaskCmp = Callable[[TaskInfo, TaskInfo], int]
