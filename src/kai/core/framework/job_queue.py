@@ -4,15 +4,22 @@ A tree mirrors the queues: leaves hold jobs in job order, inner nodes hold child
 each child's best job. Popping walks from the root taking the best child at each level; because allocations
 change queue shares, the popped path is marked and re-sifted (Go's heap.Fix(0)) on the next walk. In victim mode
 both orders are reversed and a queue is compared with the victims already taken from it.
+
+Job keys are a strict order (``order_key``), so a leaf is a sorted run (``SortedJobs``) built by one sort; the inner
+heaps are built as pushing one job at a time would build them: queue order is not a strict order and only the top
+of a heap is re-sifted, so their shape matters. A per-queue depth limit (a heap that drops an element when full)
+keeps Go's heap for the leaves too.
 """
 
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TypeVar
 
 from kai.core.framework.go_heap import GoHeap
 from kai.core.framework.session import Session
+from kai.core.framework.sorted_jobs import Key, SortedJobs
 from kai.core.model.duration import format_duration
 from kai.core.model.meta import format_time
 from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
@@ -27,7 +34,7 @@ T = TypeVar("T")
 class _QueueNode:
     queue: QueueInfo
     is_leaf: bool
-    jobs: GoHeap[PodGroupInfo] | None = None
+    jobs: GoHeap[PodGroupInfo] | SortedJobs | None = None
     children: GoHeap["_QueueNode"] | None = None
     parent: "_QueueNode | None" = None
     needs_reorder: bool = False
@@ -49,6 +56,18 @@ class JobQueueOptions:
     max_jobs_queue_depth: int = -1
 
 
+def order_key(ssn: Session, job: PodGroupInfo) -> Key:
+    """The session's job order key, then the job's key: a strict order even for podgroups with the same UID (KAI
+    keys its maps by UID; their order is then up to the heap). A session job's key is kept until one of its tasks
+    changes status (the order plugins look at its own pods only); a partial representative's is worked out anew."""
+    if ssn.jobs.get(job.key) is not job:
+        return (*ssn.job_key(job), job.key)
+    cached = job.order_key_cache
+    if cached is None or cached[0] is not ssn.job_order_keys:
+        cached = job.order_key_cache = (ssn.job_order_keys, (*ssn.job_key(job), job.key))
+    return cached[1]
+
+
 @dataclass
 class JobsOrderByQueues:
     ssn: Session
@@ -56,28 +75,65 @@ class JobsOrderByQueues:
     _roots: GoHeap[_QueueNode] | None = None
     _nodes: dict[str, _QueueNode] = field(default_factory=dict)
     _popped: dict[str, list[PodGroupInfo]] = field(default_factory=dict)
-    _keys: dict[int, tuple[object, ...]] = field(default_factory=dict)
+    _keys: dict[int, Key] = field(default_factory=dict)
+    """Order keys of the jobs in depth-limited (Go heap) leaves."""
+    _where: dict[str, tuple[str, Key]] = field(default_factory=dict)
+    """Each queued job's leaf queue and order key, by job key."""
 
     def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
+        admitted = [job for job in jobs.values() if self._admits(job)]
+        if self.options.max_jobs_queue_depth >= 0:
+            for job in admitted:
+                self.push(job)
+        else:
+            self._build(admitted)
+
+    def _admits(self, job: PodGroupInfo) -> bool:
         opts = self.options
-        for job in jobs.values():
-            queue = self.ssn.queues.get(job.queue)
-            if queue is None or not queue.is_leaf:
+        queue = self.ssn.queues.get(job.queue)
+        if queue is None or not queue.is_leaf:
+            return False
+        if queue.parent and queue.parent not in self.ssn.queues:
+            return False
+        if opts.filter_non_pending and not job.has_pending():  # the cheaper test first: most jobs run
+            return False
+        if opts.filter_unready and not job.is_ready_for_scheduling():
+            return False
+        if opts.filter_non_preemptible and not job.preemptible:
+            return False
+        if opts.filter_non_active_allocated and not job.has_active_allocated():
+            return False
+        if opts.filter_within_preemption_delay and job.within_preemption_delay(self.ssn.now):
+            _record_preemption_delay(job)
+            return False
+        return True
+
+    def _build(self, jobs: list[PodGroupInfo]) -> None:
+        """What pushing ``jobs`` in turn builds. A leaf is linked into the tree when its first job comes, while
+        every leaf linked before shows its best job so far; only then is each leaf given all its jobs, sorted."""
+        ssn, worst_first, where = self.ssn, self.options.victim_queue, self._where
+        members: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
+        for job in jobs:
+            queue = ssn.queues[job.queue]
+            key = order_key(ssn, job)
+            where[job.key] = (queue.uid, key)
+            leaf = self._nodes.get(queue.uid)
+            if leaf is None:
+                leaf = _QueueNode(queue, True, jobs=SortedJobs([key], [job], worst_first))
+                self._nodes[queue.uid] = leaf
+                members[queue.uid] = [(key, job)]
+                self._link(leaf)
                 continue
-            if queue.parent and queue.parent not in self.ssn.queues:
-                continue
-            if opts.filter_non_pending and not job.has_pending():  # the cheaper test first: most jobs run
-                continue
-            if opts.filter_unready and not job.is_ready_for_scheduling():
-                continue
-            if opts.filter_non_preemptible and not job.preemptible:
-                continue
-            if opts.filter_non_active_allocated and not job.has_active_allocated():
-                continue
-            if opts.filter_within_preemption_delay and job.within_preemption_delay(self.ssn.now):
-                _record_preemption_delay(job)
-                continue
-            self.push(job)
+            members[queue.uid].append((key, job))
+            shown = leaf.jobs
+            assert isinstance(shown, SortedJobs)
+            if (key > shown.keys[0]) if worst_first else (key < shown.keys[0]):
+                shown.keys[0], shown.jobs[0] = key, job
+        for uid, pairs in members.items():
+            pairs.sort(key=itemgetter(0))
+            self._nodes[uid].jobs = SortedJobs([key for key, _ in pairs], [job for _, job in pairs], worst_first)
+        for node in self._nodes.values():
+            node.needs_reorder = True
 
     def empty(self) -> bool:
         return self._roots is None or len(self._roots) == 0
@@ -85,7 +141,11 @@ class JobsOrderByQueues:
     def copy(self) -> "JobsOrderByQueues":
         """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
         twin = JobsOrderByQueues(
-            self.ssn, self.options, _keys=dict(self._keys), _popped={k: list(v) for k, v in self._popped.items()}
+            self.ssn,
+            self.options,
+            _keys=dict(self._keys),
+            _where=dict(self._where),
+            _popped={k: list(v) for k, v in self._popped.items()},
         )
         copies = {
             id(node): _QueueNode(node.queue, node.is_leaf, needs_reorder=node.needs_reorder)
@@ -94,7 +154,9 @@ class JobsOrderByQueues:
         for uid, node in self._nodes.items():
             twin._nodes[uid] = copy = copies[id(node)]
             copy.parent = copies[id(node.parent)] if node.parent is not None else None
-            if node.jobs is not None:
+            if isinstance(node.jobs, SortedJobs):
+                copy.jobs = node.jobs.shared()
+            elif node.jobs is not None:
                 copy.jobs = _heap(twin._job_less, node.jobs.max_size, list(node.jobs.items))
             if node.children is not None:
                 copy.children = _heap(twin._node_less, -1, [copies[id(child)] for child in node.children.items])
@@ -106,14 +168,23 @@ class JobsOrderByQueues:
         queue = self.ssn.queues[job.queue]
         if not queue.is_leaf:
             return
-        self._keys[id(job)] = self.ssn.job_key(job)
+        key = order_key(self.ssn, job)
+        self._where[job.key] = (queue.uid, key)
         leaf = self._nodes.get(queue.uid)
         created = leaf is None
         if leaf is None:
-            leaf = _QueueNode(queue, True, jobs=GoHeap(self._job_less, self.options.max_jobs_queue_depth))
+            depth = self.options.max_jobs_queue_depth
+            jobs = GoHeap(self._job_less, depth) if depth >= 0 else SortedJobs([], [], self.options.victim_queue)
+            leaf = _QueueNode(queue, True, jobs=jobs)
             self._nodes[queue.uid] = leaf
-        assert leaf.jobs is not None
-        leaf.jobs.push(job)
+        if isinstance(leaf.jobs, SortedJobs):
+            leaf.jobs.insert(key, job)
+        else:
+            assert leaf.jobs is not None
+            self._keys[id(job)] = key
+            dropped = leaf.jobs.push(job)
+            if dropped is not None:
+                self._where.pop(dropped.key, None)
         if created:
             self._link(leaf)
         self._mark(leaf)
@@ -125,6 +196,7 @@ class JobsOrderByQueues:
         if leaf is None or leaf.jobs is None:
             return None
         job = leaf.jobs.pop()
+        self._where.pop(job.key, None)
         if self.options.victim_queue:
             self._popped.setdefault(leaf.queue.uid, []).append(job)
         self._after_pop(leaf)
@@ -132,15 +204,9 @@ class JobsOrderByQueues:
 
     def ordered(self, keys: set[str]) -> Iterator[PodGroupInfo]:
         """Consumes the queue: the queued jobs with these keys, in pop order; the others are popped unseen, and none
-        after the last wanted. Once the wanted ones left are all in one leaf they come straight from its heap: a
-        leaf's own order is fixed at push, so pops from other leaves (and allocations between) could not change it."""
-        leaf_of = {
-            job.key: uid
-            for uid, node in self._nodes.items()
-            if node.jobs is not None
-            for job in node.jobs.items
-            if job.key in keys
-        }
+        after the last wanted. Once the wanted ones left are all in one leaf they come straight from it: a leaf's
+        own order is fixed at push, so pops from other leaves (and allocations between) could not change it."""
+        leaf_of = {key: self._where[key][0] for key in keys if key in self._where}
         left = Counter(leaf_of.values())
         while len(left) > 1:
             job = self.pop()
@@ -151,9 +217,17 @@ class JobsOrderByQueues:
                 left[uid] -= 1
                 if not left[uid]:
                     del left[uid]
+                del leaf_of[job.key]
                 yield job
         for uid, wanted in left.items():
             heap = self._nodes[uid].jobs
+            if isinstance(heap, SortedJobs):
+                order = sorted((self._where[key][1] for key in leaf_of), reverse=heap.worst_first)
+                for key in order:
+                    taken = heap.take(key)
+                    assert taken is not None
+                    yield taken
+                continue
             assert heap is not None
             while wanted:
                 job = heap.pop()

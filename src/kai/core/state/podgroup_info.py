@@ -5,6 +5,7 @@ each leaf is a pod set with its own gang size and every inner sub-group is a set
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 from kai.core.model import names
 from kai.core.model.objects import PodGroup, TopologyConstraint
@@ -114,6 +115,7 @@ class PodGroupInfo:
         "last_start_ts",
         "name",
         "namespace",
+        "order_key_cache",
         "pod_sets",
         "podgroup",
         "preemptible",
@@ -146,6 +148,8 @@ class PodGroupInfo:
         self.task_fit_errors: dict[str, TaskFitErrors] = {}
         self.tasks_to_allocate_cache: list[TaskInfo] | None = None
         self.init_request_cache: tuple[float, float, float] | None = None
+        self.order_key_cache: tuple[object, tuple[Any, ...]] | None = None
+        """(the session's job order, this job's key in it), until a task of the job changes status."""
         self.root, self.pod_sets = _build_sets(podgroup)
 
     def clone_with_tasks(self, tasks: list[TaskInfo]) -> "PodGroupInfo":
@@ -175,6 +179,7 @@ class PodGroupInfo:
         task.status = status
         self.tasks_to_allocate_cache = None
         self.init_request_cache = None
+        self.order_key_cache = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
         return sum(1 for task in self.tasks.values() if task.status in statuses)

@@ -1,0 +1,67 @@
+"""A leaf queue's jobs as one sorted run instead of a heap.
+
+Job order keys are a strict total order (they end in the job's key), so a heap pops its jobs in key order whatever
+its shape: a sorted list read from a cursor pops the same jobs, is built by one sort in C instead of a push per job,
+and is copied by sharing the list (it is copied on the first insert into a shared run). Popping the best is moving a
+cursor: from the front in job order, from the back in victim order (worst first).
+"""
+
+from bisect import bisect_left
+from typing import Any
+
+from kai.core.state.podgroup_info import PodGroupInfo
+
+Key = tuple[Any, ...]
+
+
+class SortedJobs:
+    __slots__ = ("hi", "jobs", "keys", "lo", "owned", "worst_first")
+
+    def __init__(self, keys: list[Key], jobs: list[PodGroupInfo], worst_first: bool, owned: bool = True) -> None:
+        """``keys`` ascending, ``jobs`` in step; the run keeps the lists (``owned``: it may change them in place)."""
+        self.keys = keys
+        self.jobs = jobs
+        self.lo = 0
+        self.hi = len(jobs)
+        self.worst_first = worst_first
+        self.owned = owned
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    def peek(self) -> PodGroupInfo:
+        return self.jobs[self.hi - 1] if self.worst_first else self.jobs[self.lo]
+
+    def pop(self) -> PodGroupInfo:
+        if self.worst_first:
+            self.hi -= 1
+            return self.jobs[self.hi]
+        self.lo += 1
+        return self.jobs[self.lo - 1]
+
+    def insert(self, key: Key, job: PodGroupInfo) -> None:
+        if not self.owned:
+            self.keys, self.jobs = self.keys[self.lo : self.hi], self.jobs[self.lo : self.hi]
+            self.lo, self.hi, self.owned = 0, len(self.jobs), True
+        at = bisect_left(self.keys, key, self.lo, self.hi)
+        self.keys.insert(at, key)
+        self.jobs.insert(at, job)
+        self.hi += 1
+
+    def take(self, key: Key) -> PodGroupInfo | None:
+        """Pops up to and including the job with ``key`` (None, and nothing popped, if it is not here)."""
+        at = bisect_left(self.keys, key, self.lo, self.hi)
+        if at == self.hi or self.keys[at] != key:
+            return None
+        if self.worst_first:
+            self.hi = at
+        else:
+            self.lo = at + 1
+        return self.jobs[at]
+
+    def shared(self) -> "SortedJobs":
+        """A run to pop on its own; both copy the lists before they next insert."""
+        self.owned = False
+        twin = SortedJobs(self.keys, self.jobs, self.worst_first, owned=False)
+        twin.lo, twin.hi = self.lo, self.hi
+        return twin
