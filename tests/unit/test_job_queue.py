@@ -8,12 +8,19 @@ from typing import Any
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.actions.reclaim import _may_lose_pods
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.job_index import JobIndex
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
+from kai.core.framework.statement import Statement
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
+from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.snapshot import take_snapshot
 
+SEED, SESSIONS = 6, 12
+"""The index test's random sessions."""
 JOBS = {"a0": "qa", "a1": "qa", "a2": "qa", "b0": "qb", "b1": "qb", "c0": "qc"}
 
 
@@ -41,7 +48,7 @@ def test_ordered_jobs_come_in_full_pop_order() -> None:
     assert sorted(full) == sorted(f"default/{name}" for name in JOBS)
     for size in range(len(full) + 1):
         for wanted in itertools.combinations(full, size):
-            picked = [job.key for job in _queue(ssn).ordered(set(wanted))]
+            picked = [job.key for job in _queue(ssn).ordered([ssn.jobs[key] for key in wanted])]
             assert picked == [key for key in full if key in wanted]
 
 
@@ -95,6 +102,23 @@ def _random_session(draw: random.Random) -> Session:
     return open_session(take_snapshot(cluster(*objects), "kai-scheduler", T0), config, T0)
 
 
+def _pop_alike(ssn: Session, queue: JobsOrderByQueues, twin: JobsOrderByQueues) -> None:
+    """Both queues pop the same jobs, with the queue shares changed after each pop (victims given back, pending
+    jobs charged) so that the heaps' shapes can tell; the shares are restored after."""
+    victims = queue.options.victim_queue
+    charged = []
+    while True:
+        job = queue.pop()
+        assert job is twin.pop()
+        if job is None:
+            break
+        for task in job.tasks.values():
+            ssn.deallocated(task) if victims else ssn.allocated(task)
+            charged.append(task)
+    for task in charged:
+        ssn.allocated(task) if victims else ssn.deallocated(task)
+
+
 def test_a_built_queue_pops_as_one_pushed_job_by_job() -> None:
     """Leaves built by one sort and the inner heaps by replaying the links pop exactly as Go's heaps filled one
     push at a time (a depth limit no queue reaches keeps those), with the queue shares changing between pops."""
@@ -111,17 +135,52 @@ def test_a_built_queue_pops_as_one_pushed_job_by_job() -> None:
             )
             built.initialize(ssn.jobs)
             pushed.initialize(ssn.jobs)
-            charged = []
-            while True:
-                job, twin = built.pop(), pushed.pop()
-                assert job is twin
-                if job is None:
-                    break
-                for task in job.tasks.values():  # the next comparisons see other shares
-                    if options.victim_queue:
-                        ssn.deallocated(task)
-                    else:
-                        ssn.allocated(task)
-                    charged.append((options.victim_queue, task))
-            for victim, task in charged:
-                ssn.allocated(task) if victim else ssn.deallocated(task)
+            _pop_alike(ssn, built, pushed)
+
+
+def _commit_at_random(ssn: Session, draw: random.Random) -> None:
+    """A commit that places some pending pods and evicts some placed ones (so jobs come and go and re-key)."""
+    statement = Statement(ssn)
+    for job in draw.sample(list(ssn.jobs.values()), k=min(3, len(ssn.jobs))):
+        for task in job.tasks.values():
+            if task.status is PodStatus.PENDING and draw.random() < 0.5:
+                statement.pipeline(task, "n0")
+            elif task.status in ACTIVE_ALLOCATED and draw.random() < 0.5:
+                statement.evict(task, "")
+    statement.commit("test")
+
+
+def test_a_queue_from_an_index_pops_as_one_built_from_the_jobs() -> None:
+    """An index kept across commits makes the queue a plain build over its members in session order makes: all of
+    them, or with a leaf left out, some jobs left out, or a representative in its job's place. (A leaf showing its
+    best job overall instead of its best so far when the next leaf is linked fails one of these sessions.)"""
+    draw = random.Random(SEED)
+    kinds = ((PodGroupInfo.has_pending, JobQueueOptions()), (_may_lose_pods, JobQueueOptions(victim_queue=True)))
+    for _ in range(SESSIONS):
+        ssn = _random_session(draw)
+        indexes = [(JobIndex(ssn, member, options.victim_queue), member, options) for member, options in kinds]
+        for _ in range(6):
+            _commit_at_random(ssn, draw)
+            for index, member, options in indexes:
+                index.sync()
+                members = {job.key: job for job in ssn.jobs.values() if member(job)}
+                plain = JobsOrderByQueues(ssn, options)
+                plain.initialize(members)
+                _pop_alike(ssn, index.queue(options), plain)
+                _pop_alike(ssn, *_variant(ssn, draw, index, members, options))
+
+
+def _variant(
+    ssn: Session, draw: random.Random, index: JobIndex, members: dict[str, PodGroupInfo], options: JobQueueOptions
+) -> tuple[JobsOrderByQueues, JobsOrderByQueues]:
+    """A queue from the index without a leaf and some jobs, or with a representative, and the plain build's."""
+    plain = JobsOrderByQueues(ssn, options)
+    if members and draw.random() < 0.5:
+        real = draw.choice(list(members.values()))
+        stand_in = real.clone_with_tasks(list(real.tasks.values()))
+        plain.initialize({key: stand_in if job is real else job for key, job in members.items()})
+        return index.queue(options, substitute=stand_in), plain
+    skip_queue = draw.choice([job.queue for job in members.values()] + [""])
+    skip_jobs = {key for key in members if draw.random() < 0.2}
+    plain.initialize({k: j for k, j in members.items() if j.queue != skip_queue and k not in skip_jobs})
+    return index.queue(options, skip_queue, skip_jobs), plain

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from kai.core.framework.eviction import (
     JobFilter,
     cached_victims,
+    candidates_queue,
     each_task,
     pending_jobs,
     run_solver_action,
@@ -68,7 +69,7 @@ def execute(ssn: Session) -> None:
             return accept
 
         if limit == -1:
-            return cached_victims(ssn, lambda: victim_candidates(ssn, accept_first()))
+            return cached_victims(lambda: candidates_queue(ssn, victim_candidates(ssn, accept_first())))
         return lambda: victims_queue(ssn, accept_first())
 
     run_solver_action(

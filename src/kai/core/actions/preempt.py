@@ -9,6 +9,7 @@ from collections.abc import Callable
 from kai.core.framework.eviction import (
     all_of,
     cached_victims,
+    candidates_queue,
     each_task,
     pending_jobs,
     run_solver_action,
@@ -42,7 +43,9 @@ def execute(ssn: Session) -> None:
                 and all(keep(preemptor, job) for keep in ssn.preempt_victim_filters)
             )
 
-        return cached_victims(ssn, lambda: victim_candidates(ssn, accept, by_queue.get(preemptor.queue, [])))
+        return cached_victims(
+            lambda: candidates_queue(ssn, victim_candidates(ssn, accept, by_queue.get(preemptor.queue, [])))
+        )
 
     run_solver_action(
         ssn,

@@ -6,7 +6,16 @@ other queues, worst first; the proportion plugin judges each scenario fair or no
 
 from collections.abc import Callable
 
-from kai.core.framework.eviction import all_of, cached_victims, pending_jobs, run_solver_action
+from kai.core.framework.eviction import (
+    VICTIMS,
+    ScopedVictimFilter,
+    all_of,
+    cached_victims,
+    candidates_queue,
+    pending_jobs,
+    run_solver_action,
+)
+from kai.core.framework.job_index import JobIndex
 from kai.core.framework.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
@@ -57,15 +66,39 @@ def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
 
 
 def execute(ssn: Session) -> None:
-    def victims(reclaimer: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
-        def candidates() -> dict[str, PodGroupInfo]:
-            return {
-                key: job
-                for key, job in ssn.jobs.items()
-                if job.queue != reclaimer.queue and all(keep(reclaimer, job) for keep in ssn.reclaim_victim_filters)
-            }
+    filters = ssn.reclaim_victim_filters
+    scoped = [keep for keep in filters if isinstance(keep, ScopedVictimFilter)]
+    index: JobIndex | None = None
+    involved: dict[str, list[PodGroupInfo]] = {}
 
-        return cached_victims(ssn, candidates)
+    def scan(reclaimer: PodGroupInfo) -> JobsOrderByQueues:
+        """KAI's: every job of another queue that every filter keeps."""
+        candidates = {
+            key: job
+            for key, job in ssn.jobs.items()
+            if job.queue != reclaimer.queue and all(keep(reclaimer, job) for keep in filters)
+        }
+        return candidates_queue(ssn, candidates)
+
+    def indexed(reclaimer: PodGroupInfo) -> JobsOrderByQueues:
+        """The same queue from the victims kept across commits, the filters asked only about the jobs they may
+        refuse (what a scan asks them about every other job they accept without a trace)."""
+        nonlocal index
+        if index is None:
+            index = JobIndex(ssn, _may_lose_pods, worst_first=True)
+        asked = involved.get(reclaimer.queue)
+        if asked is None:
+            keys = sorted(
+                {key for keep in scoped for key in keep.involved(reclaimer.queue)}, key=index.position.__getitem__
+            )
+            asked = involved[reclaimer.queue] = [ssn.jobs[k] for k in keys if ssn.jobs[k].queue != reclaimer.queue]
+        refused = [job.key for job in asked if not all(keep(reclaimer, job) for keep in filters)]
+        index.sync()  # a victims queue is made between simulations: only commits are in force
+        return index.queue(VICTIMS, skip_queue=reclaimer.queue, skip_jobs=refused)
+
+    def victims(reclaimer: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
+        make = indexed if len(scoped) == len(filters) else scan
+        return cached_victims(lambda: make(reclaimer))
 
     run_solver_action(
         ssn,
@@ -78,3 +111,7 @@ def execute(ssn: Session) -> None:
         lambda tasks, job: messages(ssn, tasks, job),
         lambda job: job.queue,
     )
+
+
+def _may_lose_pods(job: PodGroupInfo) -> bool:
+    return job.preemptible and job.has_active_allocated()

@@ -2,6 +2,7 @@
 share (KAI's actions/*/ Execute loops differ only in filters, victims and validators)."""
 
 from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
 
 from kai.core.framework.fit_reasons import refused_everywhere
 from kai.core.framework.job_allocation import tasks_to_allocate
@@ -43,6 +44,10 @@ def victim_candidates(
     }
 
 
+VICTIMS = JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
+"""A cached victims queue (KAI's NewCachedVictimsQueueGenerator): preemptible jobs with placed pods, worst first."""
+
+
 def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
     """Jobs that may lose pods, worst first (KAI's GetVictimsQueue)."""
     queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
@@ -50,22 +55,37 @@ def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
     return queue
 
 
-def cached_victims(ssn: Session, candidates: Callable[[], dict[str, PodGroupInfo]]) -> Callable[[], JobsOrderByQueues]:
-    """A fresh victims queue per call over candidates found once, on the first call (KAI's
-    NewCachedVictimsQueueGenerator): a job's solver asks for one queue per probe and per generator. Each probe
-    starts from the same state (the last one's statement discarded), so the queue is built once and copied."""
+def candidates_queue(ssn: Session, candidates: dict[str, PodGroupInfo]) -> JobsOrderByQueues:
+    queue = JobsOrderByQueues(ssn, VICTIMS)
+    queue.initialize(candidates)
+    return queue
+
+
+def cached_victims(make: Callable[[], JobsOrderByQueues]) -> Callable[[], JobsOrderByQueues]:
+    """A fresh victims queue per call, made once, on the first call (KAI's NewCachedVictimsQueueGenerator, which
+    finds the candidates once): a job's solver asks for one queue per probe and per generator. Each probe starts
+    from the same state (the last one's statement discarded), so the queue is made once and copied."""
     built: JobsOrderByQueues | None = None
 
     def build() -> JobsOrderByQueues:
         nonlocal built
         if built is None:
-            built = JobsOrderByQueues(
-                ssn, JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)
-            )
-            built.initialize(candidates())
+            built = make()
         return built.copy()
 
     return build
+
+
+@runtime_checkable
+class ScopedVictimFilter(Protocol):
+    """A victim filter that, for the pending jobs of one queue, accepts every victim but those ``involved`` names
+    without looking at the pending job and without side effects: a search can then ask it about those only."""
+
+    def __call__(self, pending: PodGroupInfo, victim: PodGroupInfo) -> bool: ...
+
+    def involved(self, queue: str) -> list[str]:
+        """Job keys, in session order."""
+        ...
 
 
 def pending_jobs(ssn: Session, action: str, preemptible_only: bool = False) -> JobQueueOptions:

@@ -25,13 +25,11 @@ class GoHeap(Generic[T]):
     def peek(self) -> T:
         return self.items[0]
 
-    def push(self, item: T) -> T | None:
-        """Adds ``item``; returns the item dropped to keep ``max_size``, if any."""
+    def push(self, item: T) -> None:
         self.items.append(item)
         self._up(len(self.items) - 1)
         if self.max_size >= 0 and len(self.items) > self.max_size:
-            return self.remove(self.max_size)
-        return None
+            self.remove(self.max_size)
 
     def pop(self) -> T:
         n = len(self.items) - 1

@@ -6,9 +6,8 @@ change queue shares, the popped path is marked and re-sifted (Go's heap.Fix(0)) 
 both orders are reversed and a queue is compared with the victims already taken from it.
 
 Job keys are a strict order (``order_key``), so a leaf is a sorted run (``SortedJobs``) built by one sort; the inner
-heaps are built as pushing one job at a time would build them: queue order is not a strict order and only the top
-of a heap is re-sifted, so their shape matters. A per-queue depth limit (a heap that drops an element when full)
-keeps Go's heap for the leaves too.
+heaps are built as pushing one job at a time would build them (``assemble``), since their shape matters. A
+per-queue depth limit (a heap that drops an element when full) keeps Go's heap for the leaves too.
 """
 
 from collections import Counter
@@ -68,6 +67,19 @@ def order_key(ssn: Session, job: PodGroupInfo) -> Key:
     return cached[1]
 
 
+def queue_admits(ssn: Session, job: PodGroupInfo) -> bool:
+    """The job's queue can hold jobs: a leaf, known, under a known parent."""
+    queue = ssn.queues.get(job.queue)
+    if queue is None or not queue.is_leaf:
+        return False
+    return not queue.parent or queue.parent in ssn.queues
+
+
+LinkEvent = tuple[str, PodGroupInfo, list[tuple[str, PodGroupInfo]]]
+"""A leaf queue linked into the tree when its first job is pushed: the queue, that job, and the leaves linked
+before whose best job so far changed since the previous link, each with that job (what they show meanwhile)."""
+
+
 @dataclass
 class JobsOrderByQueues:
     ssn: Session
@@ -77,8 +89,6 @@ class JobsOrderByQueues:
     _popped: dict[str, list[PodGroupInfo]] = field(default_factory=dict)
     _keys: dict[int, Key] = field(default_factory=dict)
     """Order keys of the jobs in depth-limited (Go heap) leaves."""
-    _where: dict[str, tuple[str, Key]] = field(default_factory=dict)
-    """Each queued job's leaf queue and order key, by job key."""
 
     def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
         admitted = [job for job in jobs.values() if self._admits(job)]
@@ -90,10 +100,7 @@ class JobsOrderByQueues:
 
     def _admits(self, job: PodGroupInfo) -> bool:
         opts = self.options
-        queue = self.ssn.queues.get(job.queue)
-        if queue is None or not queue.is_leaf:
-            return False
-        if queue.parent and queue.parent not in self.ssn.queues:
+        if not queue_admits(self.ssn, job):
             return False
         if opts.filter_non_pending and not job.has_pending():  # the cheaper test first: most jobs run
             return False
@@ -109,29 +116,45 @@ class JobsOrderByQueues:
         return True
 
     def _build(self, jobs: list[PodGroupInfo]) -> None:
-        """What pushing ``jobs`` in turn builds. A leaf is linked into the tree when its first job comes, while
-        every leaf linked before shows its best job so far; only then is each leaf given all its jobs, sorted."""
-        ssn, worst_first, where = self.ssn, self.options.victim_queue, self._where
+        """What pushing ``jobs`` in turn builds: each leaf sorted once, the links replayed (``assemble``)."""
+        ssn, worst_first = self.ssn, self.options.victim_queue
         members: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
+        best: dict[str, tuple[Key, PodGroupInfo]] = {}
+        changed: dict[str, None] = {}
+        events: list[LinkEvent] = []
         for job in jobs:
-            queue = ssn.queues[job.queue]
+            uid = ssn.queues[job.queue].uid
             key = order_key(ssn, job)
-            where[job.key] = (queue.uid, key)
-            leaf = self._nodes.get(queue.uid)
-            if leaf is None:
-                leaf = _QueueNode(queue, True, jobs=SortedJobs([key], [job], worst_first))
-                self._nodes[queue.uid] = leaf
-                members[queue.uid] = [(key, job)]
-                self._link(leaf)
+            pairs = members.get(uid)
+            if pairs is None:
+                events.append((uid, job, [(other, best[other][1]) for other in changed]))
+                changed.clear()
+                members[uid], best[uid] = [(key, job)], (key, job)
                 continue
-            members[queue.uid].append((key, job))
-            shown = leaf.jobs
-            assert isinstance(shown, SortedJobs)
-            if (key > shown.keys[0]) if worst_first else (key < shown.keys[0]):
-                shown.keys[0], shown.jobs[0] = key, job
+            pairs.append((key, job))
+            if (key > best[uid][0]) if worst_first else (key < best[uid][0]):
+                best[uid] = (key, job)
+                changed[uid] = None
+        runs = {}
         for uid, pairs in members.items():
             pairs.sort(key=itemgetter(0))
-            self._nodes[uid].jobs = SortedJobs([key for key, _ in pairs], [job for _, job in pairs], worst_first)
+            runs[uid] = SortedJobs([key for key, _ in pairs], [job for _, job in pairs], worst_first)
+        self.assemble(runs, events)
+
+    def assemble(self, runs: dict[str, SortedJobs], events: list[LinkEvent]) -> None:
+        """Fills an empty queue as pushing its jobs one by one would: leaves are linked into the tree in the order
+        of ``events``, each showing its first job and the leaves before showing their best job so far (the inner
+        heaps' shape depends on it: queue order is not a strict order and only a heap's top is re-sifted); then
+        each leaf gets its sorted run and, as after any push, every node is to be re-sifted."""
+        worst_first = self.options.victim_queue
+        for uid, first, shown in events:
+            for other, job in shown:
+                self._nodes[other].jobs = SortedJobs([()], [job], worst_first)
+            leaf = _QueueNode(self.ssn.queues[uid], True, jobs=SortedJobs([()], [first], worst_first))
+            self._nodes[uid] = leaf
+            self._link(leaf)
+        for uid, run in runs.items():
+            self._nodes[uid].jobs = run
         for node in self._nodes.values():
             node.needs_reorder = True
 
@@ -141,11 +164,7 @@ class JobsOrderByQueues:
     def copy(self) -> "JobsOrderByQueues":
         """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
         twin = JobsOrderByQueues(
-            self.ssn,
-            self.options,
-            _keys=dict(self._keys),
-            _where=dict(self._where),
-            _popped={k: list(v) for k, v in self._popped.items()},
+            self.ssn, self.options, _keys=dict(self._keys), _popped={k: list(v) for k, v in self._popped.items()}
         )
         copies = {
             id(node): _QueueNode(node.queue, node.is_leaf, needs_reorder=node.needs_reorder)
@@ -169,7 +188,6 @@ class JobsOrderByQueues:
         if not queue.is_leaf:
             return
         key = order_key(self.ssn, job)
-        self._where[job.key] = (queue.uid, key)
         leaf = self._nodes.get(queue.uid)
         created = leaf is None
         if leaf is None:
@@ -182,9 +200,7 @@ class JobsOrderByQueues:
         else:
             assert leaf.jobs is not None
             self._keys[id(job)] = key
-            dropped = leaf.jobs.push(job)
-            if dropped is not None:
-                self._where.pop(dropped.key, None)
+            leaf.jobs.push(job)
         if created:
             self._link(leaf)
         self._mark(leaf)
@@ -196,43 +212,53 @@ class JobsOrderByQueues:
         if leaf is None or leaf.jobs is None:
             return None
         job = leaf.jobs.pop()
-        self._where.pop(job.key, None)
         if self.options.victim_queue:
             self._popped.setdefault(leaf.queue.uid, []).append(job)
         self._after_pop(leaf)
         return job
 
-    def ordered(self, keys: set[str]) -> Iterator[PodGroupInfo]:
-        """Consumes the queue: the queued jobs with these keys, in pop order; the others are popped unseen, and none
-        after the last wanted. Once the wanted ones left are all in one leaf they come straight from it: a leaf's
-        own order is fixed at push, so pops from other leaves (and allocations between) could not change it."""
-        leaf_of = {key: self._where[key][0] for key in keys if key in self._where}
+    def ordered(self, wanted: list[PodGroupInfo]) -> Iterator[PodGroupInfo]:
+        """Consumes the queue: the ``wanted`` jobs that are queued, in pop order; the others are popped unseen, and
+        none after the last wanted. Once the wanted ones left are all in one leaf they come straight from it: a
+        leaf's own order is fixed at push, so pops from other leaves (and allocations between) could not change
+        it."""
+        leaf_of: dict[str, str] = {}
+        keys: dict[str, Key] = {}
+        for one in wanted:
+            queue = self.ssn.queues.get(one.queue)
+            leaf = self._nodes.get(queue.uid) if queue is not None else None
+            if leaf is None or not leaf.is_leaf or leaf.jobs is None:
+                continue
+            key = order_key(self.ssn, one)
+            if isinstance(leaf.jobs, SortedJobs) and not leaf.jobs.holds(key):
+                continue
+            if isinstance(leaf.jobs, GoHeap) and all(queued.key != one.key for queued in leaf.jobs.items):
+                continue
+            leaf_of[one.key], keys[one.key] = leaf.queue.uid, key
         left = Counter(leaf_of.values())
         while len(left) > 1:
             job = self.pop()
             if job is None:
                 return
-            uid = leaf_of.get(job.key)
+            uid = leaf_of.pop(job.key, None)
             if uid is not None:
                 left[uid] -= 1
                 if not left[uid]:
                     del left[uid]
-                del leaf_of[job.key]
                 yield job
-        for uid, wanted in left.items():
+        for uid, count in left.items():
             heap = self._nodes[uid].jobs
             if isinstance(heap, SortedJobs):
-                order = sorted((self._where[key][1] for key in leaf_of), reverse=heap.worst_first)
-                for key in order:
+                for key in sorted((keys[job_key] for job_key in leaf_of), reverse=heap.worst_first):
                     taken = heap.take(key)
                     assert taken is not None
                     yield taken
                 continue
             assert heap is not None
-            while wanted:
+            while count:
                 job = heap.pop()
                 if job.key in leaf_of:
-                    wanted -= 1
+                    count -= 1
                     yield job
 
     def _job_less(self, left: PodGroupInfo, right: PodGroupInfo) -> bool:

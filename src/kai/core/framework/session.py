@@ -124,6 +124,9 @@ class Session:
         """Keys of the jobs that may have a pending task (``pending_jobs``), in ``jobs`` order once sorted."""
         self._may_pend_sorted = True
         self._job_position: dict[str, int] = {}
+        self.committed: list[str] = []
+        """Keys of the jobs whose pods each statement commit changed, in commit order (repeats allowed): what
+        structures kept across commits read to catch up (``job_index``)."""
 
     @property
     def jobs(self) -> dict[str, PodGroupInfo]:

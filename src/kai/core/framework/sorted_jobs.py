@@ -40,13 +40,34 @@ class SortedJobs:
         return self.jobs[self.lo - 1]
 
     def insert(self, key: Key, job: PodGroupInfo) -> None:
-        if not self.owned:
-            self.keys, self.jobs = self.keys[self.lo : self.hi], self.jobs[self.lo : self.hi]
-            self.lo, self.hi, self.owned = 0, len(self.jobs), True
+        self._own()
         at = bisect_left(self.keys, key, self.lo, self.hi)
         self.keys.insert(at, key)
         self.jobs.insert(at, job)
         self.hi += 1
+
+    def remove(self, key: Key) -> None:
+        self._own()
+        at = bisect_left(self.keys, key, self.lo, self.hi)
+        assert self.keys[at] == key
+        del self.keys[at], self.jobs[at]
+        self.hi -= 1
+
+    def replace(self, key: Key, job: PodGroupInfo) -> None:
+        """Puts ``job`` in the place of the job with ``key`` (the same order key)."""
+        self._own()
+        at = bisect_left(self.keys, key, self.lo, self.hi)
+        assert self.keys[at] == key
+        self.jobs[at] = job
+
+    def _own(self) -> None:
+        if not self.owned:
+            self.keys, self.jobs = self.keys[self.lo : self.hi], self.jobs[self.lo : self.hi]
+            self.lo, self.hi, self.owned = 0, len(self.jobs), True
+
+    def holds(self, key: Key) -> bool:
+        at = bisect_left(self.keys, key, self.lo, self.hi)
+        return at < self.hi and self.keys[at] == key
 
     def take(self, key: Key) -> PodGroupInfo | None:
         """Pops up to and including the job with ``key`` (None, and nothing popped, if it is not here)."""

@@ -253,6 +253,7 @@ class Statement:
         last-eviction time), which restarts its own preemption delay."""
         ssn = self.ssn
         result = ssn.result
+        ssn.committed.extend(op.task.job_key for op in self.operations)
         for op in self.operations:
             task = op.task
             if not op.valid or op.kind == "undo":

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kai.core.framework.job_allocation import allocate_job
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.job_index import JobIndex
+from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues, order_key, queue_admits
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.framework.victims import Scenario
@@ -78,6 +79,8 @@ class ScenarioSolver:
         self.messages = messages
         self.rejected = False
         """The last scenario was placeable but the validator refused it."""
+        self.pending: JobIndex | None = None
+        """The pending jobs as last committed (made at the first simulation, caught up before each)."""
 
     def solve(self, scenario: Scenario, feasible: Mask) -> Solution:
         self.rejected = False
@@ -85,6 +88,9 @@ class ScenarioSolver:
         if not victims:
             return Solution(False)
         ssn = self.ssn
+        if self.pending is None:
+            self.pending = JobIndex(ssn, PodGroupInfo.has_pending, worst_first=False)
+        self.pending.sync()
         statement = Statement(ssn)
         self._evict(victims, scenario.preemptor, statement)
         nodes = feasible.copy()
@@ -127,15 +133,10 @@ class ScenarioSolver:
     ) -> bool:
         """Re-place victims and the preemptor in job order, pipeline-only; the preemptor must fit."""
         ssn = self.ssn
-        victim_jobs = {task.job_key for task in victims}
-        jobs = {job.key: job for job in ssn.pending_jobs()}
-        for key in victim_jobs:
-            jobs[key] = ssn.jobs[key]
-        jobs[preemptor.key] = preemptor
-        queue = JobsOrderByQueues(ssn, JobQueueOptions())
-        queue.initialize(jobs)
+        victim_jobs = [ssn.jobs[key] for key in {task.job_key for task in victims}]
+        queue = self._queue_from_index(preemptor, victim_jobs) or self._queue(preemptor, victim_jobs)
         placed = False
-        for job in queue.ordered({*victim_jobs, preemptor.key}):
+        for job in queue.ordered([*victim_jobs, preemptor]):
             if job is preemptor:
                 if not allocate_job(ssn, statement, job, True, feasible):
                     return False
@@ -143,3 +144,32 @@ class ScenarioSolver:
             else:
                 allocate_job(ssn, statement, job, True, feasible)
         return placed
+
+    def _queue(self, preemptor: PodGroupInfo, victim_jobs: list[PodGroupInfo]) -> JobsOrderByQueues:
+        """KAI's: every pending job (the victims' evicted pods that were pipelined are pending again), the victim
+        jobs, the preemptor in its job's place."""
+        jobs = {job.key: job for job in self.ssn.pending_jobs()}
+        for job in victim_jobs:
+            jobs[job.key] = job
+        jobs[preemptor.key] = preemptor
+        queue = JobsOrderByQueues(self.ssn, JobQueueOptions())
+        queue.initialize(jobs)
+        return queue
+
+    def _queue_from_index(self, preemptor: PodGroupInfo, victim_jobs: list[PodGroupInfo]) -> JobsOrderByQueues | None:
+        """The same queue from the pending jobs as last committed (``JobIndex``), when nothing but the victims'
+        own pods changed since: no victim job is pending now (a pending victim job would be keyed anew where it
+        stands, not pushed after the others), and the preemptor stands in for a pending job of the same order key.
+        None otherwise."""
+        ssn, index = self.ssn, self.pending
+        assert index is not None
+        known = index.keys.get(preemptor.key)
+        if known is None or known != order_key(ssn, preemptor):
+            return None
+        if any(job.key in index.keys or job.has_pending() for job in victim_jobs):
+            return None
+        queue = index.queue(JobQueueOptions(), substitute=preemptor)
+        for job in victim_jobs:
+            if queue_admits(ssn, job):
+                queue.push(job)
+        return queue

@@ -45,7 +45,7 @@ class MinRuntimePlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         ssn.preempt_victim_filters.append(self.preempt_filter)
-        ssn.reclaim_victim_filters.append(self.reclaim_filter)
+        ssn.reclaim_victim_filters.append(ReclaimFilter(self))
         ssn.preempt_validators.append(self.preempt_valid)
         ssn.reclaim_validators.append(self.reclaim_valid)
         ssn.wait_reason_fns.append(self.wait_reasons)
@@ -77,7 +77,10 @@ class MinRuntimePlugin:
         return self._first(victim.queue, "preempt_min_runtime_s", self.preempt_default)
 
     def _reclaim_min(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> float:
-        pair = (reclaimer.queue, victim.queue)
+        return self._queues_reclaim_min(reclaimer.queue, victim.queue)
+
+    def _queues_reclaim_min(self, reclaimer_queue: str, victim_queue: str) -> float:
+        pair = (reclaimer_queue, victim_queue)
         minimum = self.reclaim_mins.get(pair)
         if minimum is None:
             minimum = self.reclaim_mins[pair] = self._resolve_reclaim_min(*pair)
@@ -109,6 +112,15 @@ class MinRuntimePlugin:
         if not self._protected(victim, minimum):  # the common case, asked of every job per reclaimer: tested first
             return True
         return self._elastic(victim) or self._unprotected(reclaimer, victim, minimum, "reclaim")
+
+    def reclaim_involved(self, queue: str) -> list[str]:
+        """The jobs ``reclaim_filter`` may refuse to reclaimers of ``queue``: protected, not elastic. Fixed for an
+        action: start times change only when allocate starts a job."""
+        return [
+            key
+            for key, job in self.ssn.jobs.items()
+            if not self._elastic(job) and self._protected(job, self._queues_reclaim_min(queue, job.queue))
+        ]
 
     def _unprotected(self, pending: PodGroupInfo, victim: PodGroupInfo, minimum: float, action: str) -> bool:
         if not self._protected(victim, minimum):
@@ -155,3 +167,17 @@ class MinRuntimePlugin:
 
     def reclaim_valid(self, scenario: Scenario) -> bool:
         return self._keeps_gangs(scenario, lambda job: self._reclaim_min(scenario.preemptor, job))
+
+
+class ReclaimFilter:
+    """The reclaim victim filter as a scoped one (``eviction.ScopedVictimFilter``): an unprotected or elastic victim
+    is kept without a trace, so a reclaim need only ask about the others."""
+
+    def __init__(self, plugin: MinRuntimePlugin) -> None:
+        self.plugin = plugin
+
+    def __call__(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> bool:
+        return self.plugin.reclaim_filter(reclaimer, victim)
+
+    def involved(self, queue: str) -> list[str]:
+        return self.plugin.reclaim_involved(queue)
