@@ -11,7 +11,7 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import parse_config
 from kai.core.framework.decisions import CycleResult
-from kai.core.framework.scenario_filters import first_fit, fits_best_nodes
+from kai.core.framework.scenario_filters import LargestCapacities, first_fit
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 
@@ -63,19 +63,22 @@ def test_first_fit_decides_as_a_full_scan_would() -> None:
         assert first_fit(required, capacities) is _first_fit_by_scan(required, capacities), (required, capacities)
 
 
-def test_idle_gpus_filter_checks_decide_as_first_fit_alone() -> None:
-    """The sum checks before first fit only save time: on random capacities (some negative, some fractions) they
-    never refuse what first fit into the best nodes would take."""
+def test_largest_capacities_follow_every_change() -> None:
+    """The largest entries kept as single entries grow (or shrink) are those a sort of the whole array picks, and
+    their kept sum is theirs."""
     draw = random.Random(11)
-    for _ in range(5000):
-        required = sorted((draw.choice([0, 0.1, 0.2, 0.5, 1, 3, 8]) for _ in range(draw.randrange(6))), reverse=True)
-        capacity = np.array([draw.choice([-1, 0, 0.1, 0.3, 0.7, 1, 2, 7, 8, 9]) for _ in range(draw.randrange(7))])
-        count = min(len(required), len(capacity))
-        best = sorted(capacity.tolist(), reverse=True)[:count]
-        plain = first_fit(required, best) if count else (not required or required[0] == 0)
-        largest = max(float(capacity.max(initial=0.0)), 0.0) + draw.choice([0, 0, 1])
-        total = sum(a for a in required if a > 0)
-        assert fits_best_nodes(required, total, capacity, largest) is plain, (required, capacity.tolist())
+    for _ in range(300):
+        capacity = np.array([draw.choice([-1, 0, 0.1, 0.3, 1, 2, 7, 8]) for _ in range(draw.randrange(1, 9))])
+        count = draw.randrange(len(capacity) + 1)
+        best = LargestCapacities(capacity.copy(), count)
+        for _ in range(20):
+            column = draw.randrange(len(capacity))
+            amount = draw.choice([0, 0.1, 0.5, 1, 1, 8, -1])
+            capacity[column] += amount
+            best.add(column, amount)
+            expected = sorted(capacity.tolist())[len(capacity) - count :]
+            assert best.values() == expected[::-1], (capacity.tolist(), count)
+            assert abs(best.total - sum(max(v, 0.0) for v in expected)) < 1e-9
 
 
 def _labelled(name: str, gpus: int, **labels: str) -> dict[str, Any]:

@@ -42,18 +42,20 @@ def _queue_details(ssn: Session, uid: str) -> str:
     )
 
 
-def messages(ssn: Session, tasks: list[TaskInfo], reclaimer: PodGroupInfo) -> list[str]:
-    """Each victim's eviction message; the queue details are worked out once per victim queue (a large gang's
-    scenario evicts thousands of pods of a few queues)."""
-    details: dict[str, str] = {}
+def messages(
+    ssn: Session, tasks: list[TaskInfo], reclaimer: PodGroupInfo, details: dict[tuple[str, str], str]
+) -> list[str]:
+    """Each victim's eviction message. The queue details of a (reclaimer queue, victim queue) pair are worked out
+    once into ``details``, which the caller empties when allocations change: a large gang's scenario evicts
+    thousands of pods of a few queues, and every simulation starts from the last commit."""
     result = []
     for task in tasks:
         text = f"Pod {task.namespace}/{task.name} was preempted by workload {reclaimer.namespace}/{reclaimer.name}."
         if ssn.queue_share_fns:
-            theirs = ssn.jobs[task.job_key].queue
-            suffix = details.get(theirs)
+            pair = (reclaimer.queue, ssn.jobs[task.job_key].queue)
+            suffix = details.get(pair)
             if suffix is None:
-                suffix = details[theirs] = _details(ssn, ssn.queues[reclaimer.queue], ssn.queues[theirs])
+                suffix = details[pair] = _details(ssn, ssn.queues[pair[0]], ssn.queues[pair[1]])
             text += suffix
         result.append(text)
     return result
@@ -100,6 +102,15 @@ def execute(ssn: Session) -> None:
         make = indexed if len(scoped) == len(filters) else scan
         return cached_victims(lambda: make(reclaimer))
 
+    details: dict[tuple[str, str], str] = {}
+    commits = [len(ssn.committed)]
+
+    def eviction_messages(tasks: list[TaskInfo], reclaimer: PodGroupInfo) -> list[str]:
+        if commits[0] != len(ssn.committed):  # simulations start from the last commit: only a commit changes shares
+            details.clear()
+            commits[0] = len(ssn.committed)
+        return messages(ssn, tasks, reclaimer, details)
+
     run_solver_action(
         ssn,
         NAME,
@@ -108,7 +119,7 @@ def execute(ssn: Session) -> None:
         None,
         victims,
         all_of(ssn.reclaim_validators),
-        lambda tasks, job: messages(ssn, tasks, job),
+        eviction_messages,
         lambda job: job.queue,
     )
 

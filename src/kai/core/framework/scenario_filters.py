@@ -6,6 +6,7 @@ so it adds only the victims it has not seen. A filter only ever rejects what wou
 simulations, which are most of a victim search's time when a pod can run on few nodes.
 """
 
+from bisect import bisect_left, insort
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -105,9 +106,9 @@ class IdleGpusFilter:
     """The pending pods' GPUs, largest first, must each fit (first fit) in one of the nodes with the most idle or
     releasing GPUs once the victims are gone, as many nodes as there are pending pods.
 
-    Two necessary conditions come first, because a victim search adds victims one at a time over a whole cluster
-    and most scenarios fail: the nodes, each at most the fullest, must hold the pods' total, and so must the best
-    nodes. (A tolerance keeps rounding from refusing what first fit would take.)"""
+    A victim search adds victims one at a time over a whole cluster, so those nodes are kept as victims come
+    (``LargestCapacities``) rather than picked anew, and most scenarios fail on a sum before first fit: the best
+    nodes must hold the pods' total (with a tolerance, so that rounding never refuses what first fit would take)."""
 
     name = "AccumulatedIdleGpus"
 
@@ -115,8 +116,8 @@ class IdleGpusFilter:
         self.nodes = nodes
         self.required = sorted((task.gpus_quota for task in first.pending_tasks), reverse=True)
         self.total = sum(amount for amount in self.required if amount > 0)
-        self.capacity = idle_gpus(nodes)
-        self.largest = max(float(self.capacity.max(initial=0.0)), 0.0)
+        capacity = idle_gpus(nodes)
+        self.best = LargestCapacities(capacity, min(len(self.required), len(capacity)))
         self.new_victims = _NewVictims()
         self.valid(first)
 
@@ -124,23 +125,51 @@ class IdleGpusFilter:
         for task in self.new_victims(scenario):
             info = self.nodes.by_name.get(task.node_name)
             if info is not None:
-                self.capacity[info.column] += held_gpus(task)
-                self.largest = max(self.largest, float(self.capacity[info.column]))
-        return fits_best_nodes(self.required, self.total, self.capacity, self.largest)
+                self.best.add(info.column, held_gpus(task))
+        if self.best.count == 0:
+            return not self.required or self.required[0] == 0
+        if self.best.total < self.total - TOLERANCE:
+            return False
+        return first_fit(self.required, self.best.values())
 
 
-def fits_best_nodes(required: list[float], total: float, capacity: Capacities, largest: float) -> bool:
-    """First fit of ``required`` (largest first; ``total`` its positive sum) into the ``len(required)`` largest
-    ``capacity`` entries, none above ``largest``."""
-    count = min(len(required), len(capacity))
-    if count == 0:
-        return not required or required[0] == 0
-    if count * largest < total - TOLERANCE:
-        return False
-    best = np.partition(capacity, len(capacity) - count)[-count:]
-    if float(np.maximum(best, 0.0).sum()) < total - TOLERANCE:
-        return False
-    return first_fit(required, sorted(best.tolist(), reverse=True))
+class LargestCapacities:
+    """The ``count`` largest entries of a capacity array, kept sorted as entries change (one node's at a time):
+    an entry that grows joins them if it passes their smallest; one that shrinks makes them be picked anew."""
+
+    def __init__(self, capacity: Capacities, count: int) -> None:
+        self.capacity = capacity
+        self.count = count
+        self._pick()
+
+    def _pick(self) -> None:
+        columns = np.argsort(self.capacity, kind="stable")[len(self.capacity) - self.count :]
+        self.top = sorted((float(self.capacity[column]), int(column)) for column in columns)
+        """(capacity, column) ascending."""
+        self.members = {column for _, column in self.top}
+        self.total = sum(max(value, 0.0) for value, _ in self.top)
+        """Their positive sum (up to rounding)."""
+
+    def add(self, column: int, amount: float) -> None:
+        old = float(self.capacity[column])
+        self.capacity[column] += amount
+        new = float(self.capacity[column])
+        if new < old:
+            self._pick()
+        elif column in self.members:
+            del self.top[bisect_left(self.top, (old, column))]
+            insort(self.top, (new, column))
+            self.total += max(new, 0.0) - max(old, 0.0)
+        elif self.count and new > self.top[0][0]:
+            value, dropped = self.top.pop(0)
+            self.members.discard(dropped)
+            insort(self.top, (new, column))
+            self.members.add(column)
+            self.total += max(new, 0.0) - max(value, 0.0)
+
+    def values(self) -> list[float]:
+        """Largest first."""
+        return [value for value, _ in reversed(self.top)]
 
 
 class TopologyIdleGpusFilter:

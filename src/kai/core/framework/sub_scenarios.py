@@ -32,7 +32,7 @@ class SubScenarioEmitter:
         first_seen: dict[str, int] = {}
         batch_of: dict[int, int] = {}
         for index, task in enumerate(base.potential_tasks):
-            group = base.representative_of(task)
+            group = base.batch_of(task)
             if group is None:
                 continue
             batch = batch_of.setdefault(id(group), len(self.batches))

@@ -23,7 +23,8 @@ from kai.core.state.task import TaskInfo
 
 Validator = Callable[[Scenario], bool]
 EvictionMessages = Callable[[list[TaskInfo], PodGroupInfo], list[str]]
-"""The eviction message of each victim task for a preemptor, all computed in one state (a simulation's start)."""
+"""The eviction message of each victim task for a preemptor, asked at a simulation's start: the state of the last
+commit."""
 
 
 @dataclass

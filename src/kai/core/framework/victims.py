@@ -96,6 +96,24 @@ def _has_surplus(group: SubGroupSet) -> bool:
     return False
 
 
+class _Batch:
+    """Tasks of one victim job taken together, and the partial representative of the job they make, cloned only
+    when asked for (a search accumulates thousands of batches; few end up in a solution)."""
+
+    __slots__ = ("clone", "job", "keys", "tasks")
+
+    def __init__(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> None:
+        self.job = job
+        self.tasks = tasks
+        self.keys = {task.key for task in tasks}
+        self.clone: PodGroupInfo | None = None
+
+    def representative(self) -> PodGroupInfo:
+        if self.clone is None:
+            self.clone = self.job.clone_with_tasks(self.tasks)
+        return self.clone
+
+
 class Scenario:
     def __init__(
         self, ssn: Session, preemptor: PodGroupInfo, pending: list[TaskInfo], recorded_jobs: list[PodGroupInfo]
@@ -108,23 +126,33 @@ class Scenario:
         self.potential_tasks: list[TaskInfo] = []
         self.victims: dict[str, list[TaskInfo]] = {}
         """Every victim task (recorded and potential) by victim job."""
-        self.task_groups: dict[str, list[PodGroupInfo]] = {}
-        """Per victim job, one representative per batch of its tasks taken together."""
+        self.task_groups: dict[str, list[_Batch]] = {}
+        """Per victim job, its batches of tasks taken together."""
         self.jobs_by_node: dict[str, list[str]] = {}
         for job in recorded_jobs:
             self._add_victim_group(list(job.tasks.values()))
+        self._recorded = (
+            {k: list(v) for k, v in self.victims.items()},
+            {k: list(v) for k, v in self.task_groups.items()},
+        )
+        """The victims and batches of the recorded jobs alone, which every derived scenario starts from."""
 
     def derived(self, batches: Iterable[list[TaskInfo]]) -> "Scenario":
-        """The same preemptor, pending tasks and recorded victims with other potential victims, each batch (tasks
-        of one victim job taken together) becoming one victim representative."""
-        scenario = Scenario(self.ssn, self.preemptor, self.pending_tasks, self.recorded_jobs)
+        """The same preemptor, pending tasks and recorded victims (the same batches) with other potential victims,
+        each batch (tasks of one victim job taken together) becoming one victim representative."""
+        scenario = Scenario(self.ssn, self.preemptor, self.pending_tasks, [])
+        scenario.recorded_jobs, scenario.recorded_tasks = self.recorded_jobs, self.recorded_tasks
+        victims, groups = self._recorded
+        scenario.victims = {k: list(v) for k, v in victims.items()}
+        scenario.task_groups = {k: list(v) for k, v in groups.items()}
+        scenario._recorded = self._recorded
         for batch in batches:
             scenario.add_potential(batch)
         return scenario
 
     def _add_victim_group(self, tasks: list[TaskInfo]) -> None:
         original = self.ssn.jobs[tasks[0].job_key]
-        self.task_groups.setdefault(original.key, []).append(original.clone_with_tasks(tasks))
+        self.task_groups.setdefault(original.key, []).append(_Batch(original, tasks))
         self.victims.setdefault(original.key, []).extend(tasks)
 
     def add_potential(self, tasks: list[TaskInfo]) -> None:
@@ -147,15 +175,19 @@ class Scenario:
         return [
             task
             for job_key in sorted(self.jobs_by_node.get(node, []))
-            for group in self.task_groups[job_key]
-            for task in group.tasks.values()
+            for batch in self.task_groups[job_key]
+            for task in batch.tasks
         ]
 
-    def representative_of(self, task: TaskInfo) -> PodGroupInfo | None:
-        for group in self.task_groups.get(task.job_key, []):
-            if task.key in group.tasks:
-                return group
+    def batch_of(self, task: TaskInfo) -> "_Batch | None":
+        for batch in self.task_groups.get(task.job_key, []):
+            if task.key in batch.keys:
+                return batch
         return None
+
+    def representative_of(self, task: TaskInfo) -> PodGroupInfo | None:
+        batch = self.batch_of(task)
+        return batch.representative() if batch is not None else None
 
 
 class ScenarioBuilder:
