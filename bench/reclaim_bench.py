@@ -8,7 +8,15 @@
   pending single-GPU jobs of the other queue; the whole default cycle (allocate, consolidation, reclaim, preempt,
   stalegangeviction), which must reclaim every GPU.
 
-bench <case> nodes=<n> seconds=<s> cpu_s=<s> evictions=<n> pipelined=<n> simulated=<n> filtered=<n> rss_mb=<mb>
+Two more of kai's own, for the other evicting actions at the same scale (whole default cycle):
+
+- ``preempt-single-<n>``: as many-single, but the pending jobs are of the running jobs' queue, at a higher
+  priority: preempt must take every GPU.
+- ``consolidate-<n>``: every node half full of single-GPU jobs and n/2 pending jobs of 8 GPUs: consolidation must
+  move 4 pods per pending job (2n moves) so that each finds a whole node.
+
+bench <case> nodes=<n> seconds=<s> cpu_s=<s> evictions=<n> pipelined=<n> expected_evictions=<n> simulated=<n>
+filtered=<n> rss_mb=<mb>
 
 Wall times on a shared machine depend on its load; the CPU seconds do much less.
 """
@@ -43,18 +51,20 @@ def _queue(name: str, parent: str, deserved: float) -> dict[str, Any]:
     return {"metadata": {"name": name, "creationTimestamp": "2025-01-01T00:00:00Z"}, "spec": spec}
 
 
-def _job(name: str, queue: str, gpus: int, nodes: list[str | None], age_minutes: int) -> Objects:
+def _job(
+    name: str, queue: str, gpus: int, nodes: list[str | None], age_minutes: int, priority: str = "train"
+) -> Objects:
     """A gang of one pod per entry of ``nodes`` (running there, or pending for None), each with ``gpus`` GPUs; as in
     KAI's fakes, a job listed earlier is older."""
     created = format_time(NOW - 60 * age_minutes)
     meta = {"name": name, "namespace": "bench", "creationTimestamp": created, "uid": f"uid-{name}"}
-    spec = {"queue": queue, "priorityClassName": "train", "minMember": len(nodes)}
+    spec = {"queue": queue, "priorityClassName": priority, "minMember": len(nodes)}
     objects: Objects = [("PodGroup", {"metadata": meta, "spec": spec})]
     for i, node in enumerate(nodes):
         limits = {"nvidia.com/gpu": str(gpus)}
         spec: dict[str, Any] = {
             "schedulerName": "kai-scheduler",
-            "priorityClassName": "train",
+            "priorityClassName": priority,
             "containers": [{"name": "main", "resources": {"requests": limits, "limits": limits}}],
         }
         if node:
@@ -69,28 +79,44 @@ def _job(name: str, queue: str, gpus: int, nodes: list[str | None], age_minutes:
 
 
 def build(nodes: int, pending: str) -> Objects:
-    """KAI's topology: ``pending`` is ``large`` (one job of nodes/2 8-GPU tasks) or ``single`` (nodes×8 jobs)."""
+    """KAI's topology: ``pending`` is ``large`` (one job of nodes/2 8-GPU tasks) or ``single`` (nodes×8 jobs); kai's:
+    ``preempt`` (as single, in the running jobs' queue, at a higher priority) or ``consolidate``."""
     gpus = nodes * GPUS_PER_NODE
     names = [f"node{i}" for i in range(nodes)]
     objects: Objects = [
         ("PriorityClass", {"metadata": {"name": "train"}, "value": 50}),
+        ("PriorityClass", {"metadata": {"name": "urgent"}, "value": 80}),
         ("Queue", _queue("default", "", -1)),
-        ("Queue", _queue("queue-0", "default", 0)),
+        ("Queue", _queue("queue-0", "default", gpus if pending == "preempt" else 0)),
         ("Queue", _queue("queue-1", "default", gpus)),
     ]
     for name in names:
         allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(GPUS_PER_NODE), "pods": "110"}
         node = {"metadata": {"name": name, "labels": {"nvidia.com/gpu.count": str(GPUS_PER_NODE)}}}
         objects.append(("Node", {**node, "status": {"allocatable": allocatable}}))
-    jobs = gpus + (1 if pending == "large" else gpus)
-    for i in range(gpus):
+    running = gpus // 2 if pending == "consolidate" else gpus
+    jobs = running + (1 if pending == "large" else gpus)
+    for i in range(running):
         objects += _job(f"running-job-{i}", "queue-0", 1, [names[i % nodes]], jobs - i)
     if pending == "large":
         objects += _job("very-large-job", "queue-1", GPUS_PER_NODE, [None] * (nodes // 2), 1)
+    elif pending == "consolidate":
+        for i in range(nodes // 2):
+            objects += _job(f"pending-job-{i}", "queue-1", GPUS_PER_NODE, [None], nodes - i)
     else:
+        queue, priority = ("queue-0", "urgent") if pending == "preempt" else ("queue-1", "train")
         for i in range(gpus):
-            objects += _job(f"pending-job-{i}", "queue-1", 1, [None], gpus - i)
+            objects += _job(f"pending-job-{i}", queue, 1, [None], gpus - i, priority)
     return objects
+
+
+CASES = {
+    "large-jobs": ("large", False, lambda n: n // 2 * GPUS_PER_NODE),
+    "many-single": ("single", True, lambda n: n * GPUS_PER_NODE),
+    "preempt-single": ("preempt", True, lambda n: n * GPUS_PER_NODE),
+    "consolidate": ("consolidate", True, lambda n: n // 2 * GPUS_PER_NODE // 2),
+}
+"""Case → (topology, whole cycle, evictions it must make)."""
 
 
 def run(objects: Objects, full_cycle: bool) -> tuple[float, float, CycleResult]:
@@ -111,20 +137,19 @@ def run(objects: Objects, full_cycle: bool) -> tuple[float, float, CycleResult]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="node counts (default: KAI's)")
-    parser.add_argument("--cases", nargs="*", default=["large-jobs", "many-single"], help="which topologies")
+    parser.add_argument("--cases", nargs="*", choices=list(CASES), default=list(CASES)[:2], help="which topologies")
     args = parser.parse_args()
     for case in args.cases:
+        topology, full_cycle, expected = CASES[case]
         for nodes in args.sizes:
-            seconds, cpu_s, result = run(
-                build(nodes, "large" if case == "large-jobs" else "single"), case != "large-jobs"
-            )
-            expected = nodes // 2 * GPUS_PER_NODE if case == "large-jobs" else nodes * GPUS_PER_NODE
+            seconds, cpu_s, result = run(build(nodes, topology), full_cycle)
             simulated = sum(n for (_, _, state), n in result.search.scenarios.items() if state == "simulated")
             rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
                 f"bench {case}-{nodes} nodes={nodes} seconds={seconds:.3f} cpu_s={cpu_s:.3f} "
-                f"evictions={len(result.evictions)} pipelined={len(result.pipelined)} expected_evictions={expected} "
-                f"simulated={simulated} filtered={sum(result.search.filtered.values())} rss_mb={rss_mb:.0f}",
+                f"evictions={len(result.evictions)} pipelined={len(result.pipelined)} "
+                f"expected_evictions={expected(nodes)} simulated={simulated} "
+                f"filtered={sum(result.search.filtered.values())} rss_mb={rss_mb:.0f}",
                 flush=True,
             )
 

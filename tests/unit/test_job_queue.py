@@ -8,9 +8,9 @@ from typing import Any
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
-from kai.core.actions.reclaim import _may_lose_pods
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.eviction import may_lose_pods
 from kai.core.framework.job_index import JobIndex
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
@@ -19,7 +19,7 @@ from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.snapshot import take_snapshot
 
-SEED, SESSIONS = 6, 12
+SEED, SESSIONS = 1, 12
 """The index test's random sessions."""
 JOBS = {"a0": "qa", "a1": "qa", "a2": "qa", "b0": "qb", "b1": "qb", "c0": "qc"}
 
@@ -152,10 +152,11 @@ def _commit_at_random(ssn: Session, draw: random.Random) -> None:
 
 def test_a_queue_from_an_index_pops_as_one_built_from_the_jobs() -> None:
     """An index kept across commits makes the queue a plain build over its members in session order makes: all of
-    them, or with a leaf left out, some jobs left out, or a representative in its job's place. (A leaf showing its
-    best job overall instead of its best so far when the next leaf is linked fails one of these sessions.)"""
+    them, or one leaf's above a first key, or with a leaf left out, some jobs left out, or a representative in its
+    job's place. (A leaf showing its best job overall instead of its best so far when the next leaf is linked fails
+    one of these sessions.)"""
     draw = random.Random(SEED)
-    kinds = ((PodGroupInfo.has_pending, JobQueueOptions()), (_may_lose_pods, JobQueueOptions(victim_queue=True)))
+    kinds = ((PodGroupInfo.has_pending, JobQueueOptions()), (may_lose_pods, JobQueueOptions(victim_queue=True)))
     for _ in range(SESSIONS):
         ssn = _random_session(draw)
         indexes = [(JobIndex(ssn, member, options.victim_queue), member, options) for member, options in kinds]
@@ -173,8 +174,16 @@ def test_a_queue_from_an_index_pops_as_one_built_from_the_jobs() -> None:
 def _variant(
     ssn: Session, draw: random.Random, index: JobIndex, members: dict[str, PodGroupInfo], options: JobQueueOptions
 ) -> tuple[JobsOrderByQueues, JobsOrderByQueues]:
-    """A queue from the index without a leaf and some jobs, or with a representative, and the plain build's."""
+    """A queue from the index of one leaf, or without a leaf and some jobs, or with a representative, and the plain
+    build's."""
     plain = JobsOrderByQueues(ssn, options)
+    if members and draw.random() < 0.3:  # one leaf, its jobs of a lower priority (the order's first key) but some
+        leaf = draw.choice([job.queue for job in members.values()])
+        above = draw.choice([-100, -50, 0])
+        skip = {key for key in members if draw.random() < 0.2}
+        kept = {k: j for k, j in members.items() if j.queue == leaf and k not in skip and -j.priority > above}
+        plain.initialize(kept)
+        return index.leaf_queue(options, leaf, skip, above), plain
     if members and draw.random() < 0.5:
         real = draw.choice(list(members.values()))
         stand_in = real.clone_with_tasks(list(real.tasks.values()))

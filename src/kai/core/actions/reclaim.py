@@ -12,6 +12,7 @@ from kai.core.framework.eviction import (
     all_of,
     cached_victims,
     candidates_queue,
+    may_lose_pods,
     pending_jobs,
     run_solver_action,
 )
@@ -87,7 +88,7 @@ def execute(ssn: Session) -> None:
         refuse (what a scan asks them about every other job they accept without a trace)."""
         nonlocal index
         if index is None:
-            index = JobIndex(ssn, _may_lose_pods, worst_first=True)
+            index = JobIndex(ssn, may_lose_pods, worst_first=True)
         asked = involved.get(reclaimer.queue)
         if asked is None:
             keys = sorted(
@@ -122,7 +123,3 @@ def execute(ssn: Session) -> None:
         eviction_messages,
         lambda job: job.queue,
     )
-
-
-def _may_lose_pods(job: PodGroupInfo) -> bool:
-    return job.preemptible and job.has_active_allocated()

@@ -37,11 +37,18 @@ def victim_candidates(
     which an action narrows to the only jobs ``accept`` could take (at 100,000 jobs, a scan of every task per
     preemptor was most of a cycle)."""
     return {
-        job.key: job
-        for job in (ssn.jobs.values() if pool is None else pool)
-        if any(t.status in ALIVE and (not t.node_name or t.node_name in ssn.nodes.by_name) for t in job.tasks.values())
-        and accept(job)
+        job.key: job for job in (ssn.jobs.values() if pool is None else pool) if has_live_pod(ssn, job) and accept(job)
     }
+
+
+def has_live_pod(ssn: Session, job: PodGroupInfo) -> bool:
+    """A pod alive, pending or on a known node."""
+    return any(t.status in ALIVE and (not t.node_name or t.node_name in ssn.nodes.by_name) for t in job.tasks.values())
+
+
+def may_lose_pods(job: PodGroupInfo) -> bool:
+    """What every victims queue keeps of its candidates (``VICTIMS``)."""
+    return job.preemptible and job.has_active_allocated()
 
 
 VICTIMS = JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocated=True, victim_queue=True)

@@ -7,8 +7,10 @@ An index keeps the jobs that pass ``member`` as sorted runs and catches up with 
 is what pushing the same jobs in session order would have built (``JobsOrderByQueues.assemble``).
 """
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection
+from operator import itemgetter
+from typing import Any
 
 from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues, LinkEvent, order_key, queue_admits
 from kai.core.framework.session import Session
@@ -34,6 +36,8 @@ class JobIndex:
         """Per leaf queue, its members' session positions ascending."""
         self.events: dict[str, list[LinkEvent]] = {}
         """Link events of a queue without one leaf (by that leaf, "" for none), until the next commit."""
+        self.generation = 0
+        """Bumped by each ``sync`` that changes the runs."""
         pairs: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
         for job in ssn.jobs.values():
             if queue_admits(ssn, job) and member(job):
@@ -47,38 +51,31 @@ class JobIndex:
     def sync(self) -> None:
         """Catch up with the commits since the last call: each job they changed is taken out and, if it is still a
         member, put back under its new key. Call it (and make the index) where nothing uncommitted is in force (no
-        simulation under way). Runs handed out are never changed: a touched run is copied first."""
+        simulation under way). The runs change in place: a queue made before is not to be used after."""
         log = self.ssn.committed
         if self.seen == len(log):
             return
         touched = dict.fromkeys(log[self.seen :])
         self.seen = len(log)
+        self.generation += 1
         self.events.clear()
-        copied: set[str] = set()
         for job_key in touched:
             job = self.ssn.jobs[job_key]
             old = self.keys.pop(job_key, None)
             if old is not None:
-                keys, jobs = self._own(job.queue, copied)
+                keys, jobs = self.runs[job.queue]
                 at = bisect_left(keys, old)
                 del keys[at], jobs[at]
                 positions = self.positions[job.queue]
                 del positions[bisect_left(positions, self.position[job_key])]
             if queue_admits(self.ssn, job) and self.member(job):
                 key = self.keys[job_key] = order_key(self.ssn, job)
-                keys, jobs = self._own(job.queue, copied)
+                keys, jobs = self.runs.setdefault(job.queue, ([], []))
                 at = bisect_left(keys, key)
                 keys.insert(at, key)
                 jobs.insert(at, job)
                 positions = self.positions.setdefault(job.queue, [])
                 positions.insert(bisect_left(positions, self.position[job_key]), self.position[job_key])
-
-    def _own(self, uid: str, copied: set[str]) -> tuple[list[Key], list[PodGroupInfo]]:
-        if uid not in copied:
-            keys, jobs = self.runs.get(uid, ([], []))
-            self.runs[uid] = (list(keys), list(jobs))
-            copied.add(uid)
-        return self.runs[uid]
 
     def queue(
         self,
@@ -117,8 +114,30 @@ class JobIndex:
                 )
                 for uid, first, shown in events
             ]
-        queue = JobsOrderByQueues(self.ssn, options)
+        generation = self.generation
+        queue = JobsOrderByQueues(self.ssn, options, fresh=lambda: self.generation == generation)
         queue.assemble(runs, events)
+        return queue
+
+    def leaf_queue(
+        self, options: JobQueueOptions, uid: str, skip_jobs: Collection[str] = (), first_above: Any = None
+    ) -> JobsOrderByQueues:
+        """The queue a plain build over the members of one leaf queue makes, without the jobs ``skip_jobs`` and,
+        given ``first_above``, those whose order key does not start above it. With one leaf, nothing is compared
+        while it is linked."""
+        assert options.max_jobs_queue_depth < 0 and options.victim_queue == self.worst_first
+        keys, jobs = self.runs.get(uid, ([], []))
+        run = SortedJobs(keys, jobs, self.worst_first, owned=False)
+        if first_above is not None:
+            run.lo = bisect_right(keys, first_above, key=itemgetter(0))
+        for key in skip_jobs:
+            order = self.keys.get(key)
+            if order is not None and self.ssn.jobs[key].queue == uid and run.holds(order):
+                run.remove(order)
+        generation = self.generation
+        queue = JobsOrderByQueues(self.ssn, options, fresh=lambda: self.generation == generation)
+        if len(run):
+            queue.assemble({uid: run}, [(uid, run.peek(), [])])
         return queue
 
     def _cached_events(self, skip_queue: str) -> list[LinkEvent]:

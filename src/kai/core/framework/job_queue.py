@@ -89,6 +89,8 @@ class JobsOrderByQueues:
     _popped: dict[str, list[PodGroupInfo]] = field(default_factory=dict)
     _keys: dict[int, Key] = field(default_factory=dict)
     """Order keys of the jobs in depth-limited (Go heap) leaves."""
+    fresh: Callable[[], bool] | None = None
+    """Whether the runs this queue shares (``job_index``) are still as they were made; a copy must be."""
 
     def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
         admitted = [job for job in jobs.values() if self._admits(job)]
@@ -163,8 +165,13 @@ class JobsOrderByQueues:
 
     def copy(self) -> "JobsOrderByQueues":
         """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
+        assert self.fresh is None or self.fresh(), "a queue made from an index is copied after the index changed"
         twin = JobsOrderByQueues(
-            self.ssn, self.options, _keys=dict(self._keys), _popped={k: list(v) for k, v in self._popped.items()}
+            self.ssn,
+            self.options,
+            _keys=dict(self._keys),
+            _popped={k: list(v) for k, v in self._popped.items()},
+            fresh=self.fresh,
         )
         copies = {
             id(node): _QueueNode(node.queue, node.is_leaf, needs_reorder=node.needs_reorder)

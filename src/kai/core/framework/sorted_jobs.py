@@ -15,7 +15,7 @@ Key = tuple[Any, ...]
 
 
 class SortedJobs:
-    __slots__ = ("hi", "jobs", "keys", "lo", "owned", "worst_first")
+    __slots__ = ("hi", "jobs", "keys", "lo", "owned", "swap", "worst_first")
 
     def __init__(self, keys: list[Key], jobs: list[PodGroupInfo], worst_first: bool, owned: bool = True) -> None:
         """``keys`` ascending, ``jobs`` in step; the run keeps the lists (``owned``: it may change them in place)."""
@@ -25,19 +25,25 @@ class SortedJobs:
         self.hi = len(jobs)
         self.worst_first = worst_first
         self.owned = owned
+        self.swap: tuple[int, PodGroupInfo] | None = None
+        """A job standing in for the one at a place of shared lists (``replace`` without a copy)."""
 
     def __len__(self) -> int:
         return self.hi - self.lo
 
+    def _at(self, at: int) -> PodGroupInfo:
+        swap = self.swap
+        return swap[1] if swap is not None and swap[0] == at else self.jobs[at]
+
     def peek(self) -> PodGroupInfo:
-        return self.jobs[self.hi - 1] if self.worst_first else self.jobs[self.lo]
+        return self._at(self.hi - 1 if self.worst_first else self.lo)
 
     def pop(self) -> PodGroupInfo:
         if self.worst_first:
             self.hi -= 1
-            return self.jobs[self.hi]
+            return self._at(self.hi)
         self.lo += 1
-        return self.jobs[self.lo - 1]
+        return self._at(self.lo - 1)
 
     def insert(self, key: Key, job: PodGroupInfo) -> None:
         self._own()
@@ -54,16 +60,20 @@ class SortedJobs:
         self.hi -= 1
 
     def replace(self, key: Key, job: PodGroupInfo) -> None:
-        """Puts ``job`` in the place of the job with ``key`` (the same order key)."""
-        self._own()
+        """Puts ``job`` in the place of the job with ``key`` (the same order key); in shared lists, over them."""
         at = bisect_left(self.keys, key, self.lo, self.hi)
-        assert self.keys[at] == key
-        self.jobs[at] = job
+        assert self.keys[at] == key and self.swap is None
+        if self.owned:
+            self.jobs[at] = job
+        else:
+            self.swap = (at, job)
 
     def _own(self) -> None:
         if not self.owned:
             self.keys, self.jobs = self.keys[self.lo : self.hi], self.jobs[self.lo : self.hi]
-            self.lo, self.hi, self.owned = 0, len(self.jobs), True
+            if self.swap is not None and self.lo <= self.swap[0] < self.hi:
+                self.jobs[self.swap[0] - self.lo] = self.swap[1]
+            self.lo, self.hi, self.owned, self.swap = 0, len(self.jobs), True, None
 
     def holds(self, key: Key) -> bool:
         at = bisect_left(self.keys, key, self.lo, self.hi)
@@ -78,11 +88,11 @@ class SortedJobs:
             self.hi = at
         else:
             self.lo = at + 1
-        return self.jobs[at]
+        return self._at(at)
 
     def shared(self) -> "SortedJobs":
         """A run to pop on its own; both copy the lists before they next insert."""
         self.owned = False
         twin = SortedJobs(self.keys, self.jobs, self.worst_first, owned=False)
-        twin.lo, twin.hi = self.lo, self.hi
+        twin.lo, twin.hi, twin.swap = self.lo, self.hi, self.swap
         return twin

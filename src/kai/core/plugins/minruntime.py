@@ -11,7 +11,7 @@ passed over and, if the job still waits at session close, says so as a typed rea
 protection ends soonest among those that together hold what the job asks for.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kai.core.framework.job_allocation import init_request
@@ -44,8 +44,8 @@ class MinRuntimePlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        ssn.preempt_victim_filters.append(self.preempt_filter)
-        ssn.reclaim_victim_filters.append(ReclaimFilter(self))
+        ssn.preempt_victim_filters.append(ScopedFilter(self.preempt_filter, self.preempt_involved))
+        ssn.reclaim_victim_filters.append(ScopedFilter(self.reclaim_filter, self.reclaim_involved))
         ssn.preempt_validators.append(self.preempt_valid)
         ssn.reclaim_validators.append(self.reclaim_valid)
         ssn.wait_reason_fns.append(self.wait_reasons)
@@ -114,12 +114,21 @@ class MinRuntimePlugin:
         return self._elastic(victim) or self._unprotected(reclaimer, victim, minimum, "reclaim")
 
     def reclaim_involved(self, queue: str) -> list[str]:
-        """The jobs ``reclaim_filter`` may refuse to reclaimers of ``queue``: protected, not elastic. Fixed for an
-        action: start times change only when allocate starts a job."""
+        """The jobs ``reclaim_filter`` may refuse (or note) for reclaimers of ``queue``: protected, not elastic.
+        Fixed for an action: start times change only when allocate starts a job."""
         return [
             key
             for key, job in self.ssn.jobs.items()
             if not self._elastic(job) and self._protected(job, self._queues_reclaim_min(queue, job.queue))
+        ]
+
+    def preempt_involved(self, queue: str) -> list[str]:
+        """The jobs ``preempt_filter`` may refuse (or note) for preemptors of ``queue`` (victims of that queue):
+        protected, not elastic."""
+        return [
+            key
+            for key, job in self.ssn.jobs.items()
+            if job.queue == queue and not self._elastic(job) and self._protected(job, self._preempt_min(job))
         ]
 
     def _unprotected(self, pending: PodGroupInfo, victim: PodGroupInfo, minimum: float, action: str) -> bool:
@@ -169,15 +178,15 @@ class MinRuntimePlugin:
         return self._keeps_gangs(scenario, lambda job: self._reclaim_min(scenario.preemptor, job))
 
 
-class ReclaimFilter:
-    """The reclaim victim filter as a scoped one (``eviction.ScopedVictimFilter``): an unprotected or elastic victim
-    is kept without a trace, so a reclaim need only ask about the others."""
+class ScopedFilter:
+    """A victim filter as a scoped one (``eviction.ScopedVictimFilter``): an unprotected or elastic victim is kept
+    without a trace, so a search need only ask about the others."""
 
-    def __init__(self, plugin: MinRuntimePlugin) -> None:
-        self.plugin = plugin
+    def __init__(
+        self, check: Callable[[PodGroupInfo, PodGroupInfo], bool], involved: Callable[[str], list[str]]
+    ) -> None:
+        self.check = check
+        self.involved = involved
 
-    def __call__(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> bool:
-        return self.plugin.reclaim_filter(reclaimer, victim)
-
-    def involved(self, queue: str) -> list[str]:
-        return self.plugin.reclaim_involved(queue)
+    def __call__(self, pending: PodGroupInfo, victim: PodGroupInfo) -> bool:
+        return self.check(pending, victim)
