@@ -12,8 +12,9 @@ Two more of kai's own, for the other evicting actions at the same scale (whole d
 
 - ``preempt-single-<n>``: as many-single, but the pending jobs are of the running jobs' queue, at a higher
   priority: preempt must take every GPU.
-- ``consolidate-<n>``: every node half full of single-GPU jobs and n/2 pending jobs of 8 GPUs: consolidation must
-  move 4 pods per pending job (2n moves) so that each finds a whole node.
+- ``consolidate-<n>``: every node half full of single-GPU jobs (node after node, so the first victims share a node)
+  and n/2 pending jobs of 8 GPUs, each of which needs 4 pods moved off a node (2n moves): consolidation moves
+  them while its few candidates (``maxNumberConsolidationPreemptees``) allow, reclaim the rest.
 
 bench <case> nodes=<n> seconds=<s> cpu_s=<s> evictions=<n> pipelined=<n> expected_evictions=<n> simulated=<n>
 filtered=<n> rss_mb=<mb>
@@ -96,8 +97,9 @@ def build(nodes: int, pending: str) -> Objects:
         objects.append(("Node", {**node, "status": {"allocatable": allocatable}}))
     running = gpus // 2 if pending == "consolidate" else gpus
     jobs = running + (1 if pending == "large" else gpus)
-    for i in range(running):
-        objects += _job(f"running-job-{i}", "queue-0", 1, [names[i % nodes]], jobs - i)
+    for i in range(running):  # round robin; filling node after node to consolidate (the newest, first to go, together)
+        node = names[i // (GPUS_PER_NODE // 2)] if pending == "consolidate" else names[i % nodes]
+        objects += _job(f"running-job-{i}", "queue-0", 1, [node], jobs - i)
     if pending == "large":
         objects += _job("very-large-job", "queue-1", GPUS_PER_NODE, [None] * (nodes // 2), 1)
     elif pending == "consolidate":

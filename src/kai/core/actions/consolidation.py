@@ -7,17 +7,17 @@ At most ``maxNumberConsolidationPreemptees`` (+1, as in KAI) victim jobs are con
 from collections.abc import Callable
 
 from kai.core.framework.eviction import (
-    JobFilter,
+    VICTIMS,
     cached_victims,
-    candidates_queue,
     each_task,
+    has_live_pod,
+    may_lose_pods,
     pending_jobs,
     run_solver_action,
-    victim_candidates,
-    victims_queue,
 )
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_queue import JobsOrderByQueues
+from kai.core.framework.job_index import JobIndex
+from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.victims import Scenario
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
@@ -48,29 +48,36 @@ def execute(ssn: Session) -> None:
     limit = ssn.config.max_consolidation_preemptees
     if limit == 0:
         return
+    index: JobIndex | None = None
 
     def victims(preemptor: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
-        """Up to ``limit`` (+1) candidate jobs, counted afresh for every queue; without a limit the candidates are
-        found once per pending job (as KAI does)."""
+        """The first ``limit`` (+1) jobs that may lose pods, in session order, afresh for every queue; without a
+        limit all of them, found once per pending job (as KAI does)."""
 
-        def accept_first() -> JobFilter:
-            taken = [0]
+        def takeable(job: PodGroupInfo) -> bool:
+            return job.preemptible and job.key != preemptor.key and job.count(ACTIVE_ALLOCATED) > 0
 
-            def accept(job: PodGroupInfo) -> bool:
-                if not job.preemptible or job.key == preemptor.key:
-                    return False
-                if limit != -1 and taken[0] > limit:
-                    return False
-                if job.count(ACTIVE_ALLOCATED) == 0:
-                    return False
-                taken[0] += 1
-                return True
+        def first_ones() -> JobsOrderByQueues:
+            """KAI counts the candidates it takes and refuses every job after the last: the scan stops there."""
+            chosen: dict[str, PodGroupInfo] = {}
+            for job in ssn.jobs.values():
+                if len(chosen) > limit:
+                    break
+                if has_live_pod(ssn, job) and takeable(job):
+                    chosen[job.key] = job
+            queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
+            queue.initialize(chosen)
+            return queue
 
-            return accept
+        def all_of_them() -> JobsOrderByQueues:
+            """Every job with a live pod that may lose pods but the preemptor, from the index kept across commits."""
+            nonlocal index
+            if index is None:
+                index = JobIndex(ssn, lambda job: may_lose_pods(job) and has_live_pod(ssn, job), worst_first=True)
+            index.sync()  # a victims queue is made between simulations: only commits are in force
+            return index.queue(VICTIMS, skip_jobs=[preemptor.key])
 
-        if limit == -1:
-            return cached_victims(lambda: candidates_queue(ssn, victim_candidates(ssn, accept_first())))
-        return lambda: victims_queue(ssn, accept_first())
+        return cached_victims(all_of_them) if limit == -1 else first_ones
 
     run_solver_action(
         ssn,

@@ -55,13 +55,6 @@ VICTIMS = JobQueueOptions(filter_non_preemptible=True, filter_non_active_allocat
 """A cached victims queue (KAI's NewCachedVictimsQueueGenerator): preemptible jobs with placed pods, worst first."""
 
 
-def victims_queue(ssn: Session, accept: JobFilter) -> JobsOrderByQueues:
-    """Jobs that may lose pods, worst first (KAI's GetVictimsQueue)."""
-    queue = JobsOrderByQueues(ssn, JobQueueOptions(victim_queue=True))
-    queue.initialize(victim_candidates(ssn, accept))
-    return queue
-
-
 def candidates_queue(ssn: Session, candidates: dict[str, PodGroupInfo]) -> JobsOrderByQueues:
     queue = JobsOrderByQueues(ssn, VICTIMS)
     queue.initialize(candidates)
