@@ -134,7 +134,7 @@ class ScenarioSolver:
     ) -> bool:
         """Re-place victims and the preemptor in job order, pipeline-only; the preemptor must fit."""
         ssn = self.ssn
-        victim_jobs = [ssn.jobs[key] for key in {task.job_key for task in victims}]
+        victim_jobs = [ssn.jobs[key] for key in dict.fromkeys(task.job_key for task in victims)]
         queue = self._queue_from_index(preemptor, victim_jobs) or self._queue(preemptor, victim_jobs)
         placed = False
         for job in queue.ordered([*victim_jobs, preemptor]):
