@@ -19,13 +19,17 @@ Two more of kai's own, for the other evicting actions at the same scale (whole d
 bench <case> nodes=<n> seconds=<s> cpu_s=<s> evictions=<n> pipelined=<n> expected_evictions=<n> simulated=<n>
 filtered=<n> rss_mb=<mb>
 
-Wall times on a shared machine depend on its load; the CPU seconds do much less.
+Wall times on a shared machine depend on its load; the CPU seconds do much less. The search budgets run on the
+wall clock, as in the scheduler; ``--frozen-clock`` keeps them from deciding anything, and ``--decisions FILE``
+writes what each case decided, so that two versions can be compared decision by decision.
 """
 
 import argparse
 import gc
+import json
 import resource
 import time
+from pathlib import Path
 from typing import Any
 
 from kai.core.cycle import run_cycle
@@ -121,7 +125,7 @@ CASES = {
 """Case → (topology, whole cycle, evictions it must make)."""
 
 
-def run(objects: Objects, full_cycle: bool) -> tuple[float, float, CycleResult]:
+def run(objects: Objects, full_cycle: bool, frozen_clock: bool = False) -> tuple[float, float, CycleResult]:
     state = ClusterState()
     for kind, obj in objects:
         error = state.apply(kind, obj)
@@ -130,21 +134,42 @@ def run(objects: Objects, full_cycle: bool) -> tuple[float, float, CycleResult]:
     gc.collect()
     gc.freeze()
     start, cpu = time.perf_counter(), time.process_time()
-    session = run_cycle(take_snapshot(state, config.scheduler_name), config, NOW, time.monotonic)
+    clock = (lambda: 0.0) if frozen_clock else time.monotonic
+    session = run_cycle(take_snapshot(state, config.scheduler_name), config, NOW, clock)
     seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     gc.unfreeze()
     return seconds, cpu_s, session.result
+
+
+def decisions(case: str, result: CycleResult) -> dict[str, Any]:
+    """What a cycle decided, to compare two runs (or two versions) decision by decision."""
+    return {
+        "case": case,
+        "binds": [(b.pod_key, b.node, b.gpu_groups) for b in result.binds],
+        "evictions": [(e.pod_key, e.node, e.action, e.message, e.evictor) for e in result.evictions],
+        "pipelined": [(p.pod_key, p.node, p.message) for p in result.pipelined],
+        "unschedulable": sorted(
+            (key, u.reason, u.message, u.detailed_message, repr(u.reasons)) for key, u in result.unschedulable.items()
+        ),
+        "pod_errors": sorted(result.pod_errors.items()),
+        "scenarios": sorted((str(key), n) for key, n in result.search.scenarios.items()),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="node counts (default: KAI's)")
     parser.add_argument("--cases", nargs="*", choices=list(CASES), default=list(CASES)[:2], help="which topologies")
+    parser.add_argument("--decisions", type=Path, help="write each case's decisions to this file (JSON lines)")
+    parser.add_argument(
+        "--frozen-clock", action="store_true", help="search budgets never run out: decisions independent of speed"
+    )
     args = parser.parse_args()
+    out = args.decisions.open("w") if args.decisions else None
     for case in args.cases:
         topology, full_cycle, expected = CASES[case]
         for nodes in args.sizes:
-            seconds, cpu_s, result = run(build(nodes, topology), full_cycle)
+            seconds, cpu_s, result = run(build(nodes, topology), full_cycle, args.frozen_clock)
             simulated = sum(n for (_, _, state), n in result.search.scenarios.items() if state == "simulated")
             rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
@@ -154,6 +179,10 @@ def main() -> None:
                 f"filtered={sum(result.search.filtered.values())} rss_mb={rss_mb:.0f}",
                 flush=True,
             )
+            if out is not None:
+                out.write(json.dumps(decisions(f"{case}-{nodes}", result)) + "\n")
+    if out is not None:
+        out.close()
 
 
 if __name__ == "__main__":
