@@ -7,11 +7,13 @@ testcluster`) run the nodes and the pods; `kai all` runs as a user starts it. Th
 
 bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_per_s=<r>
     p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst / pods>
+    qps=<kai's --qps> ratelimit_wait_s=<the time kai's requests waited for the client-side rate limit, summed>
 bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
 
 Create-to-bound in the burst comes from the API server's timestamps (whole seconds); for single pods it is timed
 here, polling every 20 ms. kai's requests are its ``rest_client_requests_total`` (every try of every write, list
-and watch).
+and watch). kai runs with its default client limits (``kai all``: ``--qps 200 --burst 1200``) unless ``--qps`` /
+``--burst`` say otherwise (``--qps 0``: none).
 """
 
 import argparse
@@ -61,10 +63,11 @@ def wait(what: str, check: Any, timeout_s: float, interval_s: float = 1.0) -> An
     return value
 
 
-def kai_requests(metrics_port: int) -> float:
+def kai_metric(metrics_port: int, name: str) -> float:
+    """The sum of ``name`` over its labels in kai's /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as answer:
         text = answer.read().decode()
-    return sum(float(v) for v in re.findall(r"^rest_client_requests_total\{[^}]*\} (\S+)$", text, re.MULTILINE))
+    return sum(float(v) for v in re.findall(rf"^{name}\{{[^}}]*\}} (\S+)$", text, re.MULTILINE))
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -84,8 +87,9 @@ def add_nodes(cp: ControlPlane, client: KubeCluster, count: int) -> None:
     )
 
 
-def burst(client: KubeCluster, count: int, metrics_port: int) -> None:
-    before = kai_requests(metrics_port)
+def burst(client: KubeCluster, count: int, metrics_port: int, qps: str) -> None:
+    before = kai_metric(metrics_port, "rest_client_requests_total")
+    waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum")
     started = time.monotonic()
     creates = [api.create_request(api.KINDS["Pod"], pod(f"p{i:05d}")) for i in range(count)]
     failed = [answer for answer in client.send_all(creates) if isinstance(answer, ApiError)]
@@ -98,7 +102,8 @@ def burst(client: KubeCluster, count: int, metrics_port: int) -> None:
 
     pods = wait(f"{count} pods to run", running, timeout_s=3600)
     seconds = time.monotonic() - started
-    requests = kai_requests(metrics_port) - before
+    requests = kai_metric(metrics_port, "rest_client_requests_total") - before
+    waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum") - waited
     latencies = []
     for p in pods:
         name = p["metadata"]["name"]
@@ -108,7 +113,8 @@ def burst(client: KubeCluster, count: int, metrics_port: int) -> None:
     print(
         f"bench e2e-burst nodes={len(client.list('Node'))} pods={count} seconds={seconds:.1f} "
         f"pods_per_s={count / seconds:.1f} p50_s={percentile(latencies, 0.5):.0f} "
-        f"p99_s={percentile(latencies, 0.99):.0f} api_requests_per_pod={requests / count:.2f}",
+        f"p99_s={percentile(latencies, 0.99):.0f} api_requests_per_pod={requests / count:.2f} qps={qps} "
+        f"ratelimit_wait_s={waited:.1f}",
         flush=True,
     )
 
@@ -137,6 +143,8 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--singles", type=int, default=20)
     parser.add_argument("--schedule-period", default="1s", help="kai's --schedule-period (KAI's default is 1s)")
+    parser.add_argument("--qps", help="kai's --qps (default: kai all's own, 200; 0 = no limit)")
+    parser.add_argument("--burst", help="kai's --burst (default: kai all's own, 1200)")
     args = parser.parse_args()
     if args.pods + args.singles > args.nodes * GPUS_PER_NODE:
         parser.error(
@@ -164,10 +172,11 @@ def main() -> None:
                 f"--schedule-period={args.schedule_period}", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
                 f"--health-probe-bind-address=127.0.0.1:{probe_port}", "--plugin-server-port=0",
             ]  # fmt: skip
+            argv += [f"--{flag}={value}" for flag, value in (("qps", args.qps), ("burst", args.burst)) if value]
             with (workdir / "kai.log").open("wb") as log:
                 kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             wait("kai to be ready", lambda: _ready(probe_port), timeout_s=300)
-            burst(client, args.pods, metrics_port)
+            burst(client, args.pods, metrics_port, args.qps or "default")
             singles(client, args.singles)
         finally:
             client.close()
