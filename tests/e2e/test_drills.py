@@ -10,8 +10,10 @@ transport); BindRequests, or their pods, deleted as they are made;
 BindRequests edited by another client as they are made; a node deleted, cordoned or tainted NoSchedule under
 pending binds; PodGroups deleted under their running pods; another client labelling every pod, PodGroup and the
 queue through a burst; kill -9 of each of kai's components run as separate processes, of `kai admission` and of
-the leading replica of two; bad objects of several kinds mid-burst. (kill -9 of the operator is drilled in
-test_install.py, on the install it renders.)
+the leading replica of two; bad objects of every kind kai reads mid-burst (Queues under a missing parent or in a
+parent cycle, PodGroups too small or with a sub-group under no parent, pods with a bad gpu-fraction or gpu-memory,
+naming a missing PodGroup or a missing queue, a BindRequest for a pod that does not exist). (kill -9 of the
+operator is drilled in test_install.py, on the install it renders.)
 """
 
 from __future__ import annotations
@@ -554,27 +556,108 @@ def test_bad_objects_mid_burst(drill: Drill, control_plane: ControlPlane) -> Non
         control_plane.kubectl("delete", "queue", orphan, "--ignore-not-found", check=False)
 
 
+def test_bad_objects_of_other_kinds_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
+    """Two Queues each the other's parent (a pod in one), a PodGroup whose sub-group names a parent that does not
+    exist (a pod in it), a pod asking for gpu-memory "lots", a pod whose queue label names no queue, and a
+    BindRequest for a pod that does not exist arrive with the second wave: each is reported where its owner looks,
+    their pods wait with a reason, the stray BindRequest is failed and removed, and the rest of the burst binds."""
+    kai = drill.start()
+    ns, pool = drill.namespace, drill.pool
+    loop_a, loop_b, ghost = f"loop-a-{ns}", f"loop-b-{ns}", f"ghost-{ns}"
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    looped = [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"parentQueue": parent, "resources": {"gpu": unlimited, "cpu": unlimited, "memory": unlimited}},
+        }
+        for name, parent in ((loop_a, loop_b), (loop_b, loop_a))
+    ]
+    tangled = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "tangled", "namespace": ns},
+        "spec": {
+            "minMember": 1,
+            "queue": drill.queue,
+            "subGroups": [{"name": "workers", "minMember": 1, "parent": "nowhere"}],
+        },
+    }
+    memory_pod = fraction_pod(ns, "lots-of-memory", drill.queue, pool)
+    del memory_pod["metadata"]["annotations"]["gpu-fraction"]
+    memory_pod["metadata"]["annotations"]["gpu-memory"] = "lots"
+    stray = {
+        "apiVersion": "scheduling.run.ai/v1alpha2",
+        "kind": "BindRequest",
+        "metadata": {"name": "nobody", "namespace": ns},
+        "spec": {"podName": "nobody", "selectedNode": drill.nodes[0], "receivedResourceType": "Regular"},
+    }
+    bad = [
+        *looped,
+        gpu_pod(ns, "looped-0", loop_a, pool, 1),
+        tangled,
+        gpu_pod(ns, "tangled-0", drill.queue, pool, 1, "tangled"),
+        memory_pod,
+        gpu_pod(ns, "queueless", ghost, pool, 1),
+        stray,
+    ]
+    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
+    first, second = both_waves(drill)
+    try:
+        drill.submit(first)
+        drill.wait_bound(5)
+        drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
+        drill.fault_begins()
+        drill.fault_ends()
+        drill.finish(kai)
+        poll(
+            "the stray BindRequest to be failed and removed",
+            lambda: all(r["metadata"]["name"] != "nobody" for r in drill.bind_requests()),
+            timeout=60.0,
+        )
+        cp, pods = drill.cp, drill.pods()
+        for name in (loop_a, loop_b):
+            [event] = wait_until(
+                f"queue {name}'s InvalidObject event", lambda name=name: invalid_events(cp, "default", "Queue", name)
+            )
+            assert "spec.parentQueue" in event["message"] and "parent cycle" in event["message"], event["message"]
+        [event] = wait_until(
+            "the PodGroup's InvalidObject event", lambda: invalid_events(cp, ns, "PodGroup", "tangled")
+        )
+        assert "spec.subGroups[0].parent" in event["message"] and "nowhere" in event["message"], event["message"]
+        for name, field in (("lots-of-memory", "gpu-memory"), ("tangled-0", "pod-group-name")):
+            [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(cp, ns, "Pod", name))
+            assert field in event["message"], event["message"]
+            scheduled = condition(pods[name], "PodScheduled")
+            assert scheduled is not None and scheduled["reason"] == "InvalidObject", scheduled
+        assert "parent cycle" in message_of(pods["looped-0"]), message_of(pods["looped-0"])
+        assert f"Queue '{ghost}' does not exist" in message_of(pods["queueless"]), message_of(pods["queueless"])
+    finally:
+        control_plane.kubectl("delete", "queue", loop_a, loop_b, "--ignore-not-found", check=False)
+
+
+def invalid_events(cp: ControlPlane, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in listed(cp, f"/api/v1/namespaces/{namespace}/events")
+        if e["involvedObject"].get("kind") == kind and e["involvedObject"]["name"] == name
+        if e["reason"] == "InvalidObject"
+    ]
+
+
 def reported(drill: Drill, orphan: str, waiting: set[str]) -> None:
     """Each bad object is told where its owner looks: an InvalidObject event and condition on the queue and on the
     pods kai cannot read or place in a PodGroup; the short gang's and the orphaned queue's pods wait with KAI's
     reason."""
     cp, ns = drill.cp, drill.namespace
-
-    def invalid_events(namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
-        return [
-            e
-            for e in listed(cp, f"/api/v1/namespaces/{namespace}/events")
-            if e["involvedObject"].get("kind") == kind and e["involvedObject"]["name"] == name
-            if e["reason"] == "InvalidObject"
-        ]
-
-    [event] = wait_until("the queue's InvalidObject event", lambda: invalid_events("default", "Queue", orphan))
+    [event] = wait_until("the queue's InvalidObject event", lambda: invalid_events(cp, "default", "Queue", orphan))
     assert "spec.parentQueue" in event["message"] and f"missing-{ns}" in event["message"], event["message"]
     valid = condition(get(cp, f"/apis/scheduling.run.ai/v2/queues/{orphan}"), "Valid")
     assert valid is not None and (valid["status"], valid["reason"]) == ("False", "InvalidObject"), valid
     pods = drill.pods()
     for name, field in (("too-much", "gpu-fraction"), ("ghost-member", "pod-group-name")):
-        [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(ns, "Pod", name))
+        [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(cp, ns, "Pod", name))
         assert field in event["message"], event["message"]
         scheduled = condition(pods[name], "PodScheduled")
         assert scheduled is not None and scheduled["reason"] == "InvalidObject", scheduled
