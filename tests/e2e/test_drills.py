@@ -18,6 +18,8 @@ operator is drilled in test_install.py, on the install it renders.)
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
 import threading
 import time
@@ -62,6 +64,8 @@ DELETED_REQUESTS = 6
 FAULT_RATE = 0.1
 FAULTS_FOR_S = 20.0
 """kai's requests fail at FAULT_RATE for this long from its start: both waves arrive within it."""
+KILL_SEED = "KAI_DRILL_SEED"
+"""Seeds where in the second wave a kill strikes (default: the clock); each drill prints the seed it drew."""
 STOP_S = 10.0
 """How long the drill's kai processes get to exit after SIGTERM (they take about 2 s) before they are killed."""
 
@@ -397,8 +401,8 @@ def free_gpus(drill: Drill) -> int:
 
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, component: str) -> None:
-    """kai's four components as separate processes; one of them is killed (SIGKILL) as the second wave reaches it,
-    and started again: every pod binds once, and the queue's status counts what is bound."""
+    """kai's four components as separate processes; one of them is killed (SIGKILL) at a random point of the second
+    wave (``kill_point``), and started again: every pod binds once, and the queue's status counts what is bound."""
     kais = {name: drill.start(name) for name in COMPONENTS}
     first, second = both_waves(drill)
     drill.submit(first)
@@ -406,19 +410,21 @@ def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, c
     drill.submit(second)
     late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
 
-    def busy() -> bool:
-        """The component is at work on the second wave."""
-        if component == "podgrouper":
-            return any(
-                "pod-group-name" in (p["metadata"].get("annotations") or {})
-                for name, p in drill.pods().items()
-                if name in late and "-s" in name
-            )
-        if component == "controllers":
-            return bool(late & set(drill.bound()))
-        return any(r["spec"]["podName"] in late for r in drill.bind_requests())
+    ungrouped = {name for name in late if "-s" in name or "-f" in name}  # the gangs' pods name their PodGroup
 
-    poll(f"the {component} to work on the second wave", busy, timeout=120.0, interval=0.02)
+    def progress() -> int:
+        """How far the component has got with the second wave."""
+        if component == "podgrouper":
+            pods = drill.pods()
+            return sum("pod-group-name" in (pods[n]["metadata"].get("annotations") or {}) for n in ungrouped)
+        if component == "controllers":
+            return len(late & set(drill.bound()))
+        return sum(r["spec"]["podName"] in late for r in drill.bind_requests())
+
+    at = kill_point(drill, len(ungrouped if component == "podgrouper" else late) // 2)
+    poll(
+        f"the {component} to be {at} objects into the second wave", lambda: progress() >= at, timeout=120, interval=0.02
+    )
     drill.fault_begins()
     kais[component].kill()
     kais[component].restart()
@@ -437,10 +443,19 @@ def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, c
     wait_until(f"queue {drill.queue} to count {expected:g} GPUs allocated", lambda: allocated() == expected)
 
 
+def kill_point(drill: Drill, most: int) -> int:
+    """A random point of the second wave (1..``most`` objects in) for a kill, drawn from $KAI_DRILL_SEED or the
+    clock and printed, so that a point that fails can be struck again."""
+    seed = int(os.environ.get(KILL_SEED) or time.time_ns() % 1_000_000)
+    at = random.Random(seed).randint(1, max(1, most))
+    print(f"drill {drill.name}: kill {at} objects into the second wave ({KILL_SEED}={seed})")
+    return at
+
+
 def test_leader_killed_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
-    """Two `kai all --leader-elect` replicas; the leading one is killed (SIGKILL) as the second wave's BindRequests
-    are made, and started again: the other takes the Lease over once it expires and finishes the burst, every pod
-    bound once."""
+    """Two `kai all --leader-elect` replicas; the leading one is killed (SIGKILL) at a random point of the second
+    wave's BindRequests (``kill_point``), and started again: the other takes the Lease over once it expires and
+    finishes the burst, every pod bound once."""
     control_plane.kubectl("create", "namespace", "kai-scheduler", check=False)
     replicas = [drill.start("all", "--leader-elect", log=f"replica-{i}") for i in range(2)]
     first, second = both_waves(drill)
@@ -450,9 +465,10 @@ def test_leader_killed_mid_burst(drill: Drill, control_plane: ControlPlane) -> N
     [follower] = [r for r in replicas if r is not leader]
     drill.submit(second)
     late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
+    at = kill_point(drill, len(late) // 2)
     poll(
-        "the leader to work on the second wave",
-        lambda: any(r["spec"]["podName"] in late for r in drill.bind_requests()),
+        f"the leader to make {at} of the second wave's BindRequests",
+        lambda: sum(r["spec"]["podName"] in late for r in drill.bind_requests()) >= at,
         timeout=120.0,
         interval=0.02,
     )
