@@ -495,3 +495,28 @@ def test_a_bad_object_is_logged_once_and_again_after_it_was_fixed(caplog: pytest
         pod["metadata"]["annotations"][names.GPU_FRACTION_ANNOTATION] = "1.5"
         cluster.update("Pod", pod)
         assert [line for line in skipped() if "Pod team/p" in line]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["controllers", "queue-controller-apart"])
+def test_nothing_is_kept_of_objects_that_are_gone(split: bool) -> None:
+    """After every object is deleted, the controllers hold nothing (no per-object state outlives its object)."""
+    world = RandomCluster(random.Random(3))
+    cluster = world.cluster
+    podgroups = PodGroupStatusController(cluster, settle=True)
+    queues = QueueStatusController(cluster, StatusTotals(cluster) if split else podgroups)
+    for step in range(300):
+        world.change()
+        if step % 5 == 0:
+            podgroups.reconcile()
+            queues.reconcile()
+    for kind in ("Pod", "PodGroup", "Queue", "Node", "PriorityClass"):
+        for obj in cluster.list(kind):
+            cluster.finalize(
+                kind, f"{NS}/{obj['metadata']['name']}" if kind in ("Pod", "PodGroup") else obj["metadata"]["name"]
+            )
+    for _ in range(MAX_DEFERRED_PASSES + 1):
+        podgroups.reconcile()
+        queues.reconcile()
+    for controller in (podgroups, queues, podgroups.problems, queues.problems):
+        held = {name: value for name, value in vars(controller).items() if isinstance(value, dict | set) and value}
+        assert held == {}, type(controller).__name__

@@ -116,8 +116,9 @@ class PodGroupStatusController:
         self._of_class: dict[str, set[str]] = {}
         self._dirty: set[str] = set()
         """PodGroups whose status may be out of date."""
-        self._totals_dirty: set[str] = set()
-        """PodGroups whose totals may have changed since ``take_totals``."""
+        self._totals_dirty: set[str] | None = None
+        """PodGroups whose totals may have changed since ``take_totals`` (None until it is first called: a
+        PodGroup status controller running alone keeps no such set)."""
         self._deferred: dict[str, tuple[Raw, int]] = {}
         """Per PodGroup: the status wanted by the last pass and not written, and how many passes it waited."""
         self._changes = Changes(cluster, KINDS)
@@ -156,7 +157,8 @@ class PodGroupStatusController:
         """Per PodGroup whose totals may have changed since the last call (every one, the first time): its totals
         now, or None when there is no such PodGroup that can be read. What the queue controller sums."""
         self._take_changes()
-        keys, self._totals_dirty = self._totals_dirty, set()
+        keys = self._podgroups.keys() if self._totals_dirty is None else self._totals_dirty
+        self._totals_dirty = set()
         return {key: self._totals(key) for key in keys}
 
     # ------------------------------------------------------------------------------------------- taking in changes
@@ -306,7 +308,8 @@ class PodGroupStatusController:
 
     def _touch(self, key: str) -> None:
         self._dirty.add(key)
-        self._totals_dirty.add(key)
+        if self._totals_dirty is not None:
+            self._totals_dirty.add(key)
 
     def _totals(self, key: str) -> PodGroupTotals | None:
         podgroup = self._podgroups.get(key)

@@ -155,6 +155,8 @@ class QueueStatusController:
         add(own["requested"], totals.requested, sign)
         add(own["allocated"], totals.allocated, sign)
         add(own["allocatedNonPreemptible"], totals.allocated_non_preemptible, sign)
+        if not any(own.values()):
+            del self._own[totals.queue]
 
     def _dirty_up(self, queue: str) -> None:
         """A queue whose own sums changed: its status and its ancestors' may be out of date."""
