@@ -21,8 +21,8 @@ from kai.components.binder import Binder
 from kai.components.controllers import (
     PodGroupStatusController,
     QueueStatusController,
+    StatusTotals,
     ensure_default_queues,
-    totals_from_status,
 )
 from kai.components.endpoints import Health
 from kai.components.metrics import BinderMetrics, SchedulerMetrics
@@ -43,8 +43,9 @@ KINDS = {
     "queue-controller": ("Queue", "PodGroup"),
 }
 WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
-"""Loops woken at once by these kinds of change; the status controllers just run every period (their own writes
-would otherwise wake them again and again)."""
+"""Loops woken at once by these kinds of change. The status controllers take in the changes once a period (a pass
+costs what changed since the last): woken by changes, their own writes would wake them again and again, and a
+PodGroup status settles over passes (``PodGroupStatusController``)."""
 
 
 @dataclass
@@ -145,10 +146,11 @@ def run(
         ensure_default_queues(cluster)
         writes = Writes(reconciles)
         podgroups = PodGroupStatusController(cluster, writes, settle=True)
-        queues = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
+        queues = QueueStatusController(cluster, podgroups, registry, options.config.metrics_namespace, writes)
 
         def controllers_pass() -> None:
-            queues.reconcile(podgroups.reconcile())
+            podgroups.reconcile()
+            queues.reconcile()
 
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
@@ -159,14 +161,11 @@ def run(
             _thread("podgroup-controller", podgroup_status.reconcile, period, wakes["podgroup-controller"], stop)
         )
     if "queue-controller" in components:
-        queue_status = QueueStatusController(cluster, registry, options.config.metrics_namespace, Writes(reconciles))
-
-        def queue_pass() -> None:
-            queue_status.reconcile(totals_from_status(cluster))
-
-        threads.append(
-            _thread("queue-controller", queue_pass, options.controllers_period_s, wakes["queue-controller"], stop)
+        queue_status = QueueStatusController(
+            cluster, StatusTotals(cluster), registry, options.config.metrics_namespace, Writes(reconciles)
         )
+        period = options.controllers_period_s
+        threads.append(_thread("queue-controller", queue_status.reconcile, period, wakes["queue-controller"], stop))
     if "podgrouper" in components:
         grouper = PodGrouper(cluster, options.config.scheduler_name, Writes(reconciles), options.grouping)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
