@@ -8,6 +8,7 @@ testcluster`) run the nodes and the pods; `kai all` runs as a user starts it. Th
 bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_per_s=<r>
     p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst / pods>
     qps=<kai's --qps> ratelimit_wait_s=<the time kai's requests waited for the client-side rate limit, summed>
+bench e2e-burst-cpu <process>_ms_per_pod=<CPU ms each process spent per pod during the burst>... (what limits it)
 bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
 
 Create-to-bound in the burst comes from the API server's timestamps (whole seconds); for single pods it is timed
@@ -18,6 +19,7 @@ write, list and watch). kai runs with its default client limits (``kai all``: ``
 """
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -89,7 +91,18 @@ def add_nodes(cp: ControlPlane, client: KubeCluster, count: int) -> None:
     )
 
 
-def burst(client: KubeCluster, count: int, metrics_port: int, qps: str) -> None:
+def cpu_s(pids: Mapping[str, int]) -> dict[str, float]:
+    """User + system CPU seconds each process has used so far (/proc/<pid>/stat)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for name, pid in pids.items():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        used[name] = (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
+def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Mapping[str, int]) -> None:
+    cpu_before = cpu_s(pids)
     before = kai_metric(metrics_port, "rest_client_requests_total")
     waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum")
     started = time.monotonic()
@@ -110,6 +123,7 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str) -> None:
     wait(f"{count} pods to run", lambda: len(running) >= count, timeout_s=3600, interval_s=0.1)
     pods = [p for p in client.list("Pod") if p["metadata"]["namespace"] == NAMESPACE]
     seconds = time.monotonic() - started
+    cpu = {name: used - cpu_before[name] for name, used in cpu_s(pids).items()}
     requests = kai_metric(metrics_port, "rest_client_requests_total") - before
     waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum") - waited
     latencies = []
@@ -125,6 +139,8 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str) -> None:
         f"ratelimit_wait_s={waited:.1f}",
         flush=True,
     )
+    per_pod = " ".join(f"{name}_ms_per_pod={1000 * seconds / count:.1f}" for name, seconds in cpu.items())
+    print(f"bench e2e-burst-cpu {per_pod}", flush=True)
 
 
 def singles(client: KubeCluster, count: int) -> None:
@@ -185,7 +201,10 @@ def main() -> None:
             with (workdir / "kai.log").open("wb") as log:
                 kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
             wait("kai to be ready", lambda: _ready(probe_port), timeout_s=300)
-            burst(client, args.pods, metrics_port, args.qps or "default")
+            pids = {proc.name: proc.popen.pid for proc in [*cp.processes, *(part.proc for part in parts)]}
+            burst(
+                client, args.pods, metrics_port, args.qps or "default", {**pids, "kai": kai.pid, "bench": os.getpid()}
+            )
             singles(client, args.singles)
         finally:
             client.close()
