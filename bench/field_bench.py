@@ -14,12 +14,15 @@ bench field-steady cycles=<n> p50_s=<s> max_s=<s> snapshot_share=<%> rss_first_m
 bench field-actions <action>_ms=<median ms>...
 
 ``--profile FILE`` writes a cProfile of one cycle, ``--profile-cycle`` (by default the first steady one); read it
-with ``python -m pstats FILE``. RSS is the process's resident set now (not its peak), so growth across cycles shows.
+with ``python -m pstats FILE``. ``--decisions FILE`` writes each cycle's binds, evictions, pipelines and
+unschedulable podgroups (with their messages), one JSON line a cycle: two runs decide alike when the files are equal.
+RSS is the process's resident set now (not its peak), so growth across cycles shows.
 """
 
 import argparse
 import cProfile
 import gc
+import json
 import statistics
 import time
 from pathlib import Path
@@ -32,6 +35,7 @@ from kai.cluster.memory import MemoryCluster
 from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import parse_config
+from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time
 from kai.core.state.snapshot import ClusterInfo
 
@@ -165,6 +169,19 @@ class _TimedSnapshot:
         return info
 
 
+def decided(result: CycleResult) -> dict[str, Any]:
+    """A cycle's decisions in a comparable form (everything the writer acts on, in the cycle's order)."""
+    return {
+        "binds": [[b.pod_key, b.node, list(b.gpu_groups)] for b in result.binds],
+        "evictions": [[e.pod_key, e.node, e.action, e.message] for e in result.evictions],
+        "pipelined": [[p.pod_key, p.node] for p in result.pipelined],
+        "unschedulable": {key: [u.reason, u.message] for key, u in sorted(result.unschedulable.items())},
+        "pod_errors": dict(sorted(result.pod_errors.items())),
+        "started": sorted(result.started),
+        "stale_since": sorted(result.stale_since.items()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=4_000)
@@ -173,6 +190,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=100)
     parser.add_argument("--profile", type=Path, help="write a cProfile of one cycle here")
     parser.add_argument("--profile-cycle", type=int, default=2, help="the cycle profiled (1: the first, which places)")
+    parser.add_argument("--decisions", type=Path, help="write each cycle's decisions here (JSON lines)")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -198,6 +216,7 @@ def main() -> None:
     actions: dict[str, list[float]] = {}
     rss: list[float] = []
     profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU time: the machine is shared
+    decisions = args.decisions.open("w") if args.decisions else None
     for n in range(args.cycles):
         profiling = profiler if n + 1 == args.profile_cycle else None
         if profiling is not None:
@@ -209,6 +228,8 @@ def main() -> None:
             profiling.disable()
             profiling.dump_stats(args.profile)
         cycles.append((seconds, cpu_s, timed.seconds))
+        if decisions is not None:
+            decisions.write(json.dumps(decided(session.result)) + "\n")
         rss.append(rss_mb())
         for family in registry.collect():
             for s in family.samples:
@@ -221,6 +242,8 @@ def main() -> None:
                 f"rss_mb={rss[-1]:.0f}",
                 flush=True,
             )
+    if decisions is not None:
+        decisions.close()
     steady = cycles[1:] or cycles
     walls = [c[0] for c in steady]
     share = 100 * sum(c[2] for c in steady) / sum(walls)
