@@ -33,7 +33,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-import kai.components.scheduler.loop as scheduler_loop
 from kai.cluster.memory import MemoryCluster
 from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
@@ -213,8 +212,8 @@ def main() -> None:
         f"seconds={time.perf_counter() - started:.1f} rss_mb={rss_mb():.0f}",
         flush=True,
     )
-    snapshot = _Timed(scheduler_loop.take_snapshot)
-    scheduler_loop.take_snapshot = snapshot  # type: ignore[assignment]
+    snapshot = _Timed(loop.snapshots.take)
+    loop.snapshots.take = snapshot  # type: ignore[method-assign]
     write = _Timed(loop.writer.write)
     loop.writer.write = write  # type: ignore[method-assign]
     cycles: list[dict[str, float]] = []

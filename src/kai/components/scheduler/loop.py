@@ -27,7 +27,7 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.model import names
 from kai.core.state.cluster_state import ClusterState
-from kai.core.state.snapshot import take_snapshot
+from kai.core.state.snapshot import Snapshots, take_snapshot
 
 log = logging.getLogger(__name__)
 PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
@@ -72,6 +72,8 @@ class SchedulerLoop:
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
+        self.snapshots = Snapshots(self.state, config.scheduler_name)
+        """Each cycle's snapshot, built from the last one (a cycle's snapshot is valid until the next cycle)."""
         self._lock = threading.Lock()
         self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
         writes = writes or Writes()
@@ -96,7 +98,7 @@ class SchedulerLoop:
         now = self.clock()
         with self._lock:
             self.in_flight.expire()
-            cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
+            cluster = self.snapshots.take(now, self.config.stuck_in_releasing_s)
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
         cluster.pipelined_before = self.pipelined
@@ -111,7 +113,8 @@ class SchedulerLoop:
         return session
 
     def opened_session(self) -> Session:
-        """A session opened on the state as it is now, before any action: what the next cycle starts from."""
+        """A session opened on the state as it is now, before any action: what the next cycle starts from (on a
+        snapshot of its own: the cycles' snapshots are reused)."""
         now = self.clock()
         with self._lock:
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)

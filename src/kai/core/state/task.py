@@ -17,6 +17,7 @@ class TaskInfo:
         "job_key",
         "key",
         "node_name",
+        "order",
         "pod",
         "req_vec",
         "status",
@@ -35,6 +36,8 @@ class TaskInfo:
         self.accepted_gpus = 0.0
         self.dra_gpus = 0.0
         self.is_virtual = False
+        self.order = 0
+        """The pod's place in the state's order (snapshots keep each job's and node's tasks in it)."""
 
     @property
     def name(self) -> str:
