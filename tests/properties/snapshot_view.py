@@ -51,6 +51,7 @@ def _table(table: NodeTable) -> dict[str, Any]:
         ],
         "mig rows": list(table.mig_rows),
         "shared columns": sorted(table.shared_columns),
+        "jobless columns": sorted(table.jobless_columns),
         "version": table.version,
         "by name": list(table.by_name) == [info.name for info in table.infos],
         "nodes": [

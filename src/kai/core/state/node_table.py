@@ -84,6 +84,8 @@ class NodeTable:
             self.infos.append(self._describe(column, node, (dra_gpus or {}).get(node.name, 0.0)))
             self.by_name[node.name] = self.infos[column]
         self.shared_columns: set[int] = set()
+        self.jobless_columns: set[int] = set()
+        """Columns of nodes holding a task of no job (another scheduler's pod, say), as the snapshot placed them."""
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
@@ -123,6 +125,7 @@ class NodeTable:
             info.shared = SharedGpus()
             info.legacy_mig_tasks = set()
             self.shared_columns.discard(column)
+            self.jobless_columns.discard(column)
             placed += [(task, info) for task in info.tasks.values()]
         self.add_placed(placed)
 
@@ -142,6 +145,7 @@ class NodeTable:
                 table.infos[column] = self.infos[column].copy()
         table.by_name = {info.name: info for info in table.infos}
         table.shared_columns = set(self.shared_columns)
+        table.jobless_columns = self.jobless_columns
         table._changes = []
         table._non_allocated = None
         table._fit_cache = {}
@@ -182,6 +186,8 @@ class NodeTable:
             if task.pod.is_legacy_mig:
                 node.legacy_mig_tasks.add(task.key)
             task.accepted_gpus = accepted_gpus(task, node)
+            if not task.job_key:
+                self.jobless_columns.add(node.column)
             if task.request.is_shared_gpu:
                 shared.append((task, node))
                 continue

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 from kai.core.model import names
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
@@ -66,6 +67,13 @@ class ClusterInfo:
     """Jobs of ``jobs`` that may be stale in the snapshot: a pod set below its gang size, or a staleness time."""
     changed: list[PodGroupInfo] = field(default_factory=list)
     """Jobs a task of which changed status since the snapshot, each once (``PodGroupInfo.set_status`` adds them)."""
+    generation: int = 0
+    """This snapshot's number among those of its ``Snapshots`` (1, 2, ...; 0 for a single snapshot)."""
+    rebuilt: AbstractSet[str] | None = None
+    """Jobs whose view may differ from the previous snapshot's (deleted ones included); None: any job's may."""
+    carry: dict[str, Any] = field(default_factory=dict)
+    """What plugins keep from one snapshot to the next of the same ``Snapshots`` (empty for a single snapshot): what
+    they derived from the jobs not in ``rebuilt``, valid for the next snapshot only (see ``generation``)."""
 
     def in_job_order(self, keys: Iterable[str]) -> list[PodGroupInfo]:
         """The jobs of ``jobs`` among ``keys``, each once, in ``jobs`` order."""
@@ -175,6 +183,8 @@ class Snapshots:
         self.state = state
         self.scheduler_name = scheduler_name
         self._changes = state.track() if keep else None
+        self._generation = 0
+        self._carry: dict[str, Any] = {}
         self._start_over(None)
 
     def _start_over(self, index: ResourceIndex | None) -> None:
@@ -226,8 +236,10 @@ class Snapshots:
             }
         queues = _queues(state)
         relayout, dirty_columns = self._update_nodes(changes)
+        described = self._jobs_on(dirty_columns)  # a re-described node may hold its tasks' GPUs differently
         dirty_jobs = self._update_tasks(changes, index, stuck_before, relayout, dirty_columns)
-        self._update_jobs(changes, queues, dirty_jobs | touched)
+        everything = self._update_jobs(changes, queues, dirty_jobs | touched) or relayout
+        rebuilt = None if everything else dirty_jobs | described | changes.get("PodGroup", {}).keys()
         base = self._base
         assert base is not None
         if relayout:
@@ -248,7 +260,16 @@ class Snapshots:
             refresh = dirty_columns | (previous.touched() if previous is not None else set())
             table = self._table = base.fork(previous, refresh)
         self._stuck_before = stuck_before
-        return self._info(table, queues)
+        self._generation += 1
+        info = self._info(table, queues)
+        info.generation, info.rebuilt, info.carry = self._generation, rebuilt, self._carry
+        return info
+
+    def _jobs_on(self, columns: set[int]) -> set[str]:
+        if self._base is None:
+            return set()
+        infos = self._base.infos
+        return {task.job_key for column in columns for task in infos[column].tasks.values() if task.job_key}
 
     def _undo_session(self) -> set[str]:
         """Puts the tasks of every job the last session may have touched back as the last snapshot had them;
@@ -391,9 +412,10 @@ class Snapshots:
         task.gpu_groups = gpu_groups
         return task
 
-    def _update_jobs(self, changes: dict[str, dict[str, bool]], queues: dict[str, QueueInfo], dirty: set[str]) -> None:
+    def _update_jobs(self, changes: dict[str, dict[str, bool]], queues: dict[str, QueueInfo], dirty: set[str]) -> bool:
         """Jobs rebuilt where their podgroup, priority or tasks changed (and those the last session may have
-        touched, and those of unusable queues, whose reason is given afresh), in the state's order."""
+        touched, and those of unusable queues, whose reason is given afresh), in the state's order. Returns whether
+        every job may look different (priorities changed, or which jobs have a usable queue)."""
         state = self.state
         queue_names = frozenset(queues)
         relist = queue_names != self._queue_names
@@ -427,6 +449,7 @@ class Snapshots:
                 into[key] = job
         if moved:
             self._relist(queues)
+        everything = relist or moved or "PriorityClass" in changes
         for job in rebuilt:
             key = job.key
             if key in self._usable:
@@ -436,6 +459,7 @@ class Snapshots:
                 _mark(self._waiting, key, False)
                 _mark(self._maybe_stale, key, False)
                 job.add_fit_error(_queue_error(state, job.queue))
+        return everything
 
     def _forget(self, key: str) -> None:
         for keyed in (self._jobs, self._usable, self._unusable, self._job_order):
