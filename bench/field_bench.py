@@ -17,7 +17,9 @@ bench field-phases open_ms=<median ms> <action>_ms=<median ms>... close_ms=<ms> 
 ``--profile FILE`` writes a cProfile of one cycle, ``--profile-cycle`` (by default the first steady one; it is left
 out of the steady figures); read it with ``python -m pstats FILE``. ``--each`` prints every cycle's line.
 ``--decisions FILE`` writes each cycle's binds, evictions, pipelines and unschedulable podgroups (with their
-messages), one JSON line a cycle: two runs decide alike when the files are equal.
+messages), one JSON line a cycle: two runs decide alike when the files are equal (unless the victim search ran out
+of its time budget). ``--actions`` runs other actions than KAI's default list (reclaim, at full scale, searches until
+its 300 s budget is spent every cycle).
 RSS is the process's resident set now (not its peak), so growth across cycles shows.
 """
 
@@ -193,6 +195,7 @@ def main() -> None:
     parser.add_argument("--profile-cycle", type=int, default=2, help="the cycle profiled (1: the first, which places)")
     parser.add_argument("--decisions", type=Path, help="write each cycle's decisions here (JSON lines)")
     parser.add_argument("--each", action="store_true", help="print every cycle's figures")
+    parser.add_argument("--actions", help="the scheduler's actions (KAI's default list unless given), comma-separated")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -202,7 +205,8 @@ def main() -> None:
         cluster.create(kind, obj)
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
-    loop = SchedulerLoop(cluster, parse_config({}), metrics, clock=lambda: NOW)
+    config = parse_config({"actions": args.actions} if args.actions else {})
+    loop = SchedulerLoop(cluster, config, metrics, clock=lambda: NOW)
     del objects
     gc.collect()
     gc.freeze()
