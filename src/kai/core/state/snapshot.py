@@ -441,6 +441,9 @@ class Snapshots:
         moved = False
         for job in rebuilt:
             key = job.key
+            old = self._jobs.get(key)
+            if old is not None:
+                _unlink(old)
             self._jobs[key] = job
             usable = job.queue in queues
             into, other = (self._usable, self._unusable) if usable else (self._unusable, self._usable)
@@ -462,6 +465,9 @@ class Snapshots:
         return everything
 
     def _forget(self, key: str) -> None:
+        job = self._jobs.get(key)
+        if job is not None:
+            _unlink(job)
         for keyed in (self._jobs, self._usable, self._unusable, self._job_order):
             keyed.pop(key, None)
         self._waiting.discard(key)
@@ -514,6 +520,19 @@ def _insert(node: NodeInfo, task: TaskInfo) -> None:
         node.tasks = {t.key: t for t in sorted([*tasks.values(), task], key=_in_order)}
     else:
         tasks[task.key] = task
+
+
+def _unlink(job: PodGroupInfo) -> None:
+    """Breaks a dropped job's gang tree's links to parents, its only reference cycles: it is then freed by its
+    reference count, even if frozen out of the cyclic GC (the scheduler loop freezes what its first snapshot built)."""
+    groups = [job.root]
+    while groups:
+        group = groups.pop()
+        for pod_set in group.pod_sets:
+            pod_set.parent = None
+        for child in group.children:
+            child.parent = None
+            groups.append(child)
 
 
 def _mark(keys: set[str], key: str, member: bool) -> None:

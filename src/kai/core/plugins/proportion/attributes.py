@@ -24,14 +24,25 @@ class QueueAttributes:
     shares: QueueShares
     allocated: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     allocated_non_preemptible: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    settled: tuple[Quantities, Quantities, Quantities] | None = None
+    """Deserved, fair share and allocatable share, once the tree is divided (``settle``): fixed for the session,
+    and read at every queue comparison."""
+
+    def settle(self) -> None:
+        self.settled = None
+        self.settled = (self.deserved(), self.fair_share(), self.allocatable_share())
 
     def share(self, index: int) -> ResourceShare:
         return self.shares.share(RESOURCES[index])
 
     def deserved(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[0]
         return (self.shares.cpu.deserved, self.shares.memory.deserved, self.shares.gpu.deserved)
 
     def fair_share(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[1]
         return (self.shares.cpu.fair_share, self.shares.memory.fair_share, self.shares.gpu.fair_share)
 
     def max_allowed(self) -> Quantities:
@@ -41,6 +52,8 @@ class QueueAttributes:
         return (self.shares.cpu.request, self.shares.memory.request, self.shares.gpu.request)
 
     def allocatable_share(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[2]
         return (allocatable(self.shares.cpu), allocatable(self.shares.memory), allocatable(self.shares.gpu))
 
     def dominant_share(self, total: Quantities, allocated: list[float] | None = None) -> float:
@@ -65,6 +78,7 @@ class QueueAttributes:
             self.shares,
             list(self.allocated),
             list(self.allocated_non_preemptible),
+            self.settled,
         )
 
 

@@ -70,6 +70,8 @@ class ProportionPlugin:
             children,
             self.k_value,
         )
+        for queue in self.queues.values():
+            queue.settle()
         ssn.queue_order_fns.append(self.queue_order)
         ssn.job_over_capacity_fns.append(self.job_over_capacity)
         ssn.non_preemptible_over_quota_fns.append(self.non_preemptible_over_quota)

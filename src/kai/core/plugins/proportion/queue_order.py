@@ -19,7 +19,7 @@ def _under_utilized(left: QueueAttributes, right: QueueAttributes) -> int:
 
 
 def _with(allocated: list[float], request: Request) -> list[float]:
-    return [a + r for a, r in zip(allocated, request, strict=True)]
+    return [allocated[0] + request[0], allocated[1] + request[1], allocated[2] + request[2]]
 
 
 def _under_quota_with_job(left: QueueAttributes, right: QueueAttributes, lreq: Request, rreq: Request) -> int:
