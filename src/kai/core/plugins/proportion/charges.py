@@ -8,6 +8,7 @@ such as 0.3, GPU-memory requests) make ``exact`` False, and the plugin sums task
 """
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from kai.core.plugins.proportion.attributes import Quantities
 from kai.core.state.pod_status import ALLOCATED, PodStatus
@@ -38,14 +39,15 @@ def pending_quantities(task: TaskInfo, min_gpu_memory: int) -> Quantities:
     return (request.milli_cpu, request.memory_bytes, gpus)
 
 
-@dataclass(slots=True)
-class JobCharge:
-    queue: str
-    non_preemptible: bool
-    requested: list[float]
-    """Allocated and pending tasks together."""
-    allocated: list[float]
-    exact: bool
+JobCharge = tuple[str, bool, bool, Quantities, Quantities]
+"""A job's queue, whether it is non-preemptible, whether its amounts are on the grid, what it requests (allocated and
+pending tasks together) and what it holds: a tuple of immutable values, which the cyclic GC stops tracking (there
+is one per job, kept across cycles)."""
+QUEUE: Final = 0
+NON_PREEMPTIBLE: Final = 1
+EXACT: Final = 2
+REQUESTED: Final = 3
+HELD: Final = 4
 
 
 @dataclass(slots=True)
@@ -58,20 +60,20 @@ class QueueCharge:
 
 
 def job_charge(job: PodGroupInfo, min_gpu_memory: int) -> JobCharge:
-    charge = JobCharge(job.queue, not job.preemptible, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], True)
+    requested, allocated, exact = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], True
     for task in job.tasks.values():
         if task.status in ALLOCATED:
             amounts = task_quantities(task)
-            _add(charge.allocated, amounts, 1.0)
+            _add(allocated, amounts, 1.0)
         elif task.status is PodStatus.PENDING:
             amounts = pending_quantities(task, min_gpu_memory)
         else:
             continue
-        _add(charge.requested, amounts, 1.0)
-        charge.exact = charge.exact and all(
+        _add(requested, amounts, 1.0)
+        exact = exact and all(
             amount >= 0 and (amount * unit).is_integer() for amount, unit in zip(amounts, UNITS, strict=True)
         )
-    return charge
+    return (job.queue, not job.preemptible, exact, _triple(requested), _triple(allocated))
 
 
 class Charges:
@@ -122,7 +124,7 @@ class Charges:
 
     def _charge(self, key: str, charge: JobCharge) -> None:
         self.jobs[key] = charge
-        if not charge.exact:
+        if not charge[EXACT]:
             self.inexact += 1
             return
         if not self.inexact:
@@ -132,7 +134,7 @@ class Charges:
         charge = self.jobs.pop(key, None)
         if charge is None:
             return
-        if not charge.exact:
+        if not charge[EXACT]:
             self.inexact -= 1
             if not self.inexact:  # the sums were not kept meanwhile
                 self.queues = {}
@@ -143,13 +145,17 @@ class Charges:
             self._add(charge, -1.0)
 
     def _add(self, charge: JobCharge, sign: float) -> None:
-        queue = self.queues.get(charge.queue)
+        queue = self.queues.get(charge[QUEUE])
         if queue is None:
-            queue = self.queues[charge.queue] = QueueCharge()
-        _add(queue.requested, charge.requested, sign)
-        _add(queue.allocated, charge.allocated, sign)
-        if charge.non_preemptible:
-            _add(queue.allocated_non_preemptible, charge.allocated, sign)
+            queue = self.queues[charge[QUEUE]] = QueueCharge()
+        _add(queue.requested, charge[REQUESTED], sign)
+        _add(queue.allocated, charge[HELD], sign)
+        if charge[NON_PREEMPTIBLE]:
+            _add(queue.allocated_non_preemptible, charge[HELD], sign)
+
+
+def _triple(amounts: list[float]) -> Quantities:
+    return (amounts[0], amounts[1], amounts[2])
 
 
 def _add(into: list[float], amounts: Quantities | list[float], sign: float) -> None:
