@@ -52,6 +52,7 @@ def _table(table: NodeTable) -> dict[str, Any]:
         "mig rows": list(table.mig_rows),
         "shared columns": sorted(table.shared_columns),
         "jobless columns": sorted(table.jobless_columns),
+        "affinity columns": sorted(table.affinity_columns),
         "version": table.version,
         "by name": list(table.by_name) == [info.name for info in table.infos],
         "nodes": [

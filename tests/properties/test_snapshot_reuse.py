@@ -131,6 +131,10 @@ def _pod(name: str, group: str, gpus: str = "1", node: str = "", **extra: Any) -
         spec["nodeName"] = node
     if extra.pop("gated", False):
         spec["schedulingGates"] = [{"name": "wait"}]
+    if extra.pop("lonely", False):  # no two such pods on one node
+        labels["app"] = "lonely"
+        term = {"labelSelector": {"matchLabels": {"app": "lonely"}}, "topologyKey": "kubernetes.io/hostname"}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     phase = extra.pop("phase", "Running" if node else "Pending")
     assert not extra, extra
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
@@ -173,6 +177,8 @@ def _start() -> ClusterState:
         ("PodGroup", _podgroup("lost", "nowhere")),
         ("Pod", _pod("lost-0", "lost")),
         ("Pod", _pod("orphan-0", "orphan")),
+        ("PodGroup", _podgroup("lonely", "b", 1)),
+        ("Pod", _pod("lonely-0", "lonely", "0", node="n2", lonely=True)),
         ("PodGroup", _podgroup("stale", "a", 3)),
         ("Pod", _pod("stale-0", "stale", "1", node="n3")),
     ]
@@ -216,6 +222,7 @@ CHANGES: list[tuple[str, list[Change]]] = [
     ("a pod asks for it", [_apply("Pod", _pod("widget", "one", "0", requests={"example.com/widget": "1"}))]),
     ("gates lifted", [_apply("Pod", _pod("gated-1", "gated"))]),
     ("a pod succeeds", [_apply("Pod", _pod("run-0", "run", node="n1", phase="Succeeded"))]),
+    ("the pod with anti-affinity goes", [_apply("Pod", _pod("lonely-0", "lonely"), deleted=True)]),
 ]
 
 

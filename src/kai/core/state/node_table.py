@@ -86,6 +86,8 @@ class NodeTable:
         self.shared_columns: set[int] = set()
         self.jobless_columns: set[int] = set()
         """Columns of nodes holding a task of no job (another scheduler's pod, say), as the snapshot placed them."""
+        self.affinity_columns: set[int] = set()
+        """Columns of nodes holding a task with pod (anti-)affinity terms, as the snapshot placed them."""
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
@@ -126,6 +128,7 @@ class NodeTable:
             info.legacy_mig_tasks = set()
             self.shared_columns.discard(column)
             self.jobless_columns.discard(column)
+            self.affinity_columns.discard(column)
             placed += [(task, info) for task in info.tasks.values()]
         self.add_placed(placed)
 
@@ -145,7 +148,7 @@ class NodeTable:
                 table.infos[column] = self.infos[column].copy()
         table.by_name = {info.name: info for info in table.infos}
         table.shared_columns = set(self.shared_columns)
-        table.jobless_columns = self.jobless_columns
+        table.jobless_columns, table.affinity_columns = self.jobless_columns, self.affinity_columns
         table._changes = []
         table._non_allocated = None
         table._fit_cache = {}
@@ -188,6 +191,8 @@ class NodeTable:
             task.accepted_gpus = accepted_gpus(task, node)
             if not task.job_key:
                 self.jobless_columns.add(node.column)
+            if not task.pod.pod_affinity.is_empty:
+                self.affinity_columns.add(node.column)
             if task.request.is_shared_gpu:
                 shared.append((task, node))
                 continue
