@@ -374,7 +374,7 @@ class Snapshots:
             pod = state.pods.get(key)
             if pod is None:
                 continue
-            task = self._task(pod, index, stuck_before)
+            task = self._task(key, pod, index, stuck_before)
             if old is not None and not inserted:
                 task.order = old.order
             else:
@@ -392,12 +392,12 @@ class Snapshots:
                 self._with_claims.add(key)
         return jobs
 
-    def _task(self, pod: Pod, index: ResourceIndex, stuck_before: float) -> TaskInfo:
+    def _task(self, key: str, pod: Pod, index: ResourceIndex, stuck_before: float) -> TaskInfo:
         state = self.state
-        status, node_name, gpu_groups = _view(pod, self._bind_requests.get(pod.key), stuck_before)
-        vec = state.pod_vectors.get(pod.key)
+        status, node_name, gpu_groups = _view(pod, self._bind_requests.get(key), stuck_before)
+        vec = state.pod_vectors.get(key)
         if vec is None:
-            vec = state.pod_vectors[pod.key] = _request_vector(pod, index)
+            vec = state.pod_vectors[key] = _request_vector(pod, index)
         dra_gpus = 0.0
         if pod.claims:
             claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
@@ -407,7 +407,7 @@ class Snapshots:
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
         if job_key not in state.podgroups or pod.scheduler_name != self.scheduler_name:
             job_key = ""  # another scheduler's pod, a reservation pod or one of no podgroup: it only occupies its node
-        task = TaskInfo(pod, status, node_name, job_key, vec)
+        task = TaskInfo(pod, status, node_name, job_key, vec, key)
         task.dra_gpus = dra_gpus
         task.gpu_groups = gpu_groups
         return task
@@ -424,7 +424,7 @@ class Snapshots:
             dirty |= self._jobs.keys()
         inserted = []
         for key, was_inserted in changes.get("PodGroup", {}).items():
-            if key not in state.podgroups or was_inserted:
+            if (key not in state.podgroups or was_inserted) and key in self._job_order:
                 self._forget(key)
             if key in state.podgroups:
                 dirty.add(key)

@@ -24,9 +24,12 @@ class TaskInfo:
         "subgroup",
     )
 
-    def __init__(self, pod: Pod, status: PodStatus, node_name: str, job_key: str, req_vec: Vector) -> None:
+    def __init__(
+        self, pod: Pod, status: PodStatus, node_name: str, job_key: str, req_vec: Vector, key: str | None = None
+    ) -> None:
+        """``key``: the pod's key when the caller has it (the state's own string, not another copy)."""
         self.pod = pod
-        self.key = pod.key
+        self.key = pod.key if key is None else key
         self.status = status
         self.node_name = node_name
         self.job_key = job_key
