@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from cluster_machine import ClusterMachine
 from hypothesis import HealthCheck, settings
 from snapshot_view import indexes_hold, snapshot_view
@@ -252,3 +253,20 @@ def test_a_cycle_s_decisions_do_not_depend_on_reuse() -> None:
         fresh = run_cycle(take_snapshot(state, CONFIG.scheduler_name, now), CONFIG, now).result
         assert reused.binds == fresh.binds and reused.pipelined == fresh.pipelined
         assert reused.evictions == fresh.evictions and reused.pod_errors == fresh.pod_errors
+
+
+def test_after_a_snapshot_that_failed_half_made_the_next_is_built_afresh(monkeypatch: Any) -> None:
+    state = _start()
+    snapshots = Snapshots(state, CONFIG.scheduler_name)
+    run_cycle(snapshots.take(T0), CONFIG, T0)
+    for change in CHANGES[1][1] + CHANGES[2][1]:
+        change(state)
+
+    def broken(*_args: Any) -> None:
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Snapshots, "_update_jobs", broken)
+        with pytest.raises(RuntimeError):
+            snapshots.take(T0 + 1)
+    _same_as_fresh(state, snapshots.take(T0 + 2), T0 + 2, CONFIG.stuck_in_releasing_s, {})

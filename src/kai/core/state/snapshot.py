@@ -216,7 +216,15 @@ class Snapshots:
         self._serial = 0
 
     def take(self, now: float = 0.0, stuck_in_releasing_s: float = STUCK_IN_RELEASING_S) -> ClusterInfo:
-        """The cycle's view of the state at ``now`` (which decides which terminating pods are StuckInReleasing)."""
+        """The cycle's view of the state at ``now`` (which decides which terminating pods are StuckInReleasing).
+        A snapshot that fails half-made is no base for the next: that one is built from the whole state."""
+        try:
+            return self._take(now, stuck_in_releasing_s)
+        except BaseException:
+            self._start_over(None)
+            raise
+
+    def _take(self, now: float, stuck_in_releasing_s: float) -> ClusterInfo:
         state = self.state
         stuck_before = now - stuck_in_releasing_s
         index = ResourceIndex(set(state.resource_names))
