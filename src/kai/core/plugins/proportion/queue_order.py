@@ -38,7 +38,7 @@ def _priority(left: QueueAttributes, right: QueueAttributes) -> int:
 
 def _violates_zero_share(queue: QueueAttributes, request: Request) -> bool:
     with_job = _with(queue.allocated, request)
-    return any(share == 0 and with_job[i] > 0 for i, share in enumerate(queue.allocatable_share()))
+    return any(share == 0 and amount > 0 for share, amount in zip(queue.allocatable_share(), with_job, strict=True))
 
 
 def _zero_share(left: QueueAttributes, right: QueueAttributes, lreq: Request, rreq: Request) -> int:
