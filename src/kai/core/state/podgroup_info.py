@@ -109,6 +109,7 @@ class PodGroupInfo:
         "creation_ts",
         "fit_errors",
         "init_request_cache",
+        "journal",
         "key",
         "last_eviction_ts",
         "last_start_ts",
@@ -126,8 +127,11 @@ class PodGroupInfo:
         "tasks_to_allocate_cache",
     )
 
-    def __init__(self, podgroup: PodGroup, priority: int) -> None:
+    def __init__(self, podgroup: PodGroup, priority: int, journal: "list[PodGroupInfo] | None" = None) -> None:
         self.podgroup = podgroup
+        self.journal = journal
+        """Where the job reports itself the first time a task of it changes status (``Snapshots`` resets what a
+        session changed from it); None once reported, or for a job no snapshot keeps."""
         self.key = podgroup.key
         self.name = podgroup.meta.name
         self.namespace = podgroup.meta.namespace
@@ -175,6 +179,9 @@ class PodGroupInfo:
         task.status = status
         self.tasks_to_allocate_cache = None
         self.init_request_cache = None
+        if self.journal is not None:
+            self.journal.append(self)
+            self.journal = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
         return sum(1 for task in self.tasks.values() if task.status in statuses)
