@@ -9,31 +9,38 @@ times over the in-memory cluster; the first cycle places what fits, the rest see
 as a busy field cluster does.
 
 bench field-build nodes=<n> pods=<m> pending=<k> seconds=<s to load the cluster state> rss_mb=<mb>
-bench field-cycle-1 seconds=<s> cpu_s=<s> snapshot_s=<s> snapshot_share=<%> binds=<n> rss_mb=<mb>
-bench field-steady cycles=<n> p50_s=<s> max_s=<s> snapshot_share=<%> rss_first_mb=<mb> rss_last_mb=<mb>
-bench field-actions <action>_ms=<median ms>...
+bench field-cycle-<n> seconds=<s> cpu_s=<s> snapshot_s=<s> snapshot_cpu_s=<s> snapshot_share=<%> binds=<n> ...
+bench field-steady cycles=<n> p50_s=<s> max_s=<s> cpu_p50_s=<s> snapshot_p50_s=<s> snapshot_share=<%> rss_first_mb=<mb>
+    rss_last_mb=<mb>
+bench field-phases open_ms=<median ms> <action>_ms=<median ms>... close_ms=<ms> write_ms=<ms>
 
-``--profile FILE`` writes a cProfile of one cycle, ``--profile-cycle`` (by default the first steady one); read it
-with ``python -m pstats FILE``. RSS is the process's resident set now (not its peak), so growth across cycles shows.
+``--profile FILE`` writes a cProfile of one cycle, ``--profile-cycle`` (by default the first steady one; it is left
+out of the steady figures); read it with ``python -m pstats FILE``. ``--each`` prints every cycle's line.
+``--decisions FILE`` writes each cycle's binds, evictions, pipelines and unschedulable podgroups (with their
+messages), one JSON line a cycle: two runs decide alike when the files are equal (unless the victim search ran out
+of its time budget). ``--actions`` runs other actions than KAI's default list (reclaim, at full scale, searches until
+its 300 s budget is spent every cycle).
+RSS is the process's resident set now (not its peak), so growth across cycles shows.
 """
 
 import argparse
 import cProfile
 import gc
+import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-import kai.components.scheduler.loop as scheduler_loop
 from kai.cluster.memory import MemoryCluster
 from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import parse_config
+from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time
-from kai.core.state.snapshot import ClusterInfo
 
 NOW = 1_767_225_600.0
 GPUS_PER_NODE = 8
@@ -151,18 +158,31 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * 4096 / 2**20
 
 
-class _TimedSnapshot:
-    """Wraps the loop's ``take_snapshot`` to time it (the bench's own instrument)."""
+class _Timed:
+    """Wraps a function to time its last call, wall and CPU seconds (the bench's own instrument)."""
 
-    def __init__(self) -> None:
-        self.take = scheduler_loop.take_snapshot
-        self.seconds = 0.0
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.seconds = self.cpu_s = 0.0
 
-    def __call__(self, *args: Any, **kwargs: Any) -> ClusterInfo:
-        started = time.perf_counter()
-        info = self.take(*args, **kwargs)
-        self.seconds = time.perf_counter() - started
-        return info
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        started, cpu = time.perf_counter(), time.process_time()
+        value = self.fn(*args, **kwargs)
+        self.seconds, self.cpu_s = time.perf_counter() - started, time.process_time() - cpu
+        return value
+
+
+def decided(result: CycleResult) -> dict[str, Any]:
+    """A cycle's decisions in a comparable form (everything the writer acts on, in the cycle's order)."""
+    return {
+        "binds": [[b.pod_key, b.node, list(b.gpu_groups)] for b in result.binds],
+        "evictions": [[e.pod_key, e.node, e.action, e.message] for e in result.evictions],
+        "pipelined": [[p.pod_key, p.node] for p in result.pipelined],
+        "unschedulable": {key: [u.reason, u.message] for key, u in sorted(result.unschedulable.items())},
+        "pod_errors": dict(sorted(result.pod_errors.items())),
+        "started": sorted(result.started),
+        "stale_since": sorted(result.stale_since.items()),
+    }
 
 
 def main() -> None:
@@ -173,6 +193,9 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=100)
     parser.add_argument("--profile", type=Path, help="write a cProfile of one cycle here")
     parser.add_argument("--profile-cycle", type=int, default=2, help="the cycle profiled (1: the first, which places)")
+    parser.add_argument("--decisions", type=Path, help="write each cycle's decisions here (JSON lines)")
+    parser.add_argument("--each", action="store_true", help="print every cycle's figures")
+    parser.add_argument("--actions", help="the scheduler's actions (KAI's default list unless given), comma-separated")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -182,7 +205,8 @@ def main() -> None:
         cluster.create(kind, obj)
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
-    loop = SchedulerLoop(cluster, parse_config({}), metrics, clock=lambda: NOW)
+    config = parse_config({"actions": args.actions} if args.actions else {})
+    loop = SchedulerLoop(cluster, config, metrics, clock=lambda: NOW)
     del objects
     gc.collect()
     gc.freeze()
@@ -192,14 +216,16 @@ def main() -> None:
         f"seconds={time.perf_counter() - started:.1f} rss_mb={rss_mb():.0f}",
         flush=True,
     )
-    timed = _TimedSnapshot()
-    scheduler_loop.take_snapshot = timed  # type: ignore[assignment]
-    cycles: list[tuple[float, float, float]] = []
-    actions: dict[str, list[float]] = {}
+    snapshot = _Timed(loop.snapshots.take)
+    loop.snapshots.take = snapshot  # type: ignore[method-assign]
+    write = _Timed(loop.writer.write)
+    loop.writer.write = write  # type: ignore[method-assign]
+    cycles: list[dict[str, float]] = []
     rss: list[float] = []
     profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU time: the machine is shared
-    for n in range(args.cycles):
-        profiling = profiler if n + 1 == args.profile_cycle else None
+    decisions = args.decisions.open("w") if args.decisions else None
+    for n in range(1, args.cycles + 1):
+        profiling = profiler if n == args.profile_cycle else None
         if profiling is not None:
             profiling.enable()
         start, cpu = time.perf_counter(), time.process_time()
@@ -208,32 +234,47 @@ def main() -> None:
         if profiling is not None:
             profiling.disable()
             profiling.dump_stats(args.profile)
-        cycles.append((seconds, cpu_s, timed.seconds))
+        result = session.result
+        figures = {
+            "seconds": seconds,
+            "cpu_s": cpu_s,
+            "snapshot_s": snapshot.seconds,
+            "snapshot_cpu_s": snapshot.cpu_s,
+            "open_ms": result.open_ms,
+            **{f"{action}_ms": ms for action, ms in result.action_ms.items()},
+            "close_ms": result.close_ms,
+            "write_ms": 1000 * write.seconds,
+        }
+        if profiling is None:  # a profiled cycle runs several times slower: not a figure
+            cycles.append(figures)
+        if decisions is not None:
+            decisions.write(json.dumps(decided(result)) + "\n")
         rss.append(rss_mb())
-        for family in registry.collect():
-            for s in family.samples:
-                if s.name == "kai_action_scheduling_latency_milliseconds":
-                    actions.setdefault(s.labels["action"], []).append(s.value)
-        if n == 0:
+        if args.each or n == 1:
             print(
-                f"bench field-cycle-1 seconds={seconds:.3f} cpu_s={cpu_s:.3f} snapshot_s={timed.seconds:.3f} "
-                f"snapshot_share={100 * timed.seconds / seconds:.0f}% binds={len(session.result.binds)} "
-                f"rss_mb={rss[-1]:.0f}",
+                f"bench field-cycle-{n} seconds={seconds:.3f} cpu_s={cpu_s:.3f} snapshot_s={snapshot.seconds:.3f} "
+                f"snapshot_cpu_s={snapshot.cpu_s:.3f} snapshot_share={100 * snapshot.seconds / seconds:.0f}% "
+                f"binds={len(result.binds)} evictions={len(result.evictions)} pipelined={len(result.pipelined)} "
+                f"unschedulable={len(result.unschedulable)} rss_mb={rss[-1]:.0f}"
+                + (" profiled" if profiling is not None else ""),
                 flush=True,
             )
+    if decisions is not None:
+        decisions.close()
     steady = cycles[1:] or cycles
-    walls = [c[0] for c in steady]
-    share = 100 * sum(c[2] for c in steady) / sum(walls)
+    walls = [c["seconds"] for c in steady]
+    share = 100 * sum(c["snapshot_s"] for c in steady) / sum(walls)
     print(
         f"bench field-steady cycles={len(steady)} p50_s={statistics.median(walls):.3f} max_s={max(walls):.3f} "
-        f"cpu_p50_s={statistics.median(c[1] for c in steady):.3f} snapshot_p50_s="
-        f"{statistics.median(c[2] for c in steady):.3f} snapshot_share={share:.0f}% "
+        f"cpu_p50_s={statistics.median(c['cpu_s'] for c in steady):.3f} snapshot_p50_s="
+        f"{statistics.median(c['snapshot_s'] for c in steady):.3f} snapshot_cpu_p50_s="
+        f"{statistics.median(c['snapshot_cpu_s'] for c in steady):.3f} snapshot_share={share:.0f}% "
         f"rss_first_mb={rss[0]:.0f} rss_last_mb={rss[-1]:.0f}",
         flush=True,
     )
-    medians = {action: statistics.median(values[1:] or values) for action, values in actions.items()}
-    figures = " ".join(f"{action}_ms={ms:.0f}" for action, ms in medians.items())
-    print(f"bench field-actions {figures}", flush=True)
+    phases = [key for key in steady[0] if key.endswith("_ms")]
+    medians = " ".join(f"{key}={statistics.median(c.get(key, 0.0) for c in steady):.0f}" for key in phases)
+    print(f"bench field-phases {medians}", flush=True)
 
 
 if __name__ == "__main__":

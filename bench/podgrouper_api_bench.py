@@ -113,7 +113,10 @@ def main() -> None:
         cluster.wait_for_sync(60)
         stop = threading.Event()
         started = time.perf_counter()
-        grouper = threading.Thread(target=run, args=(cluster, {"podgrouper"}, RuntimeOptions(write_workers=16), stop))
+        grouper = threading.Thread(
+            target=run,
+            args=(cluster, {"podgrouper"}, RuntimeOptions(write_workers=16, max_concurrent_reconciles=10), stop),
+        )
         grouper.start()
         while sum(
             1 for p in cluster.list("Pod") if (p["metadata"].get("annotations") or {}).get("pod-group-name")

@@ -212,6 +212,8 @@ class Drill:
             path = f"/api/v1/namespaces/{meta['namespace']}/pods"
         elif doc["kind"] == "PodGroup":
             path = PODGROUPS.format(ns=meta["namespace"])
+        elif doc["kind"] == "BindRequest":
+            path = BIND_REQUESTS.format(ns=meta["namespace"])
         else:
             assert doc["kind"] == "Queue", doc["kind"]
             path = "/apis/scheduling.run.ai/v2/queues"

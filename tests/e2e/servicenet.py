@@ -32,7 +32,10 @@ class ServiceNetwork:
             def handle(self) -> None:
                 network._tunnel(self.request)
 
-        self._server = socketserver.ThreadingUnixStreamServer(str(socket_path), Tunnel)
+        class Server(socketserver.ThreadingUnixStreamServer):
+            request_queue_size = 256  # socketserver's 5 overflowed under a burst of webhook calls (EAGAIN on connect)
+
+        self._server = Server(str(socket_path), Tunnel)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="service-network", daemon=True).start()
 

@@ -10,12 +10,16 @@ transport); BindRequests, or their pods, deleted as they are made;
 BindRequests edited by another client as they are made; a node deleted, cordoned or tainted NoSchedule under
 pending binds; PodGroups deleted under their running pods; another client labelling every pod, PodGroup and the
 queue through a burst; kill -9 of each of kai's components run as separate processes, of `kai admission` and of
-the leading replica of two; bad objects of several kinds mid-burst. (kill -9 of the operator is drilled in
-test_install.py, on the install it renders.)
+the leading replica of two; bad objects of every kind kai reads mid-burst (Queues under a missing parent or in a
+parent cycle, PodGroups too small or with a sub-group under no parent, pods with a bad gpu-fraction or gpu-memory,
+naming a missing PodGroup or a missing queue, a BindRequest for a pod that does not exist). (kill -9 of the
+operator is drilled in test_install.py, on the install it renders.)
 """
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
 import threading
 import time
@@ -60,6 +64,8 @@ DELETED_REQUESTS = 6
 FAULT_RATE = 0.1
 FAULTS_FOR_S = 20.0
 """kai's requests fail at FAULT_RATE for this long from its start: both waves arrive within it."""
+KILL_SEED = "KAI_DRILL_SEED"
+"""Seeds where in the second wave a kill strikes (default: the clock); each drill prints the seed it drew."""
 STOP_S = 10.0
 """How long the drill's kai processes get to exit after SIGTERM (they take about 2 s) before they are killed."""
 
@@ -395,8 +401,8 @@ def free_gpus(drill: Drill) -> int:
 
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, component: str) -> None:
-    """kai's four components as separate processes; one of them is killed (SIGKILL) as the second wave reaches it,
-    and started again: every pod binds once, and the queue's status counts what is bound."""
+    """kai's four components as separate processes; one of them is killed (SIGKILL) at a random point of the second
+    wave (``kill_point``), and started again: every pod binds once, and the queue's status counts what is bound."""
     kais = {name: drill.start(name) for name in COMPONENTS}
     first, second = both_waves(drill)
     drill.submit(first)
@@ -404,19 +410,21 @@ def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, c
     drill.submit(second)
     late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
 
-    def busy() -> bool:
-        """The component is at work on the second wave."""
-        if component == "podgrouper":
-            return any(
-                "pod-group-name" in (p["metadata"].get("annotations") or {})
-                for name, p in drill.pods().items()
-                if name in late and "-s" in name
-            )
-        if component == "controllers":
-            return bool(late & set(drill.bound()))
-        return any(r["spec"]["podName"] in late for r in drill.bind_requests())
+    ungrouped = {name for name in late if "-s" in name or "-f" in name}  # the gangs' pods name their PodGroup
 
-    poll(f"the {component} to work on the second wave", busy, timeout=120.0, interval=0.02)
+    def progress() -> int:
+        """How far the component has got with the second wave."""
+        if component == "podgrouper":
+            pods = drill.pods()
+            return sum("pod-group-name" in (pods[n]["metadata"].get("annotations") or {}) for n in ungrouped)
+        if component == "controllers":
+            return len(late & set(drill.bound()))
+        return sum(r["spec"]["podName"] in late for r in drill.bind_requests())
+
+    at = kill_point(drill, len(ungrouped if component == "podgrouper" else late) // 2)
+    poll(
+        f"the {component} to be {at} objects into the second wave", lambda: progress() >= at, timeout=120, interval=0.02
+    )
     drill.fault_begins()
     kais[component].kill()
     kais[component].restart()
@@ -435,10 +443,19 @@ def test_component_killed_mid_burst(drill: Drill, control_plane: ControlPlane, c
     wait_until(f"queue {drill.queue} to count {expected:g} GPUs allocated", lambda: allocated() == expected)
 
 
+def kill_point(drill: Drill, most: int) -> int:
+    """A random point of the second wave (1..``most`` objects in) for a kill, drawn from $KAI_DRILL_SEED or the
+    clock and printed, so that a point that fails can be struck again."""
+    seed = int(os.environ.get(KILL_SEED) or time.time_ns() % 1_000_000)
+    at = random.Random(seed).randint(1, max(1, most))
+    print(f"drill {drill.name}: kill {at} objects into the second wave ({KILL_SEED}={seed})")
+    return at
+
+
 def test_leader_killed_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
-    """Two `kai all --leader-elect` replicas; the leading one is killed (SIGKILL) as the second wave's BindRequests
-    are made, and started again: the other takes the Lease over once it expires and finishes the burst, every pod
-    bound once."""
+    """Two `kai all --leader-elect` replicas; the leading one is killed (SIGKILL) at a random point of the second
+    wave's BindRequests (``kill_point``), and started again: the other takes the Lease over once it expires and
+    finishes the burst, every pod bound once."""
     control_plane.kubectl("create", "namespace", "kai-scheduler", check=False)
     replicas = [drill.start("all", "--leader-elect", log=f"replica-{i}") for i in range(2)]
     first, second = both_waves(drill)
@@ -448,9 +465,10 @@ def test_leader_killed_mid_burst(drill: Drill, control_plane: ControlPlane) -> N
     [follower] = [r for r in replicas if r is not leader]
     drill.submit(second)
     late = {d["metadata"]["name"] for d in second if d["kind"] == "Pod"}
+    at = kill_point(drill, len(late) // 2)
     poll(
-        "the leader to work on the second wave",
-        lambda: any(r["spec"]["podName"] in late for r in drill.bind_requests()),
+        f"the leader to make {at} of the second wave's BindRequests",
+        lambda: sum(r["spec"]["podName"] in late for r in drill.bind_requests()) >= at,
         timeout=120.0,
         interval=0.02,
     )
@@ -554,27 +572,108 @@ def test_bad_objects_mid_burst(drill: Drill, control_plane: ControlPlane) -> Non
         control_plane.kubectl("delete", "queue", orphan, "--ignore-not-found", check=False)
 
 
+def test_bad_objects_of_other_kinds_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
+    """Two Queues each the other's parent (a pod in one), a PodGroup whose sub-group names a parent that does not
+    exist (a pod in it), a pod asking for gpu-memory "lots", a pod whose queue label names no queue, and a
+    BindRequest for a pod that does not exist arrive with the second wave: each is reported where its owner looks,
+    their pods wait with a reason, the stray BindRequest is failed and removed, and the rest of the burst binds."""
+    kai = drill.start()
+    ns, pool = drill.namespace, drill.pool
+    loop_a, loop_b, ghost = f"loop-a-{ns}", f"loop-b-{ns}", f"ghost-{ns}"
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    looped = [
+        {
+            "apiVersion": "scheduling.run.ai/v2",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"parentQueue": parent, "resources": {"gpu": unlimited, "cpu": unlimited, "memory": unlimited}},
+        }
+        for name, parent in ((loop_a, loop_b), (loop_b, loop_a))
+    ]
+    tangled = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "tangled", "namespace": ns},
+        "spec": {
+            "minMember": 1,
+            "queue": drill.queue,
+            "subGroups": [{"name": "workers", "minMember": 1, "parent": "nowhere"}],
+        },
+    }
+    memory_pod = fraction_pod(ns, "lots-of-memory", drill.queue, pool)
+    del memory_pod["metadata"]["annotations"]["gpu-fraction"]
+    memory_pod["metadata"]["annotations"]["gpu-memory"] = "lots"
+    stray = {
+        "apiVersion": "scheduling.run.ai/v1alpha2",
+        "kind": "BindRequest",
+        "metadata": {"name": "nobody", "namespace": ns},
+        "spec": {"podName": "nobody", "selectedNode": drill.nodes[0], "receivedResourceType": "Regular"},
+    }
+    bad = [
+        *looped,
+        gpu_pod(ns, "looped-0", loop_a, pool, 1),
+        tangled,
+        gpu_pod(ns, "tangled-0", drill.queue, pool, 1, "tangled"),
+        memory_pod,
+        gpu_pod(ns, "queueless", ghost, pool, 1),
+        stray,
+    ]
+    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
+    first, second = both_waves(drill)
+    try:
+        drill.submit(first)
+        drill.wait_bound(5)
+        drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
+        drill.fault_begins()
+        drill.fault_ends()
+        drill.finish(kai)
+        poll(
+            "the stray BindRequest to be failed and removed",
+            lambda: all(r["metadata"]["name"] != "nobody" for r in drill.bind_requests()),
+            timeout=60.0,
+        )
+        cp, pods = drill.cp, drill.pods()
+        for name in (loop_a, loop_b):
+            [event] = wait_until(
+                f"queue {name}'s InvalidObject event", lambda name=name: invalid_events(cp, "default", "Queue", name)
+            )
+            assert "spec.parentQueue" in event["message"] and "parent cycle" in event["message"], event["message"]
+        [event] = wait_until(
+            "the PodGroup's InvalidObject event", lambda: invalid_events(cp, ns, "PodGroup", "tangled")
+        )
+        assert "spec.subGroups[0].parent" in event["message"] and "nowhere" in event["message"], event["message"]
+        for name, field in (("lots-of-memory", "gpu-memory"), ("tangled-0", "pod-group-name")):
+            [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(cp, ns, "Pod", name))
+            assert field in event["message"], event["message"]
+            scheduled = condition(pods[name], "PodScheduled")
+            assert scheduled is not None and scheduled["reason"] == "InvalidObject", scheduled
+        assert "parent cycle" in message_of(pods["looped-0"]), message_of(pods["looped-0"])
+        assert f"Queue '{ghost}' does not exist" in message_of(pods["queueless"]), message_of(pods["queueless"])
+    finally:
+        control_plane.kubectl("delete", "queue", loop_a, loop_b, "--ignore-not-found", check=False)
+
+
+def invalid_events(cp: ControlPlane, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in listed(cp, f"/api/v1/namespaces/{namespace}/events")
+        if e["involvedObject"].get("kind") == kind and e["involvedObject"]["name"] == name
+        if e["reason"] == "InvalidObject"
+    ]
+
+
 def reported(drill: Drill, orphan: str, waiting: set[str]) -> None:
     """Each bad object is told where its owner looks: an InvalidObject event and condition on the queue and on the
     pods kai cannot read or place in a PodGroup; the short gang's and the orphaned queue's pods wait with KAI's
     reason."""
     cp, ns = drill.cp, drill.namespace
-
-    def invalid_events(namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
-        return [
-            e
-            for e in listed(cp, f"/api/v1/namespaces/{namespace}/events")
-            if e["involvedObject"].get("kind") == kind and e["involvedObject"]["name"] == name
-            if e["reason"] == "InvalidObject"
-        ]
-
-    [event] = wait_until("the queue's InvalidObject event", lambda: invalid_events("default", "Queue", orphan))
+    [event] = wait_until("the queue's InvalidObject event", lambda: invalid_events(cp, "default", "Queue", orphan))
     assert "spec.parentQueue" in event["message"] and f"missing-{ns}" in event["message"], event["message"]
     valid = condition(get(cp, f"/apis/scheduling.run.ai/v2/queues/{orphan}"), "Valid")
     assert valid is not None and (valid["status"], valid["reason"]) == ("False", "InvalidObject"), valid
     pods = drill.pods()
     for name, field in (("too-much", "gpu-fraction"), ("ghost-member", "pod-group-name")):
-        [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(ns, "Pod", name))
+        [event] = wait_until(f"{name}'s InvalidObject event", lambda name=name: invalid_events(cp, ns, "Pod", name))
         assert field in event["message"], event["message"]
         scheduled = condition(pods[name], "PodScheduled")
         assert scheduled is not None and scheduled["reason"] == "InvalidObject", scheduled

@@ -42,7 +42,7 @@ def podgroupers(cp: ControlPlane, replicas: int) -> Iterator[None]:
             cluster.start()
             assert cluster.wait_for_sync(60)
             stop = threading.Event()
-            options = RuntimeOptions(write_workers=16)
+            options = RuntimeOptions(write_workers=16, max_concurrent_reconciles=10)
             thread = threading.Thread(target=run, args=(cluster, {"podgrouper"}, options, stop), daemon=True)
             running.append((cluster, stop, thread))
         for _, _, thread in running:

@@ -131,6 +131,8 @@ def _nonzero(memory: dict[str, int]) -> dict[str, int]:
 
 class ClusterMachine(RuleBasedStateMachine):
     examples = 0
+    reuse_snapshots = False
+    """Each cycle's snapshot built from the last, as the scheduler's are."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -145,7 +147,7 @@ class ClusterMachine(RuleBasedStateMachine):
             Runner(),
             clock=ClockSpec(period_s=PERIOD_S),
         )
-        self.sim = Simulation(scenario)
+        self.sim = Simulation(scenario, reuse_snapshots=self.reuse_snapshots)
         self.cluster = self.sim.cluster
         self.cycles = 0
         self.jobs = 0

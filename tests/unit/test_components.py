@@ -73,9 +73,11 @@ def test_status_controllers_sum_allocations_up_the_hierarchy() -> None:
     cluster = _cluster()
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     Binder(cluster, lambda: 0.0).reconcile()
-    totals = PodGroupStatusController(cluster).reconcile()
-    assert totals["ml/distributed-training"]["allocated"]["nvidia.com/gpu"] == 16
-    QueueStatusController(cluster).reconcile(totals)
+    podgroups = PodGroupStatusController(cluster)
+    podgroups.reconcile()
+    distributed = cluster.get("PodGroup", "ml/distributed-training")
+    assert distributed is not None and distributed["status"]["resourcesStatus"]["allocated"]["nvidia.com/gpu"] == "16"
+    QueueStatusController(cluster, podgroups).reconcile()
     department = cluster.get("Queue", "departement-ml")
     assert department is not None
     assert department["status"]["allocated"]["nvidia.com/gpu"] == "17500m"
@@ -90,14 +92,18 @@ def test_status_controllers_remove_what_is_no_longer_allocated() -> None:
     cluster = _cluster()
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     Binder(cluster, lambda: 0.0).reconcile()
-    QueueStatusController(cluster).reconcile(PodGroupStatusController(cluster).reconcile())
+    podgroups = PodGroupStatusController(cluster)
+    queues = QueueStatusController(cluster, podgroups)
+    podgroups.reconcile()
+    queues.reconcile()
     training = cluster.get("Queue", "equipe-training")
     assert training is not None and "nvidia.com/gpu" in training["status"]["allocated"]
     for pod in cluster.list("Pod"):
         if pod["metadata"]["namespace"] == "ml":
             cluster.delete("Pod", f"ml/{pod['metadata']['name']}")
             cluster.finalize("Pod", f"ml/{pod['metadata']['name']}")
-    QueueStatusController(cluster).reconcile(PodGroupStatusController(cluster).reconcile())
+    podgroups.reconcile()
+    queues.reconcile()
     training = cluster.get("Queue", "equipe-training")
     assert training is not None and "nvidia.com/gpu" not in training["status"].get("allocated", {})
     podgroup = cluster.get("PodGroup", "ml/training-job")

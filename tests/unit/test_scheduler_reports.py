@@ -1,6 +1,7 @@
 """What the scheduler tells users on the objects (in-memory cluster): Unschedulable events counted on one Event,
 conditions written on change and cleared once the podgroup is scheduled, bad objects reported once each."""
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,35 @@ def test_a_waiting_pod_has_one_counted_event_and_its_condition_until_it_is_sched
     loop.run_once()
     podgroup = cluster.get("PodGroup", "ml/training-job")
     assert podgroup is not None and podgroup["status"]["schedulingConditions"] == []
+
+
+def test_a_waiting_pod_is_read_once_until_it_changes_and_its_event_is_counted_every_cycle() -> None:
+    cluster, clock = department(), Clock()
+    change(cluster, "Pod", "ml/training-job", request_gpus("5"))
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=clock)
+    reads: Counter[tuple[str, str]] = Counter()
+    get = cluster.get
+
+    def counted(kind: str, key: str) -> dict[str, Any] | None:
+        reads[(kind, key)] += 1
+        return get(kind, key)
+
+    cluster.get = counted  # type: ignore[method-assign]
+    for _ in range(70):  # cycles a second apart: the event's count is written once a minute
+        loop.run_once()
+        clock.now += 1
+    assert reads[("Pod", "ml/training-job")] == reads[("PodGroup", "ml/training-job")] == 1
+    [pod_event] = [e for e in events_about(cluster, "Pod", "training-job") if e["reason"] == "Unschedulable"]
+    assert pod_event["count"] > 1
+
+    def forget_conditions(pod: dict[str, Any]) -> None:
+        pod["status"]["conditions"] = []
+
+    change(cluster, "Pod", "ml/training-job", forget_conditions)  # someone else's write: read again, set again
+    loop.run_once()
+    assert reads[("Pod", "ml/training-job")] == 3  # change() read it once too
+    scheduled = condition(cluster, "Pod", "ml/training-job", "PodScheduled")
+    assert scheduled is not None and scheduled["message"] == pod_event["message"]
 
 
 def test_a_bad_gpu_fraction_is_reported_on_the_pod_once_and_lifted_when_fixed() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from kai.cli.client_flags import rate_limit_options, reconciles_option
 from kai.cli.doctor import doctor
 from kai.cli.explain import explain
 from kai.cli.queues import queues
@@ -20,6 +21,7 @@ from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, r
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import ApiError
 from kai.cluster.kube.kubeconfig import KubeconfigError
+from kai.cluster.kube.ratelimit import RateLimit
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.admission.component import DEFAULT_CERT_DIR, AdmissionError, AdmissionOptions, serve_admission
 from kai.components.admission.settings import DEFAULT_RUNTIME_CLASS, AdmissionSettings
@@ -223,7 +225,9 @@ def _serve(
     node_pool: NodePool,
     scheduler_name: str | None,
     lease_name: str,
-    plugin_server_port: int = 0,
+    plugin_server_port: int,
+    rate_limit: RateLimit,
+    max_concurrent_reconciles: int,
 ) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
@@ -244,10 +248,11 @@ def _serve(
         health_probe_bind_address=health_probe_bind_address,
         plugin_server_port=plugin_server_port,
         write_workers=16,
+        max_concurrent_reconciles=max_concurrent_reconciles,
         reservation_namespace=reservation_namespace,
     )
     try:
-        serve(components, options, kubeconfig, context, leader_elect, lease_name=lease_name)
+        serve(components, options, kubeconfig, context, leader_elect, lease_name=lease_name, rate_limit=rate_limit)
     except (ServeError, EndpointError, UsageError) as error:
         raise click.ClickException(str(error)) from error
 
@@ -314,6 +319,8 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         hidden=not schedules,
         help="Port on 127.0.0.1 for /get-snapshot, /get-job-order and /get-cycles (0 = off).",
     )
+    @rate_limit_options(len(components))
+    @reconciles_option
     def command(
         kubeconfig: str | None,
         context: str | None,
@@ -327,6 +334,9 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
         nodepool_label_key: str,
         partition_label_value: str,
         plugin_server_port: int,
+        qps: float,
+        burst: int,
+        max_concurrent_reconciles: int,
     ) -> None:
         lease = name if name not in ("scheduler", "all") else "kai-scheduler"
         if name == "scheduler" and partition_label_value:
@@ -345,6 +355,8 @@ def _component_command(name: str, components: tuple[str, ...], help_text: str) -
             scheduler_name,
             lease,
             plugin_server_port,
+            RateLimit(qps, burst),
+            max_concurrent_reconciles,
         )
 
 
@@ -372,6 +384,7 @@ _component_command("all", COMPONENTS, "Run the scheduler, binder, controllers an
 @click.option("--health-probe-bind-address", default=":8081", show_default=True, help="HOST:PORT for the probes.")
 @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-operator Lease.")
 @click.option("--namespace", default="kai-scheduler", show_default=True, help="Namespace of the operator's Lease.")
+@rate_limit_options()
 def operator(
     kubeconfig: str | None,
     context: str | None,
@@ -382,6 +395,8 @@ def operator(
     health_probe_bind_address: str,
     leader_elect: bool,
     namespace: str,
+    qps: float,
+    burst: int,
 ) -> None:
     """Deploy kai from the Config kai-config and the SchedulingShards (KAI's operator)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -406,6 +421,7 @@ def operator(
             leader_elect,
             namespace,
             "kai-operator",
+            RateLimit(qps, burst),
         )
     except (ServeError, EndpointError) as error:
         raise click.ClickException(str(error)) from error
@@ -460,6 +476,7 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
 @click.option("--gpu-pod-runtime-class-name", default=None, help="Deprecated alias of the flag above (KAI's).")
 @click.option("--enable-quota-validation", is_flag=True, help="Warn when child queues' quotas exceed their parent's.")
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
+@rate_limit_options()
 def admission(
     kubeconfig: str | None,
     context: str | None,
@@ -473,6 +490,8 @@ def admission(
     gpu_pod_runtime_class_name: str | None,
     enable_quota_validation: bool,
     leader_elect: bool,
+    qps: float,
+    burst: int,
 ) -> None:
     """Serve the admission webhooks: pod mutation and validation, Queue, PodGroup and Topology validation."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -482,7 +501,14 @@ def admission(
         DEFAULT_RUNTIME_CLASS,
     )
     settings = AdmissionSettings(scheduler_name, gpu_sharing_enabled, runtime_class, enable_quota_validation)
-    options = AdmissionOptions(settings, webhook_addr, cert_dir, metrics_bind_address, health_probe_bind_address)
+    options = AdmissionOptions(
+        settings,
+        webhook_addr,
+        cert_dir,
+        metrics_bind_address,
+        health_probe_bind_address,
+        rate_limit=RateLimit(qps, burst),
+    )
     try:
         serve_admission(options, kubeconfig, context)
     except (AdmissionError, EndpointError) as error:

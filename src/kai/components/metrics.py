@@ -4,8 +4,9 @@
 from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
+from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
 from kai.core.framework.session import Session
 
 SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
@@ -146,13 +147,21 @@ class BinderMetrics:
 
 class RestClientMetrics:
     """client-go's ``rest_client_requests_total`` (code, host, method) for this process's API requests, which KAI's
-    components expose too: divided by the pods bound, it is the API cost of a pod."""
+    components expose too: divided by the pods bound, it is the API cost of a pod; and
+    ``rest_client_rate_limiter_duration_seconds`` (host, verb): how long requests waited for the client-side rate
+    limit (``--qps`` / ``--burst``)."""
 
-    def __init__(self, counts: Callable[[], Mapping[tuple[str, str], int]], host: str) -> None:
+    def __init__(
+        self,
+        counts: Callable[[], Mapping[tuple[str, str], int]],
+        host: str,
+        waits: Callable[[], Mapping[str, Waits]] = dict,
+    ) -> None:
         self.counts = counts
         self.host = host
+        self.waits = waits
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         family = CounterMetricFamily(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -161,3 +170,16 @@ class RestClientMetrics:
         for (method, code), count in sorted(self.counts().items()):
             family.add_metric([code, self.host, method], count)
         yield family
+        waited = HistogramMetricFamily(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            labels=("host", "verb"),
+        )
+        for verb, waits in sorted(self.waits().items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip(WAIT_BUCKETS_S, waits.counts, strict=True):
+                cumulative += count
+                buckets.append((str(bound), cumulative))
+            buckets.append(("+Inf", waits.total))
+            waited.add_metric([self.host, verb], buckets, waits.sum_s)
+        yield waited

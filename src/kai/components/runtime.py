@@ -21,8 +21,8 @@ from kai.components.binder import Binder
 from kai.components.controllers import (
     PodGroupStatusController,
     QueueStatusController,
+    StatusTotals,
     ensure_default_queues,
-    totals_from_status,
 )
 from kai.components.endpoints import Health
 from kai.components.metrics import BinderMetrics, SchedulerMetrics
@@ -43,8 +43,9 @@ KINDS = {
     "queue-controller": ("Queue", "PodGroup"),
 }
 WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
-"""Loops woken at once by these kinds of change; the status controllers just run every period (their own writes
-would otherwise wake them again and again)."""
+"""Loops woken at once by these kinds of change. The status controllers take in the changes once a period (a pass
+costs what changed since the last): woken by changes, their own writes would wake them again and again, and a
+PodGroup status settles over passes (``PodGroupStatusController``)."""
 
 
 @dataclass
@@ -58,7 +59,11 @@ class RuntimeOptions:
     plugin_server_port: int = 0
     """The scheduler's plugin server on 127.0.0.1 (0 = off)."""
     write_workers: int = 1
-    """Independent writes issued side by side (16 against an API server; 1 for the in-memory cluster)."""
+    """The scheduler's independent writes issued side by side (16 against an API server; 1 for the in-memory
+    cluster)."""
+    max_concurrent_reconciles: int = 1
+    """Objects the binder, the pod-grouper and the status controllers each work on at once (KAI's
+    ``--max-concurrent-reconciles``, 10 against an API server; 1 for the in-memory cluster)."""
     node_pool: NodePool = field(default_factory=NodePool)
     """The scheduler's shard: the node-pool label and the value its nodes, queues and PodGroups carry."""
     grouping: Settings = field(default_factory=Settings)
@@ -121,7 +126,7 @@ def run(
     started = threading.Event()
     if health is not None:  # not ready while the components build their state from the caches (a minute at scale)
         health.readiness["loops"] = lambda: (True, "started") if started.is_set() else (False, "starting")
-    writes = Writes(options.write_workers)
+    reconciles = options.max_concurrent_reconciles
     wakes = {name: threading.Event() for name in components}
 
     def on_change(kind: str, _obj: Mapping[str, Any], _deleted: bool) -> None:
@@ -139,37 +144,36 @@ def run(
     threads: list[threading.Thread] = []
     if "controllers" in components:
         ensure_default_queues(cluster)
+        writes = Writes(reconciles)
         podgroups = PodGroupStatusController(cluster, writes, settle=True)
-        queues = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
+        queues = QueueStatusController(cluster, podgroups, registry, options.config.metrics_namespace, writes)
 
         def controllers_pass() -> None:
-            queues.reconcile(podgroups.reconcile())
+            podgroups.reconcile()
+            queues.reconcile()
 
         period = options.controllers_period_s
         threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
     if "podgroup-controller" in components:
-        podgroup_status = PodGroupStatusController(cluster, writes, settle=True)
+        podgroup_status = PodGroupStatusController(cluster, Writes(reconciles), settle=True)
         period = options.controllers_period_s
         threads.append(
             _thread("podgroup-controller", podgroup_status.reconcile, period, wakes["podgroup-controller"], stop)
         )
     if "queue-controller" in components:
-        queue_status = QueueStatusController(cluster, registry, options.config.metrics_namespace, writes)
-
-        def queue_pass() -> None:
-            queue_status.reconcile(totals_from_status(cluster))
-
-        threads.append(
-            _thread("queue-controller", queue_pass, options.controllers_period_s, wakes["queue-controller"], stop)
+        queue_status = QueueStatusController(
+            cluster, StatusTotals(cluster), registry, options.config.metrics_namespace, Writes(reconciles)
         )
+        period = options.controllers_period_s
+        threads.append(_thread("queue-controller", queue_status.reconcile, period, wakes["queue-controller"], stop))
     if "podgrouper" in components:
-        grouper = PodGrouper(cluster, options.config.scheduler_name, writes, options.grouping)
+        grouper = PodGrouper(cluster, options.config.scheduler_name, Writes(reconciles), options.grouping)
         threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
     if "binder" in components:
         binder = Binder(
             cluster,
             time.time,
-            writes,
+            Writes(reconciles),
             reservation_namespace=options.reservation_namespace,
             metrics=BinderMetrics(registry),
         )
@@ -177,7 +181,9 @@ def run(
         threads.append(_thread("binder", binder.reconcile, period, wakes["binder"], stop, setup=binder.start))
     if "scheduler" in components:
         metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
-        loop = SchedulerLoop(cluster, options.config, metrics, writes=writes, node_pool=options.node_pool)
+        loop = SchedulerLoop(
+            cluster, options.config, metrics, writes=Writes(options.write_workers), node_pool=options.node_pool
+        )
         if on_scheduler is not None:
             on_scheduler(loop)
         threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))

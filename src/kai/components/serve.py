@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
+from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
 from kai.components.endpoints import Endpoints, Health
 from kai.components.metrics import RestClientMetrics
 from kai.components.runtime import RuntimeOptions, kinds_for, run
@@ -60,6 +61,7 @@ def serve(
     leader_elect: bool = False,
     lease_namespace: str = "kai-scheduler",
     lease_name: str = "kai-scheduler",
+    rate_limit: RateLimit = UNLIMITED,
 ) -> None:
     """Runs ``components`` (``serve_body``); a scheduler's plugin server opens first, so a taken port stops the
     process at start, and answers 503 until the scheduler loop is attached."""
@@ -86,6 +88,7 @@ def serve(
             leader_elect,
             lease_namespace,
             lease_name,
+            rate_limit,
         )
     finally:
         if plugin_server is not None:
@@ -102,17 +105,21 @@ def serve_body(
     leader_elect: bool,
     lease_namespace: str,
     lease_name: str,
+    rate_limit: RateLimit = UNLIMITED,
 ) -> None:
-    """Connects with informers on ``kinds``, serves the endpoints, waits for the sync and the Lease, runs ``body``."""
+    """Connects with informers on ``kinds`` (its requests within ``rate_limit``), serves the endpoints, waits for the
+    sync and the Lease, runs ``body``."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=kinds, component=lease_name)
+        cluster = KubeCluster.from_kubeconfig(
+            kubeconfig, context=context, kinds=kinds, component=lease_name, rate_limit=rate_limit
+        )
     except KubeconfigError as error:
         raise ServeError(str(error)) from error
     registry, health = CollectorRegistry(), Health()
-    registry.register(RestClientMetrics(cluster.request_counts, cluster.server))
+    registry.register(RestClientMetrics(cluster.request_counts, cluster.server, cluster.rate_limit_waits))
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None
     elector: LeaderElector | None = None

@@ -86,12 +86,12 @@ def close_session(ssn: Session) -> None:
     """Report every podgroup that still waits, with KAI's reason and messages and the typed reasons beside them."""
     result = ssn.result
     result.bind_requests_to_delete.extend(ssn.cluster.bind_requests_to_delete)
-    waiting = list(ssn.jobs.values()) + list(ssn.cluster.unschedulable_jobs.values())
-    for job in ssn.jobs.values():
+    may_wait = ssn.cluster.may_wait()  # no other job has a pending or gated pod
+    for job in may_wait:
         waits = any(task.status in (PodStatus.PENDING, PodStatus.GATED) for task in job.tasks.values())
         if not job.fit_errors and waits and not job.is_ready_for_scheduling():
             job.add_fit_error(JobFitError(NOT_READY, [job.not_ready_message()], why=job.not_ready_reason()))
-    for job in waiting:
+    for job in [*may_wait, *ssn.cluster.unschedulable_jobs.values()]:
         if not job.fit_errors:
             continue
         pending = [t for t in job.tasks.values() if t.status is PodStatus.PENDING]

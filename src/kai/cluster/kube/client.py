@@ -32,6 +32,7 @@ from kai.cluster.kube.faults import FaultPlan
 from kai.cluster.kube.informer import Informer, list_all
 from kai.cluster.kube.kubeconfig import load_config
 from kai.cluster.kube.patch import view_patch
+from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit, TokenBucket, Waits
 from kai.cluster.kube.runtime import Dispatcher, LoopThread
 from kai.cluster.kube.transport import DEFAULT_RETRY, RetryPolicy, Transport, connect
 from kai.cluster.port import Listener, Raw
@@ -49,20 +50,26 @@ class KubeCluster:
         component: str = "kai",
         page_size: int = 500,
         watch_timeout_s: int = 300,
-        max_in_flight: int = 16,
+        max_in_flight: int = 32,
+        rate_limit: RateLimit = UNLIMITED,
         timeout_s: float = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
         clock: Callable[[], float] = time.time,
         faults: FaultPlan | None = None,
     ) -> None:
-        """``faults``: inject API failures (``faults``; default: as ``$KAI_FAULTS`` says, else none)."""
+        """``faults``: inject API failures (``faults``; default: as ``$KAI_FAULTS`` says, else none). ``rate_limit``:
+        the client-side rate limit (``ratelimit``; by default none)."""
         watched = [api.kind_of(name) for name in kinds]  # an unknown kind fails here, before any thread starts
         self.component = component
         self._clock = clock
         self._page_size = page_size
         self._io = LoopThread()
         self.faults = faults if faults is not None else FaultPlan.from_env()
-        self._transport = Transport(connect(config, timeout_s=timeout_s, faults=self.faults), retry)
+        self._transport = Transport(
+            connect(config, timeout_s=timeout_s, faults=self.faults),
+            retry,
+            limit=TokenBucket(rate_limit.qps, rate_limit.burst),
+        )
         self._dispatcher = Dispatcher()
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._decoders = {name: Decoder(kind) for name, kind in api.KINDS.items()}
@@ -77,6 +84,10 @@ class KubeCluster:
     def request_counts(self) -> dict[tuple[str, str], int]:
         """Requests sent to the API server so far, by (method, status code); see ``Transport.requests``."""
         return dict(self._transport.requests)
+
+    def rate_limit_waits(self) -> dict[str, Waits]:
+        """How long requests waited for the client-side rate limit, by verb (``ratelimit``)."""
+        return dict(self._transport.limit.waits)
 
     @property
     def server(self) -> str:

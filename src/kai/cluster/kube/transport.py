@@ -8,7 +8,10 @@ plain dicts, subset decoding of hot kinds (``decode``) and its own informer. So 
 kai speaks the protocol — the smallest surface of the library we depend on.
 
 Retries: connection errors, 429 and 5xx are retried with exponential backoff (honouring the server's
-``retryAfterSeconds``), a bounded number of times; everything else is raised at once as an ``ApiError``.
+``retryAfterSeconds``), a bounded number of times; everything else is raised at once as an ``ApiError``. Every try
+first takes a token from the client-side rate limit (``ratelimit``, KAI's ``--qps`` / ``--burst``), except Lease
+requests: leader election has a client of its own in KAI's components, so a burst of writes never delays a renewal
+past the Lease's duration.
 """
 
 import asyncio
@@ -26,11 +29,14 @@ from lightkube.config.kubeconfig import SingleConfig
 from kai.cluster.kube.decode import decode_status
 from kai.cluster.kube.errors import Unreachable, api_error
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
+from kai.cluster.kube.ratelimit import TokenBucket
 from kai.cluster.kube.resources import Request
 
 log = logging.getLogger(__name__)
 
 RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+UNLIMITED_PREFIX = "/apis/coordination.k8s.io/"
+"""Requests under this path (Leases) are not rate limited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +87,13 @@ class Transport:
         http: httpx.AsyncClient,
         retry: RetryPolicy = DEFAULT_RETRY,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        limit: TokenBucket | None = None,
     ) -> None:
+        """``limit``: the client-side rate limit (default: none)."""
         self._http = http
         self._retry = retry
         self._sleep = sleep
+        self.limit = limit if limit is not None else TokenBucket(0, 0)
         url = http.base_url
         self.host = f"{url.host}:{url.port}" if url.port else url.host
         self.requests: Counter[tuple[str, str]] = Counter()
@@ -106,11 +115,16 @@ class Transport:
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
 
+    async def _take(self, request: Request) -> None:
+        if not request.path.startswith(UNLIMITED_PREFIX):
+            await self.limit.take(request.method)
+
     async def send(self, request: Request) -> bytes:
         """The response body; a refusal raises ``ApiError`` (``Request.accept`` is the caller's business)."""
         what = f"{request.method} {request.path}"
         failures = 0
         while True:
+            await self._take(request)
             try:
                 response = await self._http.send(self._build(request))
             except httpx.TransportError as e:
@@ -139,6 +153,7 @@ class Transport:
         ``Unreachable`` — no retries here: the informer decides how to resume."""
         what = f"{request.method} {request.path}"
         timeout = httpx.Timeout(self._http.timeout.connect or 30.0, read=read_timeout_s)
+        await self._take(request)
         try:
             response = await self._http.send(self._build(request, timeout), stream=True)
         except httpx.TransportError as e:

@@ -21,6 +21,7 @@ from kai.cluster.kube import resources as api
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import NotFound
 from kai.cluster.kube.kubeconfig import KubeconfigError
+from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
 from kai.components.admission import webhooks
 from kai.components.admission.pod_mutation import mutate_pod
 from kai.components.admission.pod_validation import validate_pod
@@ -53,6 +54,8 @@ class AdmissionOptions:
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     grace_s: float = 25.0
+    rate_limit: RateLimit = UNLIMITED
+    """Its API requests' client-side limit (KAI's ``--qps`` / ``--burst``)."""
 
 
 def token() -> str:
@@ -135,7 +138,9 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
         signal.signal(signum, lambda *_: stop.set())
     address = _webhook_address(options.webhook_address)
     try:
-        cluster = KubeCluster.from_kubeconfig(kubeconfig, context=context, kinds=["Queue"], component="kai-admission")
+        cluster = KubeCluster.from_kubeconfig(
+            kubeconfig, context=context, kinds=["Queue"], component="kai-admission", rate_limit=options.rate_limit
+        )
     except KubeconfigError as error:
         raise AdmissionError(str(error)) from error
 
@@ -149,7 +154,7 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
     cluster.subscribe(queues.on_change)
     certificates = CertificateFiles(options.cert_dir)
     registry, health = CollectorRegistry(), Health()
-    registry.register(RestClientMetrics(cluster.request_counts, cluster.server))
+    registry.register(RestClientMetrics(cluster.request_counts, cluster.server, cluster.rate_limit_waits))
     try:
         server = WebhookServer(address, certificates, handlers(decisions(options.settings, queues), _Metrics(registry)))
     except OSError as error:

@@ -50,7 +50,7 @@ ACTION_PRIORITIES = {"allocate": 500, "consolidation": 400, "reclaim": 300, "pre
 STRATEGIES = ("binpack", "spread")
 CONFIG_PATH = "/etc/config/config.yaml"
 SCHEDULER_ACCOUNT = "scheduler"
-SCHEDULER_FLAGS = ("schedule-period", "leader-elect")
+SCHEDULER_FLAGS = ("schedule-period", "leader-elect", "qps", "burst")
 """Shard ``args`` kai's scheduler takes (the rest of KAI's flags are reported as ignored on the shard)."""
 
 

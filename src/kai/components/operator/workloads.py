@@ -31,6 +31,9 @@ class Component:
     """The ``kai`` subcommand it runs."""
 
 
+RECONCILING = frozenset({"binder", "pod-grouper", "podgroup-controller"})
+"""Components that take KAI's ``--max-concurrent-reconciles`` from their Config section."""
+
 COMPONENTS = (
     Component("admission", "admission", "admission"),
     Component("binder", "binder", "binder"),
@@ -55,6 +58,21 @@ def container_args(settings: Settings, component: Component) -> list[str]:
     if component.name == "binder":
         namespace = section.sub("resourceReservation").text("namespace", names.RESERVATION_NAMESPACE)
         args.append(f"--resource-reservation-namespace={namespace}")
+    args += client_args(section)
+    if component.name in RECONCILING and section.raw.get("maxConcurrentReconciles") is not None:
+        args.append(f"--max-concurrent-reconciles={section.integer('maxConcurrentReconciles', 0, minimum=1)}")
+    return args
+
+
+def client_args(section: Fields) -> list[str]:
+    """``--qps`` / ``--burst`` from the section's ``service.k8sClientConfig`` (the pod-grouper's own
+    ``k8sClientConfig`` too, as KAI reads it), only where set: the binary's defaults apply otherwise. KAI's operator
+    drops them for admission and the status controllers (see docs/deviations.md)."""
+    args: list[str] = []
+    for client in (section.sub("service").sub("k8sClientConfig"), section.sub("k8sClientConfig")):
+        for name in ("qps", "burst"):
+            if client.raw.get(name) is not None and not any(a.startswith(f"--{name}=") for a in args):
+                args.append(f"--{name}={client.integer(name, 0, minimum=1)}")
     return args
 
 

@@ -4,8 +4,14 @@ Object events arrive from the cluster port on another thread; a lock keeps them 
 so a cycle sees one consistent state. Invalid objects are skipped, and reported once each on the object itself
 (``invalid``). With time-based fair share, each cycle reads the queues' usage and records what they hold
 (``usage``). The last cycles' results are kept (``history``) for the plugin server.
+
+Each cycle's snapshot is built from the last (``Snapshots``): its tasks, jobs and node accounting live as long as the
+process, so the first one's are frozen out of the cyclic GC, as an informer's first list is (DESIGN.md §7): at
+140,000 pods every full collection walked them again, a 1.5 s pause every few cycles. A job the snapshots drop has
+its reference cycles broken, so it is freed all the same.
 """
 
+import gc
 import logging
 import threading
 import time
@@ -27,7 +33,7 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.model import names
 from kai.core.state.cluster_state import ClusterState
-from kai.core.state.snapshot import take_snapshot
+from kai.core.state.snapshot import Snapshots, take_snapshot
 
 log = logging.getLogger(__name__)
 PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
@@ -35,6 +41,10 @@ ASSUME_S = 120.0
 """How long a BindRequest this scheduler created counts while its informer does not show it."""
 HOLD_S = 30.0
 """How long a deleted BindRequest counts while its pod is not shown bound."""
+EVENT_KEYS = 65_536
+"""The event recorder's cache sizes: every waiting pod and podgroup is reported every cycle, and an event that
+left the caches since the last cycle becomes a new Event (client-go's 4,096 is below KAI's field scale; see
+docs/deviations.md)."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +82,12 @@ class SchedulerLoop:
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
+        self.snapshots = Snapshots(self.state, config.scheduler_name)
+        """Each cycle's snapshot, built from the last one (a cycle's snapshot is valid until the next cycle)."""
         self._lock = threading.Lock()
         self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
         writes = writes or Writes()
-        recorder = EventRecorder(cluster, COMPONENT, clock)
+        recorder = EventRecorder(cluster, COMPONENT, clock, cache_size=EVENT_KEYS)
         self.writer = DecisionWriter(cluster, clock, writes, recorder, on_bind_request=self.in_flight.created)
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes)
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
@@ -96,7 +108,9 @@ class SchedulerLoop:
         now = self.clock()
         with self._lock:
             self.in_flight.expire()
-            cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
+            cluster = self.snapshots.take(now, self.config.stuck_in_releasing_s)
+            if not self.cycles:
+                gc.freeze()  # see the module docstring
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
         cluster.pipelined_before = self.pipelined
@@ -111,7 +125,8 @@ class SchedulerLoop:
         return session
 
     def opened_session(self) -> Session:
-        """A session opened on the state as it is now, before any action: what the next cycle starts from."""
+        """A session opened on the state as it is now, before any action: what the next cycle starts from (on a
+        snapshot of its own: the cycles' snapshots are reused)."""
         now = self.clock()
         with self._lock:
             cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)

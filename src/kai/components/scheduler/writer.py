@@ -6,11 +6,15 @@ staleness annotations, and every waiting podgroup gets KAI's scheduling conditio
 repeats on one Event) and conditions are written only when they change; a podgroup's scheduling condition is
 cleared once none of its pods waits or awaits its bind (the API server sets ``PodScheduled=True`` when it binds a
 pod). Every write is idempotent: an existing BindRequest is left alone, an unchanged condition is not rewritten.
+
+A pod or podgroup that waits for many cycles is read once: the writer remembers what its condition says (and the
+object's resourceVersion, which a watch event changes), and while both hold it only records the cycle's event.
 """
 
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
@@ -25,6 +29,7 @@ from kai.components.scheduler.conditions import (
 from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
+from kai.core.state.cluster_state import object_key
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 
@@ -33,6 +38,14 @@ COMPONENT = "kai-scheduler"
 """The scheduler's event source, as KAI's (its scheduler name)."""
 UNSETTLED = frozenset({PodStatus.PENDING, PodStatus.GATED, PodStatus.ALLOCATED, PodStatus.PIPELINED, PodStatus.BINDING})
 """A podgroup with a task in one of these keeps its scheduling condition (KAI: pending, gated, or awaiting bind)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Condition:
+    ref: ObjectRef
+    says: tuple[Any, ...]
+    version: Any
+    """The object's resourceVersion when its condition said it."""
 
 
 class DecisionWriter:
@@ -52,19 +65,39 @@ class DecisionWriter:
         self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
         self._conditioned: set[str] = set()
         """PodGroups whose stored status has scheduling conditions (kept from watch events)."""
+        self._settled_as: dict[tuple[str, str], _Condition] = {}
+        """What the scheduler's condition on a waiting pod or podgroup says, as of a resourceVersion."""
         self._lock = threading.Lock()
         cluster.subscribe(self._on_change)
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
-        if kind != "PodGroup":
+        if kind not in ("Pod", "PodGroup"):
             return
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         with self._lock:
+            known = self._settled_as.get((kind, key))
+            if known is not None and (deleted or known.version != meta.get("resourceVersion")):
+                del self._settled_as[(kind, key)]
+            if kind != "PodGroup":
+                return
             if not deleted and (obj.get("status") or {}).get("schedulingConditions"):
                 self._conditioned.add(key)
             else:
                 self._conditioned.discard(key)
+
+    def _known(self, kind: str, key: str, says: tuple[Any, ...]) -> ObjectRef | None:
+        """The object's reference when its condition says ``says`` and it has not changed since."""
+        with self._lock:
+            known = self._settled_as.get((kind, key))
+        return known.ref if known is not None and known.says == says else None
+
+    def _remember(self, kind: str, obj: Raw, says: tuple[Any, ...]) -> ObjectRef:
+        ref = ObjectRef.of(kind, obj)
+        condition = _Condition(ref, says, (obj.get("metadata") or {}).get("resourceVersion"))
+        with self._lock:
+            self._settled_as[(kind, object_key(obj))] = condition
+        return ref
 
     def write(self, result: CycleResult, jobs: Mapping[str, PodGroupInfo] | None = None) -> None:
         """Apply every decision; a failure on one object is logged and the others still go out."""
@@ -163,13 +196,20 @@ class DecisionWriter:
 
     def _podgroup_condition(self, waiting: Unschedulable) -> None:
         """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition."""
-        podgroup = self.cluster.get("PodGroup", waiting.podgroup_key)
+        key = waiting.podgroup_key
+        reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
+        says = (waiting.message, waiting.reason, reasons[0]["message"])
+        ref = self._known("PodGroup", key, says)
+        if ref is not None:
+            self.recorder.record(ref, "Normal", "Unschedulable", waiting.message)
+            return
+        podgroup = self.cluster.get("PodGroup", key)
         if podgroup is None:
             return
         self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", waiting.message)
-        reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
         if set_scheduling_condition(podgroup, waiting.message, reasons, self.now()):
-            self._write_scheduling_conditions(waiting.podgroup_key, podgroup)
+            podgroup = self._write_scheduling_conditions(key, podgroup)
+        self._remember("PodGroup", podgroup, says)
 
     def _settled(self, jobs: Mapping[str, PodGroupInfo]) -> list[str]:
         """Podgroups with a scheduling condition none of whose pods waits or awaits its bind any more."""
@@ -191,6 +231,11 @@ class DecisionWriter:
     def _pod_unschedulable(self, pod_key: str, message: str, mark: bool = True) -> None:
         """KAI's Warning ``Unschedulable`` event every cycle, and ``PodScheduled=False/Unschedulable`` when it
         changes (the event only, with markUnschedulable off)."""
+        says = (message, mark)
+        ref = self._known("Pod", pod_key, says)
+        if ref is not None:
+            self.recorder.record(ref, "Warning", "Unschedulable", message)
+            return
         pod = self.cluster.get("Pod", pod_key)
         if pod is None:
             return
@@ -198,13 +243,14 @@ class DecisionWriter:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         if mark and set_condition(pod, condition, self.now()):
             scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
-            self.cluster.patch_status("Pod", pod_key, {"conditions": [scheduled]}, strategic=True)
+            pod = self.cluster.patch_status("Pod", pod_key, {"conditions": [scheduled]}, strategic=True)
+        self._remember("Pod", pod, says)
 
-    def _write_scheduling_conditions(self, key: str, podgroup: Raw) -> None:
+    def _write_scheduling_conditions(self, key: str, podgroup: Raw) -> Raw:
         """The scheduler owns ``status.schedulingConditions``: a patch of that list alone never conflicts with the
-        podgroup controller's ``resourcesStatus``."""
+        podgroup controller's ``resourcesStatus``. Returns the podgroup written."""
         conditions = podgroup["status"]["schedulingConditions"]
-        self.cluster.patch_status("PodGroup", key, {"schedulingConditions": conditions})
+        return self.cluster.patch_status("PodGroup", key, {"schedulingConditions": conditions})
 
     def _event(self, kind: str, key: str, event_type: str, reason: str, message: str) -> None:
         """An event about the object ``key`` of ``kind`` (as cached; by name alone once it is gone)."""

@@ -32,7 +32,7 @@ from kai.core.framework.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
-from kai.core.state.snapshot import ClusterInfo, take_snapshot
+from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
 
 
 @dataclass
@@ -63,14 +63,21 @@ class ScenarioRun:
 
 class Simulation:
     def __init__(
-        self, scenario: Scenario, clock: SimClock | None = None, default_run_time_s: float | None = None
+        self,
+        scenario: Scenario,
+        clock: SimClock | None = None,
+        default_run_time_s: float | None = None,
+        reuse_snapshots: bool = False,
     ) -> None:
         """``clock``: the simulated time (default: the scenario's ``now`` and period); ``default_run_time_s``: how
-        long pods without a run-time annotation run before they succeed (default: until evicted)."""
+        long pods without a run-time annotation run before they succeed (default: until evicted);
+        ``reuse_snapshots``: each cycle's snapshot built from the last, as the scheduler's are (a cycle's session is
+        then valid only until the next cycle, where reports read every kept cycle's)."""
         self.scenario = scenario
         self.clock = clock if clock is not None else SimClock(scenario.now, scenario.clock.period_s)
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
         self.state = ClusterState()
+        self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
         self.writer = DecisionWriter(self.cluster, self._now)
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
@@ -92,7 +99,11 @@ class Simulation:
 
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()
-        cluster_info = self._snapshot()
+        config = self.scenario.config
+        if self.snapshots is not None:
+            cluster_info = self.snapshots.take(self.clock.now, config.stuck_in_releasing_s)
+        else:
+            cluster_info = self._snapshot()
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
         session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)

@@ -43,7 +43,7 @@ def eviction_message(task: TaskInfo, job: PodGroupInfo) -> str:
 
 
 def execute(ssn: Session) -> None:
-    for job in ssn.jobs.values():
+    for job in ssn.cluster.may_be_stale():  # the others are not stale and have no staleness time to clear
         if not is_stale(job):
             if job.stale_ts is not None:
                 job.stale_ts = None

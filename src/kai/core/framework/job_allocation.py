@@ -204,7 +204,6 @@ def allocate_task(
             job.task_fit_errors[task.key] = fit_errors
             return False
     nodes = ssn.nodes
-    scores = ssn.node_scores(task, candidates)
     feasible = candidates & nodes.fits_non_allocated(task)
     excluded: list[Exclusion] = []
     for node_filter in ssn.node_filters:
@@ -213,7 +212,8 @@ def allocate_task(
             excluded.append(filtered)
             feasible &= filtered.allowed
     columns = np.flatnonzero(feasible)
-    if columns.size:
+    if columns.size:  # scored only when some node can take it (most waiting tasks fit nowhere, cycle after cycle)
+        scores = ssn.node_scores(task, candidates)
         idle_fit = nodes.fits_idle(task)
         for column in _by_score(columns, scores):
             node = nodes.infos[column]

@@ -61,9 +61,9 @@ def order_key(ssn: Session, job: PodGroupInfo) -> Key:
     changes status (the order plugins look at its own pods only); a partial representative's is worked out anew."""
     if ssn.jobs.get(job.key) is not job:
         return (*ssn.job_key(job), job.key)
-    cached = job.order_key_cache
-    if cached is None or cached[0] is not ssn.job_order_keys:
-        cached = job.order_key_cache = (ssn.job_order_keys, (*ssn.job_key(job), job.key))
+    cached = ssn.order_keys.get(job.key)
+    if cached is None or cached[0] != job.status_version:
+        cached = ssn.order_keys[job.key] = (job.status_version, (*ssn.job_key(job), job.key))
     return cached[1]
 
 

@@ -123,10 +123,11 @@ class Session:
         self._may_pend: dict[str, None] | None = None
         """Keys of the jobs that may have a pending task (``pending_jobs``), in ``jobs`` order once sorted."""
         self._may_pend_sorted = True
-        self._job_position: dict[str, int] = {}
         self.committed: list[str] = []
         """Keys of the jobs whose pods each statement commit changed, in commit order (repeats allowed): what
         structures kept across commits read to catch up (``job_index``)."""
+        self.order_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
+        """Each session job's order key (``job_queue.order_key``), with the job's ``status_version`` it holds for."""
 
     @property
     def jobs(self) -> dict[str, PodGroupInfo]:
@@ -141,10 +142,9 @@ class Session:
         per simulation, and at 100,000 mostly running jobs that scan was a third of a reclaim."""
         jobs = self.jobs
         if self._may_pend is None:
-            self._job_position = {key: i for i, key in enumerate(jobs)}
-            self._may_pend = {key: None for key, job in jobs.items() if job.has_pending()}
+            self._may_pend = {job.key: None for job in self.cluster.may_wait() if job.has_pending()}
         elif not self._may_pend_sorted:
-            self._may_pend = dict.fromkeys(sorted(self._may_pend, key=self._job_position.__getitem__))
+            self._may_pend = dict.fromkeys(sorted(self._may_pend, key=self.cluster.job_order.__getitem__))
         self._may_pend_sorted = True
         pending = [jobs[key] for key in self._may_pend if jobs[key].has_pending()]
         if len(pending) < len(self._may_pend):  # a job leaves pending only by allocation; it returns via mark_pending

@@ -76,9 +76,7 @@ class PredicatesPlugin:
         self._masks: dict[Hashable, Exclusion] = {}
         self._version = 0
         self._affinity: dict[str, tuple[int, PodAffinityFilter]] = {}
-        self._anti_affinity_placed = any(
-            not task.pod.pod_affinity.is_empty for info in ssn.nodes.infos for task in info.tasks.values()
-        )
+        self._anti_affinity_placed = bool(ssn.nodes.affinity_columns)
         self._max_resources = MaxNodeResources(ssn.nodes)
         self._conditions: dict[str, str | None] = {}
         ssn.pre_predicates.append(self.max_node_resources)

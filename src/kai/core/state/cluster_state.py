@@ -10,6 +10,7 @@ date on every change, never recomputed per cycle.
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kai.core.model import names
@@ -48,6 +49,30 @@ KINDS: dict[str, Callable[[Raw], Any]] = {
 }
 
 
+class Changes:
+    """What changed in a ``ClusterState`` since its consumer last took the changes: per kind, the key of every object
+    added, changed or deleted, and whether it was (re)inserted — which puts it last in its store's order. Inserted
+    keys are kept in the order of their last insertion, so a consumer that appends them in turn keeps the store's
+    order (what a snapshot's iteration order is)."""
+
+    __slots__ = ("kinds",)
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, dict[str, bool]] = {}
+
+    def record(self, kind: str, key: str, inserted: bool) -> None:
+        keys = self.kinds.setdefault(kind, {})
+        if inserted:
+            keys.pop(key, None)
+            keys[key] = True
+        else:
+            keys.setdefault(key, False)
+
+    def take(self) -> dict[str, dict[str, bool]]:
+        taken, self.kinds = self.kinds, {}
+        return taken
+
+
 def object_key(raw: Mapping[str, Any]) -> str:
     """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects)."""
     meta = raw.get("metadata") or {}
@@ -79,6 +104,7 @@ class ClusterState:
         changes): the snapshot's per-pod arithmetic, done once per pod version rather than every cycle."""
         self.vector_names: list[str] = []
         self._pods_by_podgroup: dict[str, set[str]] = {}
+        self._trackers: list[Changes] = []
         self._podgroup_of_pod: dict[str, str] = {}
         self._stores: Mapping[str, dict[str, Any]] = {
             "Pod": self.pods,
@@ -120,6 +146,8 @@ class ClusterState:
             else:
                 store.pop(key, None)
                 self.invalid[(kind, key)] = error
+        for tracker in self._trackers:
+            tracker.record(kind, key, before is None and key in store)
         if kind in ("Pod", "Node"):
             self._count_resources(before, store.get(key))
         if kind == "Pod":
@@ -134,6 +162,16 @@ class ClusterState:
             elif key in self.unusable_queues:
                 self.invalid[(kind, key)] = self.unusable_queues[key]
         return error
+
+    def track(self) -> Changes:
+        """Changes from now on, for a consumer that keeps structures derived from this state (``Snapshots``)."""
+        tracker = Changes()
+        self._trackers.append(tracker)
+        return tracker
+
+    def pods_of(self, podgroup_key: str) -> AbstractSet[str]:
+        """Keys of the parsed pods naming the podgroup."""
+        return self._pods_by_podgroup.get(podgroup_key, _NO_PODS)
 
     def _count_resources(self, before: Pod | Node | None, after: Pod | Node | None) -> None:
         if before is after:
@@ -201,6 +239,9 @@ class ClusterState:
         kept = self.invalid.get(key)
         if kept is None or str(kept) != str(problem):
             self.invalid[key] = problem
+
+
+_NO_PODS: frozenset[str] = frozenset()
 
 
 def _resource_names(obj: Pod | Node) -> Iterable[str]:

@@ -41,6 +41,13 @@ class NodeInfo:
     def gpu_memory_mib(self) -> int:
         return self.node.gpu_memory_mib
 
+    def copy(self) -> "NodeInfo":
+        copied = NodeInfo(self.node, self.column, self.gpu_count)
+        copied.tasks = dict(self.tasks)
+        copied.legacy_mig_tasks = set(self.legacy_mig_tasks)
+        copied.shared = self.shared.copy()
+        return copied
+
 
 NO_TASKS: frozenset[str] = frozenset()
 
@@ -66,20 +73,21 @@ class NodeTable:
         self.index = index
         count = len(ordered)
         self.allocatable: Matrix = np.zeros((len(index), count))
-        for column, node in enumerate(ordered):
-            self.allocatable[:, column] = index.vector(node.allocatable)
-            self.allocatable[GPU_ROW, column] += (dra_gpus or {}).get(node.name, 0.0)
-        self.infos: list[NodeInfo] = [
-            NodeInfo(
-                node, i, node.gpu_count_label if node.gpu_count_label is not None else int(self.allocatable[GPU_ROW, i])
-            )
-            for i, node in enumerate(ordered)
-        ]
-        self.by_name: dict[str, NodeInfo] = {info.name: info for info in self.infos}
-        self.gpu_memory = np.array([node.gpu_memory_mib for node in ordered], dtype=float)
+        self.gpu_memory = np.zeros(count)
+        self.ready: Mask = np.zeros(count, dtype=bool)
+        self.cpu_only: Mask = np.zeros(count, dtype=bool)
+        self.infos: list[NodeInfo] = []
+        self.by_name: dict[str, NodeInfo] = {}
         self.mig_rows = [(row, portion) for row, name in enumerate(index.names) if (portion := mig_gpu_portion(name))]
         """Rows of MIG profiles with the GPU slices each counts for (a MIG node's GPUs are its slices)."""
+        for column, node in enumerate(ordered):
+            self.infos.append(self._describe(column, node, (dra_gpus or {}).get(node.name, 0.0)))
+            self.by_name[node.name] = self.infos[column]
         self.shared_columns: set[int] = set()
+        self.jobless_columns: set[int] = set()
+        """Columns of nodes holding a task of no job (another scheduler's pod, say), as the snapshot placed them."""
+        self.affinity_columns: set[int] = set()
+        """Columns of nodes holding a task with pod (anti-)affinity terms, as the snapshot placed them."""
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
@@ -87,11 +95,69 @@ class NodeTable:
         self.idle: Matrix = self.allocatable.copy()
         self.used: Matrix = np.zeros_like(self.allocatable)
         self.releasing: Matrix = np.zeros_like(self.allocatable)
-        self.ready: Mask = np.array([info.node.ready for info in self.infos], dtype=bool)
-        self.cpu_only: Mask = np.array(
-            [not info.node.mig_enabled and self.allocatable[GPU_ROW, info.column] <= 0 for info in self.infos],
-            dtype=bool,
-        )
+
+    def _describe(self, column: int, node: Node, dra_gpus: float) -> NodeInfo:
+        """Fills a node's column of the static arrays; returns its NodeInfo, without tasks."""
+        self.allocatable[:, column] = self.index.vector(node.allocatable)
+        self.allocatable[GPU_ROW, column] += dra_gpus
+        self.gpu_memory[column] = node.gpu_memory_mib
+        self.ready[column] = node.ready
+        self.cpu_only[column] = not node.mig_enabled and self.allocatable[GPU_ROW, column] <= 0
+        gpu_count = node.gpu_count_label if node.gpu_count_label is not None else int(self.allocatable[GPU_ROW, column])
+        return NodeInfo(node, column, gpu_count)
+
+    def replace_node(self, node: Node, dra_gpus: float) -> int:
+        """A new version of a node already in the table (same name): its column describes it, with the tasks it
+        holds, whose accounting ``recount`` must redo. Returns its column."""
+        old = self.by_name[node.name]
+        info = self._describe(old.column, node, dra_gpus)
+        info.tasks = old.tasks
+        self.infos[old.column] = self.by_name[node.name] = info
+        return old.column
+
+    def recount(self, columns: set[int]) -> None:
+        """Redo the accounting of these columns from the tasks their nodes hold, in their order: what ``add_placed``
+        gives a fresh table for them."""
+        placed: list[tuple[TaskInfo, NodeInfo]] = []
+        for column in sorted(columns):
+            info = self.infos[column]
+            self.idle[:, column] = self.allocatable[:, column]
+            self.used[:, column] = 0.0
+            self.releasing[:, column] = 0.0
+            info.shared = SharedGpus()
+            info.legacy_mig_tasks = set()
+            self.shared_columns.discard(column)
+            self.jobless_columns.discard(column)
+            self.affinity_columns.discard(column)
+            placed += [(task, info) for task in info.tasks.values()]
+        self.add_placed(placed)
+
+    def fork(self, previous: "NodeTable | None", refresh: set[int]) -> "NodeTable":
+        """A copy of this table's accounting for one session to change. Its static arrays are shared (read-only);
+        its nodes are copies, except that ``previous`` (the last fork, its session over, with the same columns)
+        lends those outside ``refresh``: the columns its session did not touch and this table has not changed
+        since."""
+        table = object.__new__(NodeTable)
+        table.index, table.allocatable, table.gpu_memory = self.index, self.allocatable, self.gpu_memory
+        table.ready, table.cpu_only, table.mig_rows = self.ready, self.cpu_only, self.mig_rows
+        if previous is None:
+            table.infos = [info.copy() for info in self.infos]
+        else:
+            table.infos = list(previous.infos)
+            for column in refresh:
+                table.infos[column] = self.infos[column].copy()
+        table.by_name = {info.name: info for info in table.infos}
+        table.shared_columns = set(self.shared_columns)
+        table.jobless_columns, table.affinity_columns = self.jobless_columns, self.affinity_columns
+        table._changes = []
+        table._non_allocated = None
+        table._fit_cache = {}
+        table.idle, table.used, table.releasing = self.idle.copy(), self.used.copy(), self.releasing.copy()
+        return table
+
+    def touched(self) -> set[int]:
+        """The columns whose nodes a session changed (their accounting, tasks or shared GPUs)."""
+        return set(self._changes)
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -101,7 +167,7 @@ class NodeTable:
         node.tasks[task.key] = task
         if task.pod.is_legacy_mig:
             node.legacy_mig_tasks.add(task.key)
-        task.accepted_gpus = _accepted_gpus(task, node)
+        task.accepted_gpus = accepted_gpus(task, node)
         self._account(task, node.column, 1.0)
         if task.request.is_shared_gpu:
             self.shared_columns.add(node.column)
@@ -122,7 +188,11 @@ class NodeTable:
             node.tasks[task.key] = task
             if task.pod.is_legacy_mig:
                 node.legacy_mig_tasks.add(task.key)
-            task.accepted_gpus = _accepted_gpus(task, node)
+            task.accepted_gpus = accepted_gpus(task, node)
+            if not task.job_key:
+                self.jobless_columns.add(node.column)
+            if not task.pod.pod_affinity.is_empty:
+                self.affinity_columns.add(node.column)
             if task.request.is_shared_gpu:
                 shared.append((task, node))
                 continue
@@ -137,11 +207,13 @@ class NodeTable:
             marked = np.array(releasing, dtype=bool)
             if marked.any():
                 np.add.at(self.releasing.T, at[marked], stacked[marked])
+        mark = len(self._changes)
         for task, node in shared:
             self._account(task, node.column, 1.0)
             self.shared_columns.add(node.column)
             for group in task.gpu_groups:
                 self._add_shared(task, node, group)
+        del self._changes[mark:]  # building the table is no change a session made
 
     def remove_task(self, task: TaskInfo, node: NodeInfo) -> None:
         del node.tasks[task.key]
@@ -337,7 +409,7 @@ class NodeTable:
         return counts
 
 
-def _accepted_gpus(task: TaskInfo, node: NodeInfo) -> float:
+def accepted_gpus(task: TaskInfo, node: NodeInfo) -> float:
     """GPUs a placed task holds: whole GPUs, or its devices times its fraction of this node's GPUs."""
     request = task.request
     if request.is_shared_gpu:

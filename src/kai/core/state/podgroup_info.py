@@ -5,7 +5,6 @@ each leaf is a pod set with its own gang size and every inner sub-group is a set
 """
 
 from collections.abc import Iterator
-from typing import Any
 
 from kai.core.model import names
 from kai.core.model.objects import PodGroup, TopologyConstraint
@@ -110,12 +109,12 @@ class PodGroupInfo:
         "creation_ts",
         "fit_errors",
         "init_request_cache",
+        "journal",
         "key",
         "last_eviction_ts",
         "last_start_ts",
         "name",
         "namespace",
-        "order_key_cache",
         "pod_sets",
         "podgroup",
         "preemptible",
@@ -123,13 +122,17 @@ class PodGroupInfo:
         "queue",
         "root",
         "stale_ts",
+        "status_version",
         "task_fit_errors",
         "tasks",
         "tasks_to_allocate_cache",
     )
 
-    def __init__(self, podgroup: PodGroup, priority: int) -> None:
+    def __init__(self, podgroup: PodGroup, priority: int, journal: "list[PodGroupInfo] | None" = None) -> None:
         self.podgroup = podgroup
+        self.journal = journal
+        """Where the job reports itself the first time a task of it changes status (``Snapshots`` resets what a
+        session changed from it); None once reported, or for a job no snapshot keeps."""
         self.key = podgroup.key
         self.name = podgroup.meta.name
         self.namespace = podgroup.meta.namespace
@@ -148,8 +151,8 @@ class PodGroupInfo:
         self.task_fit_errors: dict[str, TaskFitErrors] = {}
         self.tasks_to_allocate_cache: list[TaskInfo] | None = None
         self.init_request_cache: tuple[float, float, float] | None = None
-        self.order_key_cache: tuple[object, tuple[Any, ...]] | None = None
-        """(the session's job order, this job's key in it), until a task of the job changes status."""
+        self.status_version = 0
+        """Counts the status changes of its tasks (what a key worked out from them holds for)."""
         self.root, self.pod_sets = _build_sets(podgroup)
 
     def clone_with_tasks(self, tasks: list[TaskInfo]) -> "PodGroupInfo":
@@ -179,7 +182,10 @@ class PodGroupInfo:
         task.status = status
         self.tasks_to_allocate_cache = None
         self.init_request_cache = None
-        self.order_key_cache = None
+        self.status_version += 1
+        if self.journal is not None:
+            self.journal.append(self)
+            self.journal = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
         return sum(1 for task in self.tasks.values() if task.status in statuses)

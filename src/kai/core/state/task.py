@@ -17,15 +17,19 @@ class TaskInfo:
         "job_key",
         "key",
         "node_name",
+        "order",
         "pod",
         "req_vec",
         "status",
         "subgroup",
     )
 
-    def __init__(self, pod: Pod, status: PodStatus, node_name: str, job_key: str, req_vec: Vector) -> None:
+    def __init__(
+        self, pod: Pod, status: PodStatus, node_name: str, job_key: str, req_vec: Vector, key: str | None = None
+    ) -> None:
+        """``key``: the pod's key when the caller has it (the state's own string, not another copy)."""
         self.pod = pod
-        self.key = pod.key
+        self.key = pod.key if key is None else key
         self.status = status
         self.node_name = node_name
         self.job_key = job_key
@@ -35,6 +39,8 @@ class TaskInfo:
         self.accepted_gpus = 0.0
         self.dra_gpus = 0.0
         self.is_virtual = False
+        self.order = 0
+        """The pod's place in the state's order (snapshots keep each job's and node's tasks in it)."""
 
     @property
     def name(self) -> str:

@@ -24,14 +24,25 @@ class QueueAttributes:
     shares: QueueShares
     allocated: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     allocated_non_preemptible: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    settled: tuple[Quantities, Quantities, Quantities] | None = None
+    """Deserved, fair share and allocatable share, once the tree is divided (``settle``): fixed for the session,
+    and read at every queue comparison."""
+
+    def settle(self) -> None:
+        self.settled = None
+        self.settled = (self.deserved(), self.fair_share(), self.allocatable_share())
 
     def share(self, index: int) -> ResourceShare:
         return self.shares.share(RESOURCES[index])
 
     def deserved(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[0]
         return (self.shares.cpu.deserved, self.shares.memory.deserved, self.shares.gpu.deserved)
 
     def fair_share(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[1]
         return (self.shares.cpu.fair_share, self.shares.memory.fair_share, self.shares.gpu.fair_share)
 
     def max_allowed(self) -> Quantities:
@@ -41,16 +52,18 @@ class QueueAttributes:
         return (self.shares.cpu.request, self.shares.memory.request, self.shares.gpu.request)
 
     def allocatable_share(self) -> Quantities:
+        if self.settled is not None:
+            return self.settled[2]
         return (allocatable(self.shares.cpu), allocatable(self.shares.memory), allocatable(self.shares.gpu))
 
     def dominant_share(self, total: Quantities, allocated: list[float] | None = None) -> float:
         """DRF: the largest allocated / allocatable-share ratio; a resource with no share is penalised."""
         used = self.allocated if allocated is None else allocated
         dominant = 0.0
-        for i, share in enumerate(self.allocatable_share()):
+        for amount, share, whole in zip(used, self.allocatable_share(), total, strict=True):
             if share == UNLIMITED:
-                share = total[i]
-            value = used[i] * NO_FAIR_SHARE_DRF_MULTIPLIER if share == 0 else used[i] / share
+                share = whole
+            value = amount * NO_FAIR_SHARE_DRF_MULTIPLIER if share == 0 else amount / share
             dominant = max(dominant, value)
         return dominant
 
@@ -65,6 +78,7 @@ class QueueAttributes:
             self.shares,
             list(self.allocated),
             list(self.allocated_non_preemptible),
+            self.settled,
         )
 
 
@@ -89,19 +103,17 @@ def allocatable(share: ResourceShare) -> float:
 
 
 def less_equal(left: Quantities | list[float], right: Quantities | list[float]) -> bool:
-    """Every resource of ``left`` at most ``right``'s, with -1 meaning unlimited on either side."""
-    for a, b in zip(left, right, strict=True):
-        if a == UNLIMITED:
-            if b != UNLIMITED:
-                return False
-            continue
-        if b == UNLIMITED:
-            continue
-        if a > b:
-            return False
-    return True
+    """Every resource (cpu, memory, gpu) of ``left`` at most ``right``'s, with -1 meaning unlimited on either side
+    (written out: the queue order asks this at every comparison)."""
+    return _at_most(left[0], right[0]) and _at_most(left[1], right[1]) and _at_most(left[2], right[2])
+
+
+def _at_most(a: float, b: float) -> bool:
+    if a == UNLIMITED:
+        return b == UNLIMITED
+    return b == UNLIMITED or not a > b
 
 
 def strictly_less(left: Quantities | list[float], right: Quantities | list[float]) -> bool:
     """Every resource of ``left`` strictly below ``right``'s (plain comparison, as KAI's ``Less``)."""
-    return all(a < b for a, b in zip(left, right, strict=True))
+    return left[0] < right[0] and left[1] < right[1] and left[2] < right[2]

@@ -15,6 +15,7 @@ from kai.core.framework.usage_store import AllocationSample
 from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
+from kai.core.plugins.proportion.charges import Charges, pending_quantities, task_quantities
 from kai.core.plugins.proportion.queue_order import queue_order
 from kai.core.plugins.proportion.reclaimable import can_reclaim, reclaimable
 from kai.core.plugins.proportion.resource_division import (
@@ -39,13 +40,6 @@ def _float_arg(arguments: Mapping[str, Any], key: str, default: float) -> float:
         return float(value)
     except (TypeError, ValueError):
         return default
-
-
-def task_quantities(task: TaskInfo) -> Quantities:
-    """What a placed task is charged: its cpu, memory and accepted GPUs (fractions, MIG slices included)."""
-    request = task.request
-    gpus = task.accepted_gpus + task.dra_gpus if task.accepted_gpus else task.gpus_quota
-    return (request.milli_cpu, request.memory_bytes, gpus)
 
 
 class ProportionPlugin:
@@ -76,6 +70,8 @@ class ProportionPlugin:
             children,
             self.k_value,
         )
+        for queue in self.queues.values():
+            queue.settle()
         ssn.queue_order_fns.append(self.queue_order)
         ssn.job_over_capacity_fns.append(self.job_over_capacity)
         ssn.non_preemptible_over_quota_fns.append(self.non_preemptible_over_quota)
@@ -91,6 +87,8 @@ class ProportionPlugin:
         ssn.wait_reason_fns.append(lambda job, found: wait_reasons(ssn, self.queues, job, found))
 
     def _total(self, ssn: Session) -> Quantities:
+        """The ready nodes' resources less what other schedulers' pods hold on them (only nodes with a task of no
+        job can hold one)."""
         nodes = ssn.nodes
         cpu = memory = gpu = 0.0
         for info in nodes.infos:
@@ -100,6 +98,8 @@ class ProportionPlugin:
             cpu += nodes.allocatable[CPU_ROW, column]
             memory += nodes.allocatable[MEMORY_ROW, column]
             gpu += _node_gpus(info, nodes.allocatable[:, column], nodes.index.names)
+            if column not in nodes.jobless_columns:
+                continue
             for task in info.tasks.values():
                 if task.pod.scheduler_name != ssn.config.scheduler_name and not task.pod.is_reservation:
                     used = task_quantities(task)
@@ -107,6 +107,20 @@ class ProportionPlugin:
         return (cpu, memory, gpu)
 
     def _charge_jobs(self, ssn: Session) -> None:
+        """Every queue and its ancestors charged with what its jobs hold and ask for: from each queue's sums, kept
+        across snapshots, when their order cannot matter, else task by task."""
+        charges = Charges.of(ssn.cluster)
+        if not charges.exact:
+            self._charge_tasks(ssn)
+            return
+        for uid, charge in charges.queues.items():
+            for queue in ancestry(self.queues, uid):
+                for i in range(3):
+                    queue.share(i).request += charge.requested[i]
+                    queue.allocated[i] += charge.allocated[i]
+                    queue.allocated_non_preemptible[i] += charge.allocated_non_preemptible[i]
+
+    def _charge_tasks(self, ssn: Session) -> None:
         min_memory = ssn.cluster.min_node_gpu_memory
         for job in ssn.jobs.values():
             for task in job.tasks.values():
@@ -114,11 +128,7 @@ class ProportionPlugin:
                     used = task_quantities(task)
                     self._walk(job.queue, used, allocated=True, non_preemptible=not job.preemptible)
                 elif task.status is PodStatus.PENDING:
-                    request = task.request
-                    gpus = task.gpus_quota
-                    if request.gpu_memory_mib:
-                        gpus += request.gpu_devices * request.gpu_memory_mib / min_memory
-                    self._walk(job.queue, (request.milli_cpu, request.memory_bytes, gpus), allocated=False)
+                    self._walk(job.queue, pending_quantities(task, min_memory), allocated=False)
 
     def _walk(self, leaf: str, amounts: Quantities, allocated: bool, non_preemptible: bool = False) -> None:
         """Add a task's request (and, when placed, its allocation) to its queue and every ancestor."""

@@ -19,7 +19,7 @@ def _under_utilized(left: QueueAttributes, right: QueueAttributes) -> int:
 
 
 def _with(allocated: list[float], request: Request) -> list[float]:
-    return [a + r for a, r in zip(allocated, request, strict=True)]
+    return [allocated[0] + request[0], allocated[1] + request[1], allocated[2] + request[2]]
 
 
 def _under_quota_with_job(left: QueueAttributes, right: QueueAttributes, lreq: Request, rreq: Request) -> int:
@@ -38,7 +38,7 @@ def _priority(left: QueueAttributes, right: QueueAttributes) -> int:
 
 def _violates_zero_share(queue: QueueAttributes, request: Request) -> bool:
     with_job = _with(queue.allocated, request)
-    return any(share == 0 and with_job[i] > 0 for i, share in enumerate(queue.allocatable_share()))
+    return any(share == 0 and amount > 0 for share, amount in zip(queue.allocatable_share(), with_job, strict=True))
 
 
 def _zero_share(left: QueueAttributes, right: QueueAttributes, lreq: Request, rreq: Request) -> int:
