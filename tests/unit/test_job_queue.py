@@ -174,7 +174,7 @@ def test_a_queue_from_an_index_pops_as_one_built_from_the_jobs() -> None:
 def _variant(
     ssn: Session, draw: random.Random, index: JobIndex, members: dict[str, PodGroupInfo], options: JobQueueOptions
 ) -> tuple[JobsOrderByQueues, JobsOrderByQueues]:
-    """A queue from the index of one leaf, or without a leaf and some jobs, or with a representative, and the plain
+    """A queue from the index of one leaf, or without some leaves and jobs, or with a representative, and the plain
     build's."""
     plain = JobsOrderByQueues(ssn, options)
     if members and draw.random() < 0.3:  # one leaf, its jobs of a lower priority (the order's first key) but some
@@ -189,7 +189,8 @@ def _variant(
         stand_in = real.clone_with_tasks(list(real.tasks.values()))
         plain.initialize({key: stand_in if job is real else job for key, job in members.items()})
         return index.queue(options, substitute=stand_in), plain
-    skip_queue = draw.choice([job.queue for job in members.values()] + [""])
+    leaves = sorted({job.queue for job in members.values()})
+    skip_queues = {leaf for leaf in leaves if draw.random() < 0.3}
     skip_jobs = {key for key in members if draw.random() < 0.2}
-    plain.initialize({k: j for k, j in members.items() if j.queue != skip_queue and k not in skip_jobs})
-    return index.queue(options, skip_queue, skip_jobs), plain
+    plain.initialize({k: j for k, j in members.items() if j.queue not in skip_queues and k not in skip_jobs})
+    return index.queue(options, skip_queues, skip_jobs), plain

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from kai.core.framework.eviction import (
     VICTIMS,
+    QueueVictimFilter,
     ScopedVictimFilter,
     all_of,
     cached_victims,
@@ -71,6 +72,7 @@ def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
 def execute(ssn: Session) -> None:
     filters = ssn.reclaim_victim_filters
     scoped = [keep for keep in filters if isinstance(keep, ScopedVictimFilter)]
+    by_queue = [keep for keep in filters if isinstance(keep, QueueVictimFilter)]
     index: JobIndex | None = None
     involved: dict[str, list[PodGroupInfo]] = {}
 
@@ -84,11 +86,15 @@ def execute(ssn: Session) -> None:
         return candidates_queue(ssn, candidates)
 
     def indexed(reclaimer: PodGroupInfo) -> JobsOrderByQueues:
-        """The same queue from the victims kept across commits, the filters asked only about the jobs they may
-        refuse (what a scan asks them about every other job they accept without a trace)."""
+        """The same queue from the victims kept across commits, without the queues a queue filter refuses, the
+        other filters asked only about the jobs they may refuse (what a scan asks them about every other job they
+        accept without a trace)."""
         nonlocal index
         if index is None:
             index = JobIndex(ssn, may_lose_pods, worst_first=True)
+        index.sync()  # a victims queue is made between simulations: only commits are in force
+        others = [uid for uid in index.runs if uid != reclaimer.queue]
+        skipped = {reclaimer.queue, *(uid for keep in by_queue for uid in keep.refused(reclaimer, others))}
         asked = involved.get(reclaimer.queue)
         if asked is None:
             keys = sorted(
@@ -96,11 +102,10 @@ def execute(ssn: Session) -> None:
             )
             asked = involved[reclaimer.queue] = [ssn.jobs[k] for k in keys if ssn.jobs[k].queue != reclaimer.queue]
         refused = [job.key for job in asked if not all(keep(reclaimer, job) for keep in filters)]
-        index.sync()  # a victims queue is made between simulations: only commits are in force
-        return index.queue(VICTIMS, skip_queue=reclaimer.queue, skip_jobs=refused)
+        return index.queue(VICTIMS, skip_queues=skipped, skip_jobs=refused)
 
     def victims(reclaimer: PodGroupInfo) -> Callable[[], JobsOrderByQueues]:
-        make = indexed if len(scoped) == len(filters) else scan
+        make = indexed if len(scoped) + len(by_queue) == len(filters) else scan
         return cached_victims(lambda: make(reclaimer))
 
     details: dict[tuple[str, str], str] = {}

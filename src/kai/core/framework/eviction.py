@@ -88,6 +88,18 @@ class ScopedVictimFilter(Protocol):
         ...
 
 
+@runtime_checkable
+class QueueVictimFilter(Protocol):
+    """A victim filter that judges a victim by its queue alone, without side effects: a search can leave out the
+    queues it ``refused`` instead of asking about each of their jobs."""
+
+    def __call__(self, pending: PodGroupInfo, victim: PodGroupInfo) -> bool: ...
+
+    def refused(self, pending: PodGroupInfo, queues: Iterable[str]) -> list[str]:
+        """Those of ``queues`` whose jobs it refuses for ``pending``."""
+        ...
+
+
 def pending_jobs(ssn: Session, action: str, preemptible_only: bool = False) -> JobQueueOptions:
     """The jobs an evicting action tries: ready, pending, past their preemption delay (and preemptible, for
     consolidation), at most the action's queue depth per queue."""

@@ -34,8 +34,8 @@ class JobIndex:
         """Per leaf queue, its members' order keys ascending and the jobs in step."""
         self.positions: dict[str, list[int]] = {}
         """Per leaf queue, its members' session positions ascending."""
-        self.events: dict[str, list[LinkEvent]] = {}
-        """Link events of a queue without one leaf (by that leaf, "" for none), until the next commit."""
+        self.events: dict[frozenset[str], list[LinkEvent]] = {}
+        """Link events of a queue without some leaves (by those leaves), until the next commit."""
         self.generation = 0
         """Bumped by each ``sync`` that changes the runs."""
         pairs: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
@@ -80,19 +80,20 @@ class JobIndex:
     def queue(
         self,
         options: JobQueueOptions,
-        skip_queue: str = "",
+        skip_queues: Collection[str] = (),
         skip_jobs: Collection[str] = (),
         substitute: PodGroupInfo | None = None,
     ) -> JobsOrderByQueues:
         """The queue a plain build over the members in session order makes (``options`` must not limit the
-        depth, and must order as the index does), leaving out the leaf ``skip_queue`` and the jobs ``skip_jobs``,
-        with ``substitute`` (a partial representative, same order key) in its session job's place. As of the last
-        ``sync``."""
+        depth, and must order as the index does), leaving out the leaves ``skip_queues`` and the jobs
+        ``skip_jobs``, with ``substitute`` (a partial representative, same order key) in its session job's place.
+        As of the last ``sync``."""
         assert options.max_jobs_queue_depth < 0 and options.victim_queue == self.worst_first
-        skipped = {key for key in skip_jobs if key in self.keys and self.ssn.jobs[key].queue != skip_queue}
+        skip_queues = frozenset(skip_queues)
+        skipped = {key for key in skip_jobs if key in self.keys and self.ssn.jobs[key].queue not in skip_queues}
         runs: dict[str, SortedJobs] = {}
         for uid, (keys, jobs) in self.runs.items():
-            if uid == skip_queue or not jobs:
+            if uid in skip_queues or not jobs:
                 continue
             run = SortedJobs(keys, jobs, self.worst_first, owned=False)
             for key in skipped:
@@ -103,7 +104,7 @@ class JobIndex:
         if substitute is not None:
             run = runs[substitute.queue]
             run.replace(self.keys[substitute.key], substitute)
-        events = self._events(skip_queue, skipped) if skipped else self._cached_events(skip_queue)
+        events = self._events(skip_queues, skipped) if skipped else self._cached_events(skip_queues)
         if substitute is not None:
             real = self.ssn.jobs[substitute.key]
             events = [
@@ -140,18 +141,18 @@ class JobIndex:
             queue.assemble({uid: run}, [(uid, run.peek(), [])])
         return queue
 
-    def _cached_events(self, skip_queue: str) -> list[LinkEvent]:
-        events = self.events.get(skip_queue)
+    def _cached_events(self, skip_queues: frozenset[str]) -> list[LinkEvent]:
+        events = self.events.get(skip_queues)
         if events is None:
-            events = self.events[skip_queue] = self._events(skip_queue, set())
+            events = self.events[skip_queues] = self._events(skip_queues, set())
         return events
 
-    def _events(self, skip_queue: str, skipped: set[str]) -> list[LinkEvent]:
+    def _events(self, skip_queues: frozenset[str], skipped: set[str]) -> list[LinkEvent]:
         """The links a push of the members in session order makes: leaves by their first member's position; at
         each, the leaves before whose best member so far changed since the previous link."""
         firsts: list[tuple[int, str]] = []
         for uid, positions in self.positions.items():
-            if uid == skip_queue:
+            if uid in skip_queues:
                 continue
             first = next((p for p in positions if self.order[p] not in skipped), None)
             if first is not None:

@@ -6,7 +6,7 @@ deallocate events keep each queue's allocated amounts (and its ancestors') in st
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kai.core.framework.job_allocation import init_request
@@ -17,7 +17,7 @@ from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, 
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.charges import Charges, pending_quantities, task_quantities
 from kai.core.plugins.proportion.queue_order import queue_order
-from kai.core.plugins.proportion.reclaimable import can_reclaim, reclaimable
+from kai.core.plugins.proportion.reclaimable import can_reclaim, may_reclaim_from, reclaimable
 from kai.core.plugins.proportion.resource_division import (
     QueueShares,
     ResourceShare,
@@ -80,6 +80,7 @@ class ProportionPlugin:
         ssn.queue_share_fns.append(self.queue_shares)
         ssn.allocation_sample_fns.append(self.allocation_sample)
         ssn.can_reclaim_fns.append(self.can_reclaim)
+        ssn.reclaim_victim_filters.append(_VictimQueues(self))
         ssn.reclaim_validators.append(self.reclaim_validator)
         ssn.job_solution_start_fns.append(self.job_solution_start)
         self.simulation_queues = self.queues
@@ -224,6 +225,10 @@ class ProportionPlugin:
         queue = self.queues.get(job.queue)
         return queue is not None and can_reclaim(queue, init_request(self.ssn, job), job.preemptible)
 
+    def may_reclaim_from(self, reclaimer: PodGroupInfo, victim_queue: str) -> bool:
+        """KAI's reclaim victim filter, on the queues as committed so far."""
+        return may_reclaim_from(self.queues, reclaimer.queue, init_request(self.ssn, reclaimer), victim_queue)
+
     def job_solution_start(self) -> None:
         """Freeze queue allocations for the reclaim check of the solution about to be simulated."""
         self.simulation_queues = {uid: queue.clone() for uid, queue in self.queues.items()}
@@ -264,6 +269,20 @@ class ProportionPlugin:
         """What the queues held when the session opened (bound and running pods: the cluster as it is, not the
         session's tentative decisions)."""
         return self.opening
+
+
+class _VictimQueues:
+    """The reclaim victim filter as a queue filter (``eviction.QueueVictimFilter``): it judges a victim by its
+    queue alone, so a search can leave out the refused queues instead of asking about each of their jobs."""
+
+    def __init__(self, plugin: ProportionPlugin) -> None:
+        self.plugin = plugin
+
+    def __call__(self, reclaimer: PodGroupInfo, victim: PodGroupInfo) -> bool:
+        return self.plugin.may_reclaim_from(reclaimer, victim.queue)
+
+    def refused(self, reclaimer: PodGroupInfo, queues: Iterable[str]) -> list[str]:
+        return [queue for queue in queues if not self.plugin.may_reclaim_from(reclaimer, queue)]
 
 
 def _node_gpus(info: NodeInfo, column: Any, names: list[str]) -> float:

@@ -38,6 +38,29 @@ def can_reclaim(queue: QueueAttributes, request: Quantities, preemptible: bool) 
     return preemptible or less_equal(_add(queue.allocated_non_preemptible, request), queue.deserved())
 
 
+def may_reclaim_from(
+    queues: Mapping[str, QueueAttributes], reclaimer_queue: str, request: Quantities, victim_queue: str
+) -> bool:
+    """Whether some strategy could let a job of ``reclaimer_queue`` asking for ``request`` take resources of
+    ``victim_queue`` (KAI's FilterVictim, a reclaim victim filter): compared where their paths part, either the
+    reclaimer's side would leave its deserved quota and the victim's side is above its allocatable share, or the
+    reclaimer's side stays within deserved and the victim's side is above deserved in a resource the reclaimer asks
+    for (and below it in none)."""
+    if reclaimer_queue not in queues or victim_queue not in queues:
+        return True
+    reclaimer, reclaimee = _leveled(queues, reclaimer_queue, victim_queue)
+    if not less_equal(_add(reclaimer.allocated, request), reclaimer.deserved()):
+        return not less_equal(reclaimee.allocated, reclaimee.allocatable_share())
+    under = False
+    for amount, allocated, deserved in zip(request, reclaimee.allocated, reclaimee.deserved(), strict=True):
+        if amount <= 0 or deserved == UNLIMITED:
+            continue
+        if allocated > deserved:
+            return True
+        under = under or allocated < deserved
+    return not under
+
+
 def _fits_strategy(
     request: Quantities, reclaimer: QueueAttributes, reclaimee: QueueAttributes, remaining: list[float]
 ) -> bool:
