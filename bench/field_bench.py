@@ -18,8 +18,8 @@ bench field-phases open_ms=<median ms> <action>_ms=<median ms>... close_ms=<ms> 
 out of the steady figures); read it with ``python -m pstats FILE``. ``--each`` prints every cycle's line.
 ``--decisions FILE`` writes each cycle's binds, evictions, pipelines and unschedulable podgroups (with their
 messages), one JSON line a cycle: two runs decide alike when the files are equal (unless the victim search ran out
-of its time budget). ``--actions`` runs other actions than KAI's default list (reclaim, at full scale, searches until
-its 300 s budget is spent every cycle).
+of its time budget: ``--frozen-clock`` gives it none, as reclaim_bench's frozen clock does, the phases still timed).
+``--actions`` runs other actions than KAI's default list.
 RSS is the process's resident set now (not its peak), so growth across cycles shows.
 """
 
@@ -30,6 +30,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from prometheus_client import CollectorRegistry
 from kai.cluster.memory import MemoryCluster
 from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
-from kai.core.framework.config import parse_config
+from kai.core.framework.config import SearchBudgets, parse_config
 from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time
 
@@ -51,6 +52,7 @@ IDLE_GPUS = 1_000
 PENDING_SINGLES = 2_000
 DEPARTMENTS, QUEUES_PER_DEPARTMENT = 5, 10
 Objects = list[tuple[str, dict[str, Any]]]
+UNLIMITED_SEARCH = SearchBudgets(action_s={"default": 0.0}, job_s=0.0, generator_s={"default": 0.0})
 
 
 def _queue(name: str, parent: str, gpus: float) -> dict[str, Any]:
@@ -196,6 +198,9 @@ def main() -> None:
     parser.add_argument("--decisions", type=Path, help="write each cycle's decisions here (JSON lines)")
     parser.add_argument("--each", action="store_true", help="print every cycle's figures")
     parser.add_argument("--actions", help="the scheduler's actions (KAI's default list unless given), comma-separated")
+    parser.add_argument(
+        "--frozen-clock", action="store_true", help="search budgets never run out: decisions independent of speed"
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -206,6 +211,8 @@ def main() -> None:
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
     config = parse_config({"actions": args.actions} if args.actions else {})
+    if args.frozen_clock:
+        config = replace(config, search_budgets=UNLIMITED_SEARCH)
     loop = SchedulerLoop(cluster, config, metrics, clock=lambda: NOW)
     del objects
     gc.collect()
