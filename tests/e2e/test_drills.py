@@ -558,18 +558,25 @@ def test_bad_objects_mid_burst(drill: Drill, control_plane: ControlPlane) -> Non
         fraction_pod(ns, "too-much", drill.queue, pool, "1.5"),
         gpu_pod(ns, "ghost-member", drill.queue, pool, 1, "ghost"),
     ]
-    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
-    first, second = both_waves(drill)
     try:
-        drill.submit(first)
-        drill.wait_bound(5)
-        drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
-        drill.fault_begins()
-        drill.fault_ends()
-        drill.finish(kai)
+        waiting = submit_amid_second_wave(drill, kai, bad)
         reported(drill, orphan, waiting)
     finally:
         control_plane.kubectl("delete", "queue", orphan, "--ignore-not-found", check=False)
+
+
+def submit_amid_second_wave(drill: Drill, kai: Kai, bad: list[dict[str, Any]]) -> set[str]:
+    """The first wave, then ``bad`` amid the second, to the end-state check (their pods may wait); returns the names
+    of those pods."""
+    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
+    first, second = both_waves(drill)
+    drill.submit(first)
+    drill.wait_bound(5)
+    drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
+    drill.fault_begins()
+    drill.fault_ends()
+    drill.finish(kai)
+    return waiting
 
 
 def test_bad_objects_of_other_kinds_mid_burst(drill: Drill, control_plane: ControlPlane) -> None:
@@ -618,15 +625,8 @@ def test_bad_objects_of_other_kinds_mid_burst(drill: Drill, control_plane: Contr
         gpu_pod(ns, "queueless", ghost, pool, 1),
         stray,
     ]
-    waiting = {d["metadata"]["name"] for d in bad if d["kind"] == "Pod"}
-    first, second = both_waves(drill)
     try:
-        drill.submit(first)
-        drill.wait_bound(5)
-        drill.submit(second[:20] + bad + second[20:], may_wait=waiting)
-        drill.fault_begins()
-        drill.fault_ends()
-        drill.finish(kai)
+        submit_amid_second_wave(drill, kai, bad)
         poll(
             "the stray BindRequest to be failed and removed",
             lambda: all(r["metadata"]["name"] != "nobody" for r in drill.bind_requests()),

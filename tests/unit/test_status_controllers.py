@@ -337,6 +337,8 @@ def _check(cluster: MemoryCluster, registry: CollectorRegistry, split: bool) -> 
         cpus = registry.get_sample_value("kai_queue_allocated_cpu_cores", {"queue_name": name})
         assert gpus == round(float(allocated.get(names.GPU, 0)), 4)
         assert cpus == round(float(allocated.get(names.CPU, 0)) / 1000, 4)
+    exported = {s.labels["queue_name"] for m in registry.collect() if m.name == "kai_queue_info" for s in m.samples}
+    assert exported == set(queues)  # a deleted or unreadable queue's metrics are gone
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["controllers", "queue-controller-apart"])

@@ -9,6 +9,7 @@ statuses that differ (a failed write is tried again the next pass) and exports t
 """
 
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Gauge
@@ -87,7 +88,8 @@ class QueueStatusController:
         changed: list[tuple[str, Raw]] = []
         for name in sorted(dirty):
             raw = self._queues.get(name)
-            if raw is None:
+            if raw is None:  # deleted, or unreadable: its metrics go (a scrape shows only queues that exist)
+                self._unexport(name)
                 continue
             sums = self._subtree(name)
             wanted: dict[str, Any] = {field: resource_list(freeze(sums[field])) for field in FIELDS}
@@ -179,6 +181,11 @@ class QueueStatusController:
                     seen.add(child)
                     stack.append(child)
         return sums
+
+    def _unexport(self, name: str) -> None:
+        for gauge in self.gauges.values():
+            with suppress(KeyError):
+                gauge.remove(name)
 
     def _export(self, name: str, raw: Mapping[str, Any], allocated: Mapping[str, Amount]) -> None:
         if not self.gauges:
