@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 import pytest
-from tests.unit.core_builders import T0, cluster, node, pod, podgroup, queue
+from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.core.actions import reclaim
 from kai.core.cycle import close_session, open_session, run_cycle
