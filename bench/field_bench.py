@@ -10,6 +10,7 @@ as a busy field cluster does.
 
 bench field-build nodes=<n> pods=<m> pending=<k> seconds=<s to load the cluster state> rss_mb=<mb>
 bench field-cycle-<n> seconds=<s> cpu_s=<s> snapshot_s=<s> snapshot_cpu_s=<s> snapshot_share=<%> binds=<n> ...
+    <action>_jobs=<pending jobs searched for> <action>_simulated=<scenarios> [budget_exhausted=<actions>]
 bench field-steady cycles=<n> p50_s=<s> max_s=<s> cpu_p50_s=<s> snapshot_p50_s=<s> snapshot_share=<%> rss_first_mb=<mb>
     rss_last_mb=<mb>
 bench field-phases open_ms=<median ms> <action>_ms=<median ms>... close_ms=<ms> write_ms=<ms>
@@ -29,6 +30,7 @@ import gc
 import json
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -187,6 +189,22 @@ def decided(result: CycleResult) -> dict[str, Any]:
     }
 
 
+def searched(result: CycleResult) -> str:
+    """The victim search's work this cycle: pending jobs searched for and scenarios simulated per action, and the
+    actions whose whole search budget ran out."""
+    search = result.search
+    jobs: Counter[str] = Counter()
+    for (action, _, _), count in search.jobs.items():
+        jobs[action] += count
+    simulated: Counter[str] = Counter()
+    for (action, _, state), count in search.scenarios.items():
+        if state == "simulated":
+            simulated[action] += count
+    figures = "".join(f" {action}_jobs={n} {action}_simulated={simulated[action]}" for action, n in jobs.items())
+    exhausted = ",".join(sorted(search.budget_exhausted))
+    return figures + (f" budget_exhausted={exhausted}" if exhausted else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=4_000)
@@ -262,7 +280,7 @@ def main() -> None:
                 f"bench field-cycle-{n} seconds={seconds:.3f} cpu_s={cpu_s:.3f} snapshot_s={snapshot.seconds:.3f} "
                 f"snapshot_cpu_s={snapshot.cpu_s:.3f} snapshot_share={100 * snapshot.seconds / seconds:.0f}% "
                 f"binds={len(result.binds)} evictions={len(result.evictions)} pipelined={len(result.pipelined)} "
-                f"unschedulable={len(result.unschedulable)} rss_mb={rss[-1]:.0f}"
+                f"unschedulable={len(result.unschedulable)} rss_mb={rss[-1]:.0f}{searched(result)}"
                 + (" profiled" if profiling is not None else ""),
                 flush=True,
             )

@@ -20,6 +20,7 @@ import functools
 import ipaddress
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -166,9 +167,30 @@ def make_pki(directory: Path) -> dict[str, Path]:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, for a server this run starts, never handed out before in this run.
+
+    The kernel's ``bind(0)`` hands the same port out again once it is closed (so two servers started together got
+    one port), and draws from the ephemeral range, where any outgoing connection may take the port before its
+    server binds it: a component then died with "Address already in use". So ports come from below that range."""
+    low, _ = (int(bound) for bound in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = range(_FIRST_PORT, low) if low - _FIRST_PORT >= 1_000 else range(_FIRST_PORT, 65_536)
+    for _ in range(1_000):
+        port = _PORT_DRAW.choice(ports)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free port in {ports.start}..{ports.stop - 1} after 1,000 tries")
+
+
+_FIRST_PORT = 10_000
+_HANDED_OUT: set[int] = set()
+_PORT_DRAW = random.Random()
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
