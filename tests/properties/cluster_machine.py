@@ -384,7 +384,11 @@ def _check_session(session: Session) -> None:
         placed = [t for t in job.tasks.values() if t.status in ACTIVE_ALLOCATED]
         minimum = job.pod_sets[names.DEFAULT_SUBGROUP].min_available
         assert not placed or len(placed) >= minimum, f"{job.key} placed partially: {len(placed)} of {minimum}"
-    placed_non_preemptible = {session.jobs[key].queue for key in decided if not session.jobs[key].preemptible}
+    placed_non_preemptible = {  # jobs asking for no GPU are not held to the GPU quota (KAI checks asked resources)
+        session.jobs[key].queue
+        for key in decided
+        if not session.jobs[key].preemptible and any(t.request.gpus > 0 for t in session.jobs[key].tasks.values())
+    }
     for uid, queue in session.queues.items():
         if uid not in placed_non_preemptible:
             continue  # a queue whose quota was cut below what it already runs is not the cycle's doing
