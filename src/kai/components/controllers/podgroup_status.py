@@ -34,6 +34,7 @@ from kai.components.controllers.pod_usage import (
     shared_gpus,
 )
 from kai.components.controllers.problems import ProblemLog
+from kai.components.controllers.status_writes import patch_statuses
 from kai.components.controllers.totals import NONE, Frozen, added, resource_list
 from kai.components.parallel import Writes
 from kai.core.model import names
@@ -144,14 +145,7 @@ class PodGroupStatusController:
             before = current if isinstance(current, Mapping) else {}
             changed.append((key, {"resourcesStatus": merge_patch(before, wanted)}))
         changed.sort(key=lambda item: item[0])
-        written: set[str] = set()
-
-        def write(item: tuple[str, Raw]) -> None:
-            self.cluster.patch_status("PodGroup", *item)
-            written.add(item[0])
-
-        self.writes.each("podgroup status", changed, write)
-        self._dirty.update(key for key, _ in changed if key not in written)
+        self._dirty |= patch_statuses(self.cluster, self.writes, "PodGroup", changed)
 
     def take_totals(self) -> dict[str, PodGroupTotals | None]:
         """Per PodGroup whose totals may have changed since the last call (every one, the first time): its totals

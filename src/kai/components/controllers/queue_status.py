@@ -18,6 +18,7 @@ from kai.cluster.port import ClusterClient, Raw, merge_patch
 from kai.components.controllers.changes import Changes
 from kai.components.controllers.podgroup_status import PodGroupTotals
 from kai.components.controllers.problems import ProblemLog
+from kai.components.controllers.status_writes import patch_statuses
 from kai.components.controllers.totals import Amount, add, freeze, resource_list
 from kai.components.parallel import Writes
 from kai.core.model import names
@@ -100,14 +101,7 @@ class QueueStatusController:
             if owned != wanted:
                 changed.append((name, merge_patch(owned, wanted)))
             self._export(name, raw, sums["allocated"])
-        written: set[str] = set()
-
-        def write(item: tuple[str, Raw]) -> None:
-            self.cluster.patch_status("Queue", *item)
-            written.add(item[0])
-
-        self.writes.each("queue status", changed, write)
-        self._dirty.update(name for name, _ in changed if name not in written)
+        self._dirty |= patch_statuses(self.cluster, self.writes, "Queue", changed)
 
     def _take_queues(self) -> bool:
         """Take in the changed queues; whether the queue tree changed."""
