@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit e2e lint typecheck contracts controlplane testcluster bench image clean
+.PHONY: run test unit e2e e2e-loop lint typecheck contracts controlplane testcluster bench image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -45,6 +45,10 @@ testcluster:
 # Tests against the real cluster (built once by `controlplane` and `testcluster`).
 e2e: $(STAMP) controlplane testcluster
 	$(BIN)/pytest -q tests/e2e
+
+# The e2e suite RUNS times in a row (default 20), stopping at the first failure; figures in build/e2e-loop/summary.
+e2e-loop: $(STAMP) controlplane testcluster
+	bash hack/e2e_loop.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py
