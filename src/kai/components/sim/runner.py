@@ -26,6 +26,7 @@ from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.timeline import TimelineSample, sample_of
+from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
 from kai.core.framework.session import Session
 from kai.core.framework.usage_config import CLIENT_PROMETHEUS
@@ -82,9 +83,10 @@ class Simulation:
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
-        for obj in scenario.objects:
+        self.workloads = WorkloadControllers.start(scenario.objects)
+        for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
-        self.lifecycle = WorkloadLifecycle(scenario.objects, self.clock.now, default_run_time_s)
+        self.lifecycle = WorkloadLifecycle(self.workloads.objects, self.clock.now, default_run_time_s)
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
         self.pipelined: frozenset[str] = frozenset()
@@ -120,6 +122,7 @@ class Simulation:
         self.binder.sync_reservations()
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
+        self.workloads.step(self.cluster)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
@@ -142,6 +145,7 @@ class Simulation:
                     InvalidObject("scheduler config", "usageDBConfig.clientType", note),
                 )
             )
+        found += self.workloads.problems
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
         for (kind, key), warnings in sorted(self.state.warnings.items()):
