@@ -147,6 +147,52 @@ def test_rayjob_makes_its_raycluster_and_names_it_in_its_status(tmp_path: Path) 
     assert podgroup["spec"]["minMember"] == 3
 
 
+def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path: Path) -> None:
+    template = {"size": 3, "workerTemplate": _template()}
+    lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"replicas": 2})
+    lws["spec"]["leaderWorkerTemplate"] = template
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws))
+    pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
+    assert sorted(pods) == ["llm-0", "llm-0-1", "llm-0-2", "llm-1", "llm-1-1", "llm-1-2"]
+    assert pods["llm-1-2"]["metadata"]["ownerReferences"][0]["name"] == "llm-1"  # the StatefulSet the leader owns
+    podgroups = {pg["metadata"]["name"]: pg["spec"] for pg in sim.cluster.list("PodGroup")}
+    assert sorted(name.rsplit("-", 1)[1] for name in podgroups) == ["0", "1"]
+    assert {spec["minMember"] for spec in podgroups.values()} == {3}
+    assert all(p["spec"].get("nodeName") == "gpu-a" for p in pods.values())
+
+
+def test_leader_ready_workers_are_made_once_their_leader_runs(tmp_path: Path) -> None:
+    lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"startupPolicy": "LeaderReady"})
+    lws["spec"]["leaderWorkerTemplate"] = {"size": 2, "workerTemplate": _template()}
+    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws)))
+    record = sim.cycle(1)
+    assert list(record.outcome.pods) == ["default/llm-0"]
+    assert sim.cluster.list("PodGroup")[0]["spec"]["minMember"] == 1
+    sim.advance(record)  # the leader is bound and runs: its worker is made
+    assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["llm-0", "llm-0-1"]
+    sim.advance(sim.cycle(2))
+    assert all(p["status"]["phase"] == "Running" for p in sim.cluster.list("Pod"))
+
+
+def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) -> None:
+    replicated = [
+        {"name": "driver", "replicas": 1, "template": {"spec": {"template": _template(0)}}},
+        {"name": "worker", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": _template()}}},
+    ]
+    jobset = _workload("jobset.x-k8s.io/v1alpha2", "JobSet", "sweep", {"replicatedJobs": replicated})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), jobset))
+    assert sorted(j["metadata"]["name"] for j in sim.cluster.list("Job")) == [
+        "sweep-driver-0",
+        "sweep-worker-0",
+        "sweep-worker-1",
+    ]
+    assert len(sim.cluster.list("Pod")) == 5
+    (podgroup,) = sim.cluster.list("PodGroup")
+    leaves = {s["name"]: s.get("minMember") for s in podgroup["spec"]["subGroups"] if s.get("parent")}
+    assert leaves == {"driver-replica-0": 1, "worker-replica-0": 2, "worker-replica-1": 2}
+    assert all(p["spec"].get("nodeName") == "gpu-a" for p in sim.cluster.list("Pod"))
+
+
 def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     job = _workload("batch/v1", "Job", "train", {"parallelism": 4, "template": _template()})
     job["metadata"].update(namespace="default", uid="u-1")
@@ -158,16 +204,18 @@ def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
 
 
 def test_kinds_without_a_stand_in_and_unusable_templates_are_reported(tmp_path: Path) -> None:
-    lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"replicas": 1})
+    lws = _workload("apps.kubeblocks.io/v1", "Cluster", "kb", {})  # a kind kai knows nothing of: not reported
+    argo = _workload("argoproj.io/v1alpha1", "Workflow", "flow", {"entrypoint": "main"})
     broken = _workload("batch/v1", "Job", "broken", {"template": {"spec": {}}})
     bad_count = _workload("apps/v1", "Deployment", "web", {"replicas": "two", "template": _template()})
     ray = _workload("ray.io/v1", "RayCluster", "rc", {"headGroupSpec": {"template": _template(0)}})
     ray["spec"]["workerGroupSpecs"] = [{"groupName": "gpu", "replicas": 1, "template": {"metadata": {"labels": []}}}]
     ray["spec"]["workerGroupSpecs"][0]["template"]["spec"] = _template()["spec"]
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, lws, broken, bad_count, ray)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, lws, argo, broken, bad_count, ray)))
     found = {(p.severity, p.kind, p.name, p.field): p.problem for p in run.problems}
-    warning = found["warning", "LeaderWorkerSet", "default/llm", "kind"]
-    assert "does not run the LeaderWorkerSet controller" in warning and "RayCluster" in warning
+    warning = found["warning", "Workflow", "default/flow", "kind"]
+    assert "does not run the Workflow controller" in warning and "RayCluster" in warning
+    assert not [key for key in found if key[1] == "Cluster"]
     assert "pod template with spec.containers" in found["error", "Job", "default/broken", "spec.template"]
     assert "got 'two'" in found["error", "Deployment", "default/web", "spec.replicas"]
     field = "spec.workerGroupSpecs[0].template.metadata.labels"

@@ -1,20 +1,22 @@
 """The workload controllers ``kai simulate`` stands in for: what Kubernetes' Job, ReplicaSet, Deployment and
-StatefulSet controllers, KubeRay and the Kubeflow training operator make from a workload's templates.
+StatefulSet controllers, KubeRay, the Kubeflow training operator and the LeaderWorkerSet and JobSet controllers make
+from a workload's templates (scenario-format.md §9).
 
 Without them a manifest of a RayCluster or a PyTorchJob would simulate nothing: on a cluster it is its operator that
 makes the pods, and the pod-grouper that turns them into the gang. Here the pods (and the objects between, such as
 a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
 workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
 be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
-makes its next pods as earlier ones succeed, up to its completions. A workload kind the pod-grouper knows but no
-stand-in makes pods for is reported (its pods must be in the input).
+makes its next pods as earlier ones succeed, up to its completions; a LeaderReady LWS group's workers are made
+once their leader runs. A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods
+must be in the input).
 """
 
 import copy
 import hashlib
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,13 @@ _UID_NAMESPACE = uuid.UUID("6f1c5a52-7a4e-4d8e-9f43-3b0f1d8e5c21")
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 RAY_GROUP_LABEL = "ray.io/group"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 KUBEFLOW_SPECS = {
     "PyTorchJob": "pytorchReplicaSpecs",
     "TFJob": "tfReplicaSpecs",
@@ -303,7 +312,80 @@ def _kubeflow(owner: Raw) -> list[Raw]:
     return pods
 
 
-_MAKERS: dict[str, Callable[[Raw], list[Raw]]] = {
+@dataclass
+class _AfterRunning:
+    """Objects a controller makes only once the pod ``pod`` (namespace/name) runs."""
+
+    pod: str
+    objects: list[Raw]
+
+
+def _leader_worker_set(lws: Raw) -> list[Raw | _AfterRunning]:
+    """The LWS controller: a leader StatefulSet ``<lws>`` of ``replicas`` leaders ``<lws>-<group>``, and per leader a
+    StatefulSet ``<lws>-<group>`` it owns of ``size - 1`` workers ``<lws>-<group>-<index>`` (made once the leader runs
+    under ``startupPolicy: LeaderReady``)."""
+    name, namespace = lws["metadata"]["name"], lws["metadata"]["namespace"]
+    size = _count(lws, ("spec", "leaderWorkerTemplate", "size"), 1)
+    if size < 1:
+        raise _Invalid("spec.leaderWorkerTemplate.size", "got 0; a group has at least its leader")
+    workers = _template(lws, "spec", "leaderWorkerTemplate", "workerTemplate")
+    leaders = (
+        _template(lws, "spec", "leaderWorkerTemplate", "leaderTemplate")
+        if _mapping(lws, "spec", "leaderWorkerTemplate", "leaderTemplate")
+        else workers
+    )
+    leader_set = _child(lws, "apps/v1", "StatefulSet", name, {})
+    made: list[Raw | _AfterRunning] = [leader_set]
+    ready_first = _mapping(lws, "spec").get("startupPolicy") == "LeaderReady"
+    for group in range(_count(lws, ("spec", "replicas"), 1)):
+        labels = {LWS_NAME_LABEL: name, LWS_GROUP_LABEL: str(group)}
+        leader = _from_template(
+            leader_set, leaders, f"{name}-{group}", {**labels, LWS_WORKER_LABEL: "0"}, {LWS_SIZE: str(size)}
+        )
+        worker_set = _child(leader, "apps/v1", "StatefulSet", f"{name}-{group}", {})
+        group_workers = [
+            _from_template(worker_set, workers, f"{name}-{group}-{i}", {**labels, LWS_WORKER_LABEL: str(i)})
+            for i in range(1, size)
+        ]
+        made.append(leader)
+        if size > 1:
+            if ready_first:
+                made.append(_AfterRunning(f"{namespace}/{leader['metadata']['name']}", [worker_set, *group_workers]))
+            else:
+                made += [worker_set, *group_workers]
+    return made
+
+
+def _jobset(jobset: Raw) -> list[Raw]:
+    """The JobSet controller: per replicated job ``replicas`` Jobs ``<jobset>-<job>-<index>``, their pods labelled with
+    the replicated job and index."""
+    name = jobset["metadata"]["name"]
+    replicated = _mapping(jobset, "spec").get("replicatedJobs")
+    if not isinstance(replicated, list) or not replicated:
+        raise _Invalid("spec.replicatedJobs", "expected a list of at least one replicated job")
+    jobs = []
+    for position, replicated_job in enumerate(replicated):
+        where = f"spec.replicatedJobs[{position}]"
+        if not isinstance(replicated_job, dict) or not replicated_job.get("name"):
+            raise _Invalid(where, "expected a replicated job with a name")
+        try:
+            job_spec = _mapping(replicated_job, "template", "spec")
+            _template(replicated_job, "template", "spec", "template")
+            replicas = _count(replicated_job, ("replicas",), 1)
+        except _Invalid as error:
+            raise _Invalid(f"{where}.{error.field}", error.problem) from None
+        job_name = str(replicated_job["name"])
+        for index in range(replicas):
+            labels = {JOBSET_NAME_LABEL: name, REPLICATED_JOB_LABEL: job_name, JOB_INDEX_LABEL: str(index)}
+            job = _child(jobset, "batch/v1", "Job", f"{name}-{job_name}-{index}", job_spec)
+            job["metadata"]["labels"].update(labels)
+            pod_meta = job["spec"]["template"].setdefault("metadata", {})
+            pod_meta["labels"] = {**(pod_meta.get("labels") or {}), **labels}
+            jobs.append(job)
+    return jobs
+
+
+_MAKERS: dict[str, Callable[[Raw], Sequence[Raw | _AfterRunning]]] = {
     "Job": _job,
     "ReplicaSet": _replica_set,
     "Deployment": _deployment,
@@ -312,6 +394,8 @@ _MAKERS: dict[str, Callable[[Raw], list[Raw]]] = {
     "RayJob": _ray_owner("rayClusterSpec", ("rayClusterName",)),
     "RayService": _ray_owner("rayClusterConfig", ("activeServiceStatus", "rayClusterName")),
     **dict.fromkeys(KUBEFLOW_SPECS, _kubeflow),
+    "LeaderWorkerSet": _leader_worker_set,
+    "JobSet": _jobset,
 }
 _API_GROUPS = {
     "Job": "batch",
@@ -322,6 +406,8 @@ _API_GROUPS = {
     "RayJob": "ray.io",
     "RayService": "ray.io",
     **dict.fromkeys(KUBEFLOW_SPECS, "kubeflow.org"),
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
+    "JobSet": "jobset.x-k8s.io",
 }
 EXPANDED = ", ".join(sorted(_MAKERS))
 
@@ -339,6 +425,8 @@ class WorkloadControllers:
     problems: list[Problem] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     """Keys of the Jobs whose pods are made here (their later pods are made by ``step``)."""
+    after_running: list[_AfterRunning] = field(default_factory=list)
+    """What is made once a pod runs (``step``)."""
 
     @classmethod
     def start(cls, objects: list[Raw]) -> "WorkloadControllers":
@@ -348,35 +436,57 @@ class WorkloadControllers:
             for ref in obj["metadata"].get("ownerReferences") or []
             if isinstance(ref, dict)
         }
-        known = {kind for _, _, kind in (*RULES, *SKIPPED)}
         controllers = cls([])
-        pending = deque(copy.deepcopy(obj) if obj["kind"] in _MAKERS else obj for obj in objects)  # uids are set
+        inputs = [copy.deepcopy(obj) if obj["kind"] in _MAKERS else obj for obj in objects]  # uids are set
+        controllers.objects = controllers._expand(inputs, owned)
+        return controllers
+
+    def _expand(self, objects: list[Raw], owned: set[tuple[Any, Any, Any]]) -> list[Raw]:
+        """``objects`` and all their controllers make of them, now; what they make later goes to ``after_running``."""
+        known = {kind for _, _, kind in (*RULES, *SKIPPED)}
+        expanded: list[Raw] = []
+        pending = deque(objects)
         while pending:
             obj = pending.popleft()
-            controllers.objects.append(obj)
+            expanded.append(obj)
             kind, meta = obj["kind"], obj["metadata"]
             if (kind, meta.get("namespace"), meta["name"]) in owned or kind in ("Pod", "PodGroup"):
                 continue
             maker = _MAKERS.get(kind) if _api_group(obj) == _API_GROUPS.get(kind) else None
             if maker is None:
                 if kind in known:
-                    controllers._report(WARNING, obj, "kind", controllers._not_made(obj))
+                    self._report(WARNING, obj, "kind", self._not_made(obj))
                 continue
             try:
                 made = maker(obj)
             except _Invalid as error:
-                controllers._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
+                self._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
                 continue
             if kind == "Job":
-                controllers.jobs.append(object_key(obj))
-            pending.extend(made)
-        return controllers
+                self.jobs.append(object_key(obj))
+            for item in made:
+                if isinstance(item, _AfterRunning):
+                    self.after_running.append(_AfterRunning(item.pod, self._expand(item.objects, owned)))
+                else:
+                    pending.append(item)
+        return expanded
 
     def step(self, cluster: MemoryCluster) -> None:
-        """A Job makes its next pods as earlier ones succeed: as many run as its parallelism allows, until as many
-        have succeeded as its completions ask."""
-        if not self.jobs:
-            return
+        """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
+        many run as its parallelism allows, until as many have succeeded as its completions ask)."""
+        waiting = []
+        for item in self.after_running:
+            pod = cluster.get("Pod", item.pod)
+            if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+                for obj in item.objects:
+                    cluster.create(obj["kind"], obj)
+            else:
+                waiting.append(item)
+        self.after_running = waiting
+        if self.jobs:
+            self._step_jobs(cluster)
+
+    def _step_jobs(self, cluster: MemoryCluster) -> None:
         by_job: dict[str, list[Raw]] = {key: [] for key in self.jobs}
         for pod in cluster.list("Pod"):
             for ref in pod["metadata"].get("ownerReferences") or []:
