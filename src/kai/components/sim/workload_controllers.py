@@ -64,7 +64,7 @@ class _Invalid(Exception):
         self.problem = problem
 
 
-def suffix(*parts: str) -> str:
+def _suffix(*parts: str) -> str:
     """Five letters as ``generateName`` adds, from ``parts`` (the same parts, the same letters)."""
     digest = hashlib.sha256("/".join(parts).encode()).digest()
     return "".join(_SUFFIX_ALPHABET[byte % len(_SUFFIX_ALPHABET)] for byte in digest[:5])
@@ -172,12 +172,12 @@ def _job_pods(job: Raw, first: int, count: int) -> Iterator[Raw]:
             yield _from_template(
                 job,
                 template,
-                f"{name}-{n}-{suffix(name, str(n))}",
+                f"{name}-{n}-{_suffix(name, str(n))}",
                 {**labels, COMPLETION_INDEX: str(n)},
                 {COMPLETION_INDEX: str(n)},
             )
         else:
-            yield _from_template(job, template, f"{name}-{suffix(name, str(n))}", labels)
+            yield _from_template(job, template, f"{name}-{_suffix(name, str(n))}", labels)
 
 
 def _job_wanted(job: Raw) -> int:
@@ -198,7 +198,7 @@ def _replica_set(replica_set: Raw) -> list[Raw]:
     template_hash = (replica_set["metadata"].get("labels") or {}).get("pod-template-hash")
     labels = {"pod-template-hash": template_hash} if template_hash else {}
     replicas = _count(replica_set, ("spec", "replicas"), 1)
-    return [_from_template(replica_set, template, f"{name}-{suffix(name, str(n))}", labels) for n in range(replicas)]
+    return [_from_template(replica_set, template, f"{name}-{_suffix(name, str(n))}", labels) for n in range(replicas)]
 
 
 def _deployment(deployment: Raw) -> list[Raw]:
@@ -231,7 +231,7 @@ def _ray_cluster(cluster: Raw) -> list[Raw]:
     common = {"ray.io/cluster": name, "ray.io/is-ray-node": "yes", "app.kubernetes.io/created-by": "kuberay-operator"}
     head = _template(cluster, "spec", "headGroupSpec", "template")
     head_labels = {**common, "ray.io/node-type": "head", RAY_GROUP_LABEL: "headgroup"}
-    pods = [_from_template(cluster, head, f"{name}-head-{suffix(name, 'head')}", head_labels)]
+    pods = [_from_template(cluster, head, f"{name}-head-{_suffix(name, 'head')}", head_labels)]
     groups = _mapping(cluster, "spec").get("workerGroupSpecs") or []
     if not isinstance(groups, list):
         raise _Invalid("spec.workerGroupSpecs", "expected a list of worker groups")
@@ -257,7 +257,7 @@ def _ray_workers(cluster: Raw, group: dict[str, Any], group_name: str, common: d
     template = _template(group, "template")
     labels = {**common, "ray.io/node-type": "worker", RAY_GROUP_LABEL: group_name}
     return [
-        _from_template(cluster, template, f"{name}-{group_name}-worker-{suffix(name, group_name, str(n))}", labels)
+        _from_template(cluster, template, f"{name}-{group_name}-worker-{_suffix(name, group_name, str(n))}", labels)
         for n in range(workers)
     ]
 
@@ -274,7 +274,7 @@ def _ray_owner(spec_field: str, status_path: tuple[str, ...]) -> Callable[[Raw],
         if not cluster_spec:
             raise _Invalid(f"spec.{spec_field}", "is required: the RayCluster to run")
         name = owner["metadata"]["name"]
-        cluster = _child(owner, owner.get("apiVersion", "ray.io/v1"), "RayCluster", f"{name}-{suffix(name)}", {})
+        cluster = _child(owner, owner.get("apiVersion", "ray.io/v1"), "RayCluster", f"{name}-{_suffix(name)}", {})
         cluster["spec"] = copy.deepcopy(cluster_spec)
         status: dict[str, Any] = owner.setdefault("status", {})
         for key in status_path[:-1]:
