@@ -193,6 +193,15 @@ def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) ->
     assert all(p["spec"].get("nodeName") == "gpu-a" for p in sim.cluster.list("Pod"))
 
 
+def test_a_notebook_is_a_statefulset_of_one_pod_with_the_build_priority(tmp_path: Path) -> None:
+    notebook = _workload("kubeflow.org/v1beta1", "Notebook", "lab", {"template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), notebook))
+    assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == ["lab-0"]
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["priorityClassName"] == "build"
+    assert sim.cluster.list("Pod")[0]["spec"].get("nodeName") == "gpu-a"
+
+
 def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     job = _workload("batch/v1", "Job", "train", {"parallelism": 4, "template": _template()})
     job["metadata"].update(namespace="default", uid="u-1")

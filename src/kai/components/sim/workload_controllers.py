@@ -312,6 +312,14 @@ def _kubeflow(owner: Raw) -> list[Raw]:
     return pods
 
 
+def _notebook(notebook: Raw) -> list[Raw]:
+    """Kubeflow's notebook controller: a StatefulSet ``<notebook>`` of one pod from ``spec.template``."""
+    name, template = notebook["metadata"]["name"], copy.deepcopy(_template(notebook, "spec", "template"))
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels.update({"notebook-name": name, "statefulset": name})
+    return [_child(notebook, "apps/v1", "StatefulSet", name, {"replicas": 1, "template": template})]
+
+
 @dataclass
 class _AfterRunning:
     """Objects a controller makes only once the pod ``pod`` (namespace/name) runs."""
@@ -396,6 +404,7 @@ _MAKERS: dict[str, Callable[[Raw], Sequence[Raw | _AfterRunning]]] = {
     **dict.fromkeys(KUBEFLOW_SPECS, _kubeflow),
     "LeaderWorkerSet": _leader_worker_set,
     "JobSet": _jobset,
+    "Notebook": _notebook,
 }
 _API_GROUPS = {
     "Job": "batch",
@@ -408,6 +417,7 @@ _API_GROUPS = {
     **dict.fromkeys(KUBEFLOW_SPECS, "kubeflow.org"),
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
     "JobSet": "jobset.x-k8s.io",
+    "Notebook": "kubeflow.org",
 }
 EXPANDED = ", ".join(sorted(_MAKERS))
 
