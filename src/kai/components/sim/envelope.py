@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kai.components.sim.problems import ERROR, Problem
-from kai.components.sim.workload_controllers import namespaced_kinds
+from kai.components.sim.workload_makers import namespaced_kinds
 from kai.core.model.errors import InvalidObject
 
 NAMESPACED = frozenset({"Pod", "PodGroup", "BindRequest", "ResourceClaim", "Event"}) | namespaced_kinds()
