@@ -266,3 +266,12 @@ def test_a_workload_without_pods_is_an_error_that_says_why(tmp_path: Path) -> No
     result = CliRunner().invoke(main, ["explain", "job", "bert", "-n", "team", "-f", str(_workloads(tmp_path))])
     assert result.exit_code == 1
     assert "job team/bert: no podgroup or pod of it in workloads" in result.output
+
+
+def test_pending_podgroups_in_a_queue_name_their_workload(tmp_path: Path) -> None:
+    report = json.loads(run("queues", "a", "-f", str(_workloads(tmp_path)), "-o", "json"))
+    workloads = sorted(row["workload"] for row in report["pending"])
+    assert workloads[-1] == "PyTorchJob/bert"
+    assert [w.split("/")[0] for w in workloads[:-1]] == ["Pod", "Pod"]  # a Deployment's pods own their podgroups
+    text = run("queues", "a", "-f", str(_workloads(tmp_path)))
+    assert "(PyTorchJob bert)" in text

@@ -41,6 +41,14 @@ def workload_podgroups(cluster: ClusterClient, kind: str, namespace: str, name: 
     return sorted(_podgroups_of(pod for pod in pods if _owned_by(pod, kind, name) or _of_deployment(pod, kind, name)))
 
 
+def workload_of(cluster: ClusterClient, podgroup_key: str) -> str | None:
+    """``Kind/name`` of the workload that owns the PodGroup (the pod-grouper's owner), None when none does."""
+    podgroup = cluster.get("PodGroup", podgroup_key)
+    refs = (podgroup or {}).get("metadata", {}).get("ownerReferences") or []
+    ref = refs[0] if refs and isinstance(refs[0], dict) else None
+    return f"{ref.get('kind')}/{ref.get('name')}" if ref is not None else None
+
+
 def _in(obj: Raw, namespace: str) -> bool:
     return bool(obj["metadata"].get("namespace") == namespace)
 
