@@ -212,6 +212,17 @@ def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     assert [o["metadata"]["name"] for o in controllers.objects] == ["train", "train-x"]
 
 
+def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:
+    specs = {"Master": {"replicas": 1, "template": _template()}, "Worker": {"replicas": 1, "template": _template()}}
+    job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
+    squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bert-master-0"}, "spec": _template()["spec"]}
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job, squatter)))
+    (problem,) = [p for p in run.problems if p.kind == "PyTorchJob"]
+    assert (problem.severity, problem.field) == ("warning", "metadata.name")
+    assert "would make Pod default/bert-master-0, which already exists" in problem.problem
+    assert sorted(run.cycles[-1].outcome.pods) == ["default/bert-master-0", "default/bert-worker-0"]
+
+
 def test_kinds_without_a_stand_in_and_unusable_templates_are_reported(tmp_path: Path) -> None:
     lws = _workload("apps.kubeblocks.io/v1", "Cluster", "kb", {})  # a kind kai knows nothing of: not reported
     argo = _workload("argoproj.io/v1alpha1", "Workflow", "flow", {"entrypoint": "main"})

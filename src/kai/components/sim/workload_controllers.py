@@ -45,6 +45,8 @@ class WorkloadControllers:
     """Keys of the Jobs whose pods are made here (their later pods are made by ``step``)."""
     after_running: list[AfterRunning] = field(default_factory=list)
     """What is made once a pod runs (``step``)."""
+    taken: set[tuple[str, str]] = field(default_factory=set)
+    """(kind, key) of every object of the input and made so far: a made object never takes a name twice."""
 
     @classmethod
     def start(cls, objects: list[Raw]) -> "WorkloadControllers":
@@ -54,7 +56,7 @@ class WorkloadControllers:
             for ref in obj["metadata"].get("ownerReferences") or []
             if isinstance(ref, dict)
         }
-        controllers = cls([])
+        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects})
         inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
         controllers.objects = controllers._expand(inputs, owned)
         return controllers
@@ -83,10 +85,21 @@ class WorkloadControllers:
                 self.jobs.append(object_key(obj))
             for item in made:
                 if isinstance(item, AfterRunning):
-                    self.after_running.append(AfterRunning(item.pod, self._expand(item.objects, owned)))
-                else:
+                    later = [one for one in item.objects if self._admit(one, obj)]
+                    self.after_running.append(AfterRunning(item.pod, self._expand(later, owned)))
+                elif self._admit(item, obj):
                     pending.append(item)
         return expanded
+
+    def _admit(self, made: Raw, workload: Raw) -> bool:
+        """Whether ``made`` has a name of its own; a name the input (or an earlier workload) took is reported."""
+        key = (made["kind"], object_key(made))
+        if key not in self.taken:
+            self.taken.add(key)
+            return True
+        problem = f"would make {made['kind']} {key[1]}, which already exists; it is not made (rename one of the two)"
+        self._report(WARNING, workload, "metadata.name", problem)
+        return False
 
     def step(self, cluster: MemoryCluster) -> None:
         """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
@@ -96,7 +109,7 @@ class WorkloadControllers:
             pod = cluster.get("Pod", item.pod)
             if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
                 for obj in item.objects:
-                    cluster.create(obj["kind"], obj)
+                    _create_new(cluster, obj)
             else:
                 waiting.append(item)
         self.after_running = waiting
@@ -122,7 +135,7 @@ class WorkloadControllers:
             if completions is None and succeeded:
                 wanted = 0  # a Job without completions is done when one pod succeeded
             for pod in job_pods(job, len(pods), max(wanted, 0)):
-                cluster.create("Pod", pod)
+                _create_new(cluster, pod)
 
     def _not_made(self, obj: Raw) -> str:
         return (
@@ -136,3 +149,9 @@ class WorkloadControllers:
         self.problems.append(
             Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
         )
+
+
+def _create_new(cluster: MemoryCluster, obj: Raw) -> None:
+    """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again)."""
+    if cluster.get(obj["kind"], object_key(obj)) is None:
+        cluster.create(obj["kind"], obj)
