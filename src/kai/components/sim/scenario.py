@@ -29,6 +29,10 @@ STOCK_PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "i
 a cluster with KAI installed, so these exist unless the manifests define a class of the same name."""
 
 
+SCENARIO_KEYS = frozenset({"name", "source", "config", "now", "runner", "objects", "expect", "notes", "clock"})
+"""The top-level keys of a scenario file (docs/scenario-format.md)."""
+
+
 @dataclass
 class Runner:
     cycles_before_check: int = 1
@@ -101,6 +105,12 @@ def _entries(path: Path, raw: dict[str, Any], label: str = "") -> list[tuple[str
     if not isinstance(entries, list):
         raise ScenarioError(f"{path}: field objects: expected a list of Kubernetes objects")
     if not entries:
+        unknown = sorted(str(key) for key in raw if key not in SCENARIO_KEYS)
+        if unknown and "objects" not in raw:
+            raise ScenarioError(
+                f"{path}: neither Kubernetes objects (no kind) nor a scenario (no objects): its top-level keys are "
+                f"{', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''}"
+            )
         raise ScenarioError(f"{path}: holds no Kubernetes objects (an empty file, or a scenario without objects)")
     return [(f"{label}objects[{index}]", entry) for index, entry in enumerate(entries)]
 
