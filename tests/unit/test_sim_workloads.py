@@ -253,3 +253,14 @@ def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_the
     sim = _simulation(scenario.path)
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["priorityClassName"] == "build"
+
+
+def test_what_the_pod_grouper_warns_of_is_a_problem_of_the_run(tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
+    pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "nope", "containers": [{"name": "c"}]}
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod)))
+    (problem,) = [p for p in run.problems if p.kind == "Pod"]
+    assert (problem.severity, problem.name) == ("warning", "default/p")
+    assert problem.problem == (
+        "spec.priorityClassName of Pod default/p is 'nope', which is not a PriorityClass; it is ignored"
+    )

@@ -17,6 +17,7 @@ from typing import Any
 from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
 from kai.components.podgrouper import PodGrouper
+from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
 from kai.components.scheduler.usage import BuiltinUsage, cycle_with_usage
 from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.clock import SimClock
@@ -146,11 +147,28 @@ class Simulation:
                 )
             )
         found += self.workloads.problems
+        found += grouper_warnings(self.cluster)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
         for (kind, key), warnings in sorted(self.state.warnings.items()):
             found += [Problem.of(WARNING, kind, key, warning) for warning in warnings]
         return found
+
+
+def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
+    """What the pod-grouper told of pods (its Warning events): a pod it cannot group, or something of a workload it
+    ignores, such as a priority class that does not exist."""
+    found = []
+    for event in cluster.list("Event"):
+        if event.get("reason") != GROUPER_WARNING:
+            continue
+        involved = event.get("involvedObject") or {}
+        key = (
+            f"{involved.get('namespace')}/{involved.get('name')}" if involved.get("namespace") else involved.get("name")
+        )
+        message = str(event.get("message", ""))
+        found.append(Problem(WARNING, str(involved.get("kind", "")), str(key), "", message, message))
+    return found
 
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:
