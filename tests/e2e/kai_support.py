@@ -143,6 +143,18 @@ def kai_all(cp: ControlPlane, log: Path) -> Iterator[Kai]:
             print(process.log.read_text())
 
 
+def kai_cli(cp: ControlPlane, kai: Kai, *args: str) -> str:
+    """A kai command against the test cluster and the running scheduler, as a user types it; its stdout."""
+    argv = [
+        sys.executable, "-m", "kai", *args, f"--kubeconfig={cp.kubeconfig_path}",
+        f"--scheduler-address=127.0.0.1:{kai.plugin_port}",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    assert "Traceback" not in done.stderr
+    return done.stdout
+
+
 def kubectl_json(cp: ControlPlane, *args: str) -> Any:
     return json.loads(cp.kubectl(*args, "-o", "json").stdout)
 

@@ -15,24 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import ControlPlane
-from kai_support import REPO, SEED, Kai, apply, gpu_pod, kubectl_json, wait_until
+from kai_support import REPO, SEED, Kai, apply, gpu_pod, kai_cli, kubectl_json, wait_until
 from testcluster import Kwok
 
 from kai.core.model.meta import parse_time
 
 GANG_PRIORITY = "train"
-
-
-def kai_cli(cp: ControlPlane, kai: Kai, *args: str) -> str:
-    """A kai command against the test cluster and the running scheduler, as a user types it; its stdout."""
-    argv = [
-        sys.executable, "-m", "kai", *args, f"--kubeconfig={cp.kubeconfig_path}",
-        f"--scheduler-address=127.0.0.1:{kai.plugin_port}",
-    ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
-    assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    assert "Traceback" not in done.stderr
-    return done.stdout
 
 
 def explain_json(cp: ControlPlane, kai: Kai, namespace: str, name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 from controlplane import ControlPlane
-from kai_support import SEED, Kai, create, get, items, kai_all, owners, wait_cycles, wait_until
+from kai_support import SEED, Kai, create, get, items, kai_all, kai_cli, owners, wait_cycles, wait_until
 from kube.kube_support import wait_until as poll
 from testcluster import RUN_FOR_ANNOTATION, Kwok, Part
 
@@ -388,6 +388,9 @@ def test_a_pytorchjob_of_a_master_and_two_workers_is_one_gang_with_master_and_wo
     }
     assert sorted(label(p, SUBGROUP) for p in members) == ["master", "worker", "worker"]
     env.running(3)
+    told = json.loads(kai_cli(env.cp, env.kai, "explain", "pytorchjob", "pt", "-n", env.namespace, "-o", "json"))
+    assert [pg["name"] for pg in told["podgroups"]] == [f"{env.namespace}/{podgroup['metadata']['name']}"]
+    assert told["podgroups"][0]["state"] == "running"
 
     env.delete(KUBEFLOW, "pytorchjobs", "pt")
     env.gone("the PyTorchJob")
@@ -512,6 +515,10 @@ def test_a_deployment_gets_a_podgroup_per_pod_that_goes_with_its_pod(env: Env) -
 
     one_per_pod(3)
     env.running(3)
+    told = json.loads(kai_cli(env.cp, env.kai, "explain", "deploy", "web", "-n", env.namespace, "-o", "json"))
+    assert sorted(pg["name"] for pg in told["podgroups"]) == sorted(
+        f"{env.namespace}/{name}" for name in env.podgroups()
+    )
 
     env.cp.kubectl("scale", "deployment", "web", "-n", env.namespace, "--replicas=1")
     env.shown("the scaled-down pods' PodGroups to be collected", lambda: len(env.podgroups()) == 1)

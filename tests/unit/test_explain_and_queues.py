@@ -211,3 +211,67 @@ def test_queues_watch_shows_each_look_and_stops_on_ctrl_c(scenario: Path, monkey
     rows = [line for line in result.output.splitlines() if "└ c" in line]
     assert rows, result.output
     assert rows[-1].split("│")[3].strip() == "5", rows[-1]  # the quota column (a terminal shows each look in place)
+
+
+def _workloads(tmp_path: Path) -> Path:
+    """Manifests of a PyTorchJob of 4 GPUs, too big for the 3-GPU node, and a Deployment of 2 one-GPU replicas,
+    with a pod of another Job named like the PyTorchJob."""
+    container = {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    template = {"spec": {"schedulerName": "kai-scheduler", "containers": [container]}}
+    labels = {"kai.scheduler/queue": "a"}
+    specs = {"Master": {"replicas": 1, "template": template}, "Worker": {"replicas": 3, "template": template}}
+    objects = [
+        _queue("dept"),
+        _queue("a", "dept"),
+        _node("n0", 3),
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "bert", "namespace": "team", "labels": labels},
+            "spec": {"pytorchReplicaSpecs": specs},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "serve", "namespace": "team", "labels": labels},
+            "spec": {"replicas": 2, "template": template},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "bert", "namespace": "team", "labels": labels},
+            "spec": {"suspend": True, "template": template},
+        },
+    ]
+    path = tmp_path / "workloads.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def test_a_workload_is_explained_by_its_kind_and_name(tmp_path: Path) -> None:
+    path = _workloads(tmp_path)
+    told = explain_json(path, "pytorchjobs", "bert")
+    assert (told["kind"], told["name"]) == ("pytorchjobs", "team/bert")
+    (podgroup,) = told["podgroups"]
+    assert podgroup["name"].startswith("team/pg-bert-") and podgroup["minMember"] == 4
+    assert podgroup["state"] == "waiting" and podgroup["nearestFix"] is not None
+    deployment = explain_json(path, "deploy", "serve")
+    assert len(deployment["podgroups"]) == 2
+    assert {p["state"] for p in deployment["podgroups"]} == {"starting"}
+    text = run("explain", "PyTorchJob", "team/bert", "-f", str(path))
+    assert text.startswith("PyTorchJob team/bert: 1 podgroup\n") and "minMember 4" in text
+
+
+def test_a_workload_without_pods_is_an_error_that_says_why(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", "job", "bert", "-n", "team", "-f", str(_workloads(tmp_path))])
+    assert result.exit_code == 1
+    assert "job team/bert: no podgroup or pod of it in workloads" in result.output
+
+
+def test_pending_podgroups_in_a_queue_name_their_workload(tmp_path: Path) -> None:
+    report = json.loads(run("queues", "a", "-f", str(_workloads(tmp_path)), "-o", "json"))
+    workloads = sorted(row["workload"] for row in report["pending"])
+    assert workloads[-1] == "PyTorchJob/bert"
+    assert [w.split("/")[0] for w in workloads[:-1]] == ["Pod", "Pod"]  # a Deployment's pods own their podgroups
+    text = run("queues", "a", "-f", str(_workloads(tmp_path)))
+    assert "(PyTorchJob bert)" in text

@@ -264,6 +264,11 @@ def test_empty_and_binary_files_are_one_line_errors(tmp_path: Path) -> None:
     assert _line(result) == f"error: {binary}: not a text file (byte 0 is not UTF-8); expected YAML"
     broken = _line(_simulate(tmp_path, "kind: Pod\nmetadata: {name: [unclosed\n"))
     assert "not valid YAML at line 3, column 1:" in broken
+    values = _line(_simulate(tmp_path, "scheduler: {placementStrategy: binpack}\ndefaultQueue: {}\n"))
+    assert values.endswith(
+        "cluster.yaml: neither Kubernetes objects (no kind) nor a scenario (no objects): its top-level keys are "
+        "defaultQueue, scheduler"
+    )
 
 
 def test_duplicate_names_keep_the_first(tmp_path: Path) -> None:

@@ -161,6 +161,22 @@ def test_a_submitted_workload_runs_in_the_changed_world_only(tmp_path: Path) -> 
     assert comparison.changed.utilisation()[0] == 1.0 and comparison.base.utilisation()[0] == 0.25
 
 
+def test_a_submitted_pytorchjob_runs_as_one_gang_of_its_replicas(tmp_path: Path) -> None:
+    path = scenario_file(tmp_path, queue("a", 4), queue("b", 4), node("node-0"), *jobs("a", 2))
+    container = {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+    template = {"spec": {"schedulerName": "kai-scheduler", "containers": [container]}}
+    specs = {"Master": {"replicas": 1, "template": template}, "Worker": {"replicas": 2, "template": template}}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ml", "labels": {"kai.scheduler/queue": "b"}},
+        "spec": {"pytorchReplicaSpecs": specs},
+    }
+    comparison = run(path, parse_changes({"submit": [job]}, "test"), hours=1, run_time_s=None)
+    assert comparison.changed.waits["b"] == [0.0, 0.0, 0.0]  # its three pods started together, at once
+    assert comparison.changed.utilisation()[0] == 1.0
+
+
 def test_the_command_prints_base_beside_changed(tmp_path: Path) -> None:
     path = two_queues(tmp_path)
     changes = tmp_path / "changes.yaml"

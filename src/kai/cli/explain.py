@@ -1,4 +1,5 @@
-"""``kai explain pod|podgroup NAME``: why it waits, the nearest fix, its place in line, what the last cycles did."""
+"""``kai explain pod|podgroup|KIND NAME``: why it waits, the nearest fix, its place in line, what the last cycles
+did."""
 
 import json
 from typing import Any
@@ -10,35 +11,51 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kai.cli.sources import Source, source_options
-from kai.components.explain import NotFound, explain_pod, explain_podgroup
+from kai.components.explain import NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.live import history
 from kai.core.state.reason_text import when
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(["pod", "podgroup", "pg"]))
+@click.argument("kind", metavar="pod|podgroup|KIND")
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True, help="Namespace (or give NAME as ns/name).")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @source_options
 def explain(kind: str, name: str, namespace: str, output: str, **options: Any) -> None:
-    """Why a pod or podgroup waits (typed reasons, KAI's texts), the nearest fix, its place in line, and what the
-    last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or a file (-f)."""
+    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line,
+    and what the last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or a file (-f).
+
+    KIND is the kind of a workload (job, deployment, statefulset, pytorchjob, raycluster, rayjob, leaderworkerset,
+    jobset, …, as kubectl names them): each of its podgroups is explained."""
     source = Source.of(options)
     key = name if "/" in name else f"{namespace}/{name}"
     inspection, side = source.inspect()
     try:
-        told = explain_pod(inspection, key) if kind == "pod" else explain_podgroup(inspection, key)
+        if kind == "pod":
+            told = explain_pod(inspection, key)
+        elif kind in ("podgroup", "podgroups", "pg"):
+            told = explain_podgroup(inspection, key)
+        else:
+            told = explain_workload(inspection, kind, key)
     except NotFound as error:
         raise click.ClickException(str(error)) from error
-    podgroup = told.get("explanation", told)
-    if side is not None and podgroup.get("kind") == "PodGroup":
-        podgroup["lastCycles"] = history(side, podgroup["name"])
-        told["config"] = side.source
+    for podgroup in told.get("podgroups") or [told.get("explanation", told)]:
+        if side is not None and podgroup.get("kind") == "PodGroup":
+            podgroup["lastCycles"] = history(side, podgroup["name"])
+            told["config"] = side.source
     if output == "json":
         click.echo(json.dumps(told, indent=2, default=str))
         return
-    render(told, inspection.now, Console(width=160, highlight=False))
+    console = Console(width=160, highlight=False)
+    if "podgroups" not in told:
+        render(told, inspection.now, console)
+        return
+    count = len(told["podgroups"])
+    console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
+    for podgroup in told["podgroups"]:
+        console.print()
+        render(podgroup, inspection.now, console)
 
 
 def render(told: dict[str, Any], now: float, console: Console) -> None:

@@ -29,6 +29,7 @@ from kai.components.endpoints import EndpointError
 from kai.components.operator.crds import CrdFileError, apply_crds, read_crds
 from kai.components.operator.loop import WATCHED, operate
 from kai.components.operator.settings import Image
+from kai.components.podgrouper import PodGrouper
 from kai.components.runtime import COMPONENTS, RuntimeOptions
 from kai.components.scheduler.loop import NodePool
 from kai.components.scheduler.usage import UsageError
@@ -117,6 +118,7 @@ def simulate(
     (--what-if, --set, --add-nodes, --remove-node) one input runs twice, as it is and changed, side by side."""
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
+    logging.getLogger(PodGrouper.__module__).setLevel(logging.ERROR)  # what it warns of is listed under Problems
     console = Console(width=200)
     if what_if or settings or add_nodes or remove_node:
         if check:

@@ -150,7 +150,7 @@ def _pending_table(report: dict[str, Any], now: float) -> Table:
         )
         table.add_row(
             str(row["place"]) if row["place"] else "-",
-            row["podgroup"],
+            row["podgroup"] + (f"\n({row['workload'].replace('/', ' ')})" if row["workload"] else ""),
             row["queue"],
             str(row["pods"]),
             go_float(row["gpus"]),

@@ -1,4 +1,5 @@
-"""What ``kai explain`` says about a podgroup or a pod, as data: the CLI renders it and ``-o json`` prints it.
+"""What ``kai explain`` says about a podgroup, a pod or a workload, as data: the CLI renders it and ``-o json``
+prints it.
 
 For a podgroup: its pods and what the cycle did with each, KAI's reason and messages, the typed reasons (most
 decisive first) and the nearest fix, its place in line (in its queue, its queue among its siblings, up to the top,
@@ -9,6 +10,7 @@ from typing import Any
 
 from kai.components.inspect import Inspection
 from kai.components.scheduler.history import outcome
+from kai.components.workload_podgroups import workload_kind, workload_podgroups
 from kai.core.cycle import typed_reasons
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -34,6 +36,18 @@ def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None =
             raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
         return _invalid("PodGroup", key, error.field, error.problem, ins.now)
     return _podgroup(ins, job, history)
+
+
+def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
+    """A workload by its kind and name: each of its PodGroups explained (``explain_podgroup``)."""
+    namespace, _, name = key.partition("/")
+    groups = workload_podgroups(ins.cluster, workload_kind(kind), namespace, name)
+    if not groups:
+        raise NotFound(
+            f"{kind} {key}: no podgroup or pod of it in {ins.scenario.name} (kai sees a workload through its pods, "
+            "once its controller has made them and the pod-grouper has grouped them)"
+        )
+    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group) for group in groups]}
 
 
 def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:

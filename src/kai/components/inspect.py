@@ -9,6 +9,7 @@ last cycle's session (its decisions and typed reasons), and every cycle run.
 
 from dataclasses import dataclass
 
+from kai.cluster.memory import MemoryCluster
 from kai.components.sim.problems import Problem
 from kai.components.sim.runner import CycleRecord, Simulation
 from kai.components.sim.scenario import Scenario
@@ -30,6 +31,8 @@ class Inspection:
     """The last cycle's."""
     cycles: list[CycleRecord]
     problems: list[Problem]
+    cluster: MemoryCluster
+    """The embedded cluster after the last cycle (the objects as the components left them)."""
 
     @property
     def now(self) -> float:
@@ -51,4 +54,4 @@ def inspect(scenario: Scenario) -> Inspection:
     opened = open_session(snapshot, config, scenario.now)
     order = job_order(opened)
     records.append(sim.cycle(total))
-    return Inspection(scenario, sim.state, opened, order, records[-1].session, records, sim.problems())
+    return Inspection(scenario, sim.state, opened, order, records[-1].session, records, sim.problems(), sim.cluster)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kai.components.explain import explain_podgroup
 from kai.components.inspect import Inspection
+from kai.components.workload_podgroups import workload_of
 from kai.core.model import names
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.reasons import amount
@@ -88,6 +89,7 @@ def pending(ins: Inspection, queue: str) -> list[dict[str, Any]]:
         rows.append(
             {
                 "podgroup": key,
+                "workload": workload_of(ins.cluster, key),
                 "queue": job.queue,
                 "place": ins.order.jobs.index(key) + 1 if key in in_line else None,
                 "pods": len(waiting_pods),

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kai.components.sim.problems import ERROR, Problem
+from kai.components.sim.workload_makers import namespaced_kinds
 from kai.core.model.errors import InvalidObject
 
-NAMESPACED = frozenset({"Pod", "PodGroup", "BindRequest", "ResourceClaim", "Event"})
+NAMESPACED = frozenset({"Pod", "PodGroup", "BindRequest", "ResourceClaim", "Event"}) | namespaced_kinds()
 DEFAULT_NAMESPACE = "default"
 _MAPPINGS = ("spec", "status")
 _METADATA_MAPPINGS = ("labels", "annotations")

@@ -17,6 +17,7 @@ from typing import Any
 from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
 from kai.components.podgrouper import PodGrouper
+from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
 from kai.components.scheduler.usage import BuiltinUsage, cycle_with_usage
 from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.clock import SimClock
@@ -26,6 +27,7 @@ from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.timeline import TimelineSample, sample_of
+from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
 from kai.core.framework.session import Session
 from kai.core.framework.usage_config import CLIENT_PROMETHEUS
@@ -82,9 +84,10 @@ class Simulation:
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
-        for obj in scenario.objects:
+        self.workloads = WorkloadControllers.start(scenario.objects)
+        for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
-        self.lifecycle = WorkloadLifecycle(scenario.objects, self.clock.now, default_run_time_s)
+        self.lifecycle = WorkloadLifecycle(self.workloads.objects, self.clock.now, default_run_time_s)
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
         self.pipelined: frozenset[str] = frozenset()
@@ -120,6 +123,7 @@ class Simulation:
         self.binder.sync_reservations()
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
+        self.workloads.step(self.cluster)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
@@ -142,11 +146,29 @@ class Simulation:
                     InvalidObject("scheduler config", "usageDBConfig.clientType", note),
                 )
             )
+        found += self.workloads.problems
+        found += grouper_warnings(self.cluster)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
         for (kind, key), warnings in sorted(self.state.warnings.items()):
             found += [Problem.of(WARNING, kind, key, warning) for warning in warnings]
         return found
+
+
+def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
+    """What the pod-grouper told of pods (its Warning events): a pod it cannot group, or something of a workload it
+    ignores, such as a priority class that does not exist."""
+    found = []
+    for event in cluster.list("Event"):
+        if event.get("reason") != GROUPER_WARNING:
+            continue
+        involved = event.get("involvedObject") or {}
+        key = (
+            f"{involved.get('namespace')}/{involved.get('name')}" if involved.get("namespace") else involved.get("name")
+        )
+        message = str(event.get("message", ""))
+        found.append(Problem(WARNING, str(involved.get("kind", "")), str(key), "", message, message))
+    return found
 
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:

@@ -24,6 +24,15 @@ class ScenarioError(ValueError):
     pass
 
 
+STOCK_PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+"""The priority classes KAI's Helm chart installs (deploy/priority-classes.yaml): plain manifests are simulated as on
+a cluster with KAI installed, so these exist unless the manifests define a class of the same name."""
+
+
+SCENARIO_KEYS = frozenset({"name", "source", "config", "now", "runner", "objects", "expect", "notes", "clock"})
+"""The top-level keys of a scenario file (docs/scenario-format.md)."""
+
+
 @dataclass
 class Runner:
     cycles_before_check: int = 1
@@ -96,14 +105,20 @@ def _entries(path: Path, raw: dict[str, Any], label: str = "") -> list[tuple[str
     if not isinstance(entries, list):
         raise ScenarioError(f"{path}: field objects: expected a list of Kubernetes objects")
     if not entries:
+        unknown = sorted(str(key) for key in raw if key not in SCENARIO_KEYS)
+        if unknown and "objects" not in raw:
+            raise ScenarioError(
+                f"{path}: neither Kubernetes objects (no kind) nor a scenario (no objects): its top-level keys are "
+                f"{', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''}"
+            )
         raise ScenarioError(f"{path}: holds no Kubernetes objects (an empty file, or a scenario without objects)")
     return [(f"{label}objects[{index}]", entry) for index, entry in enumerate(entries)]
 
 
 def load_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | None = None) -> Scenario:
     """A scenario file, or plain manifests (one object, a list, or several YAML documents) as a one-cycle run."""
-    raw, _ = _read(path)
-    return _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles, clock)
+    raw, plain = _read(path)
+    return _build(path, str(raw.get("name") or path.stem), raw, _entries(path, raw), cycles, clock, plain)
 
 
 def load_scenarios(
@@ -135,7 +150,7 @@ def load_scenarios(
         entries = [entry for _, file_entries in manifests for entry in file_entries]
         combined: Scenario | ScenarioError
         try:
-            combined = _build(first, name, {}, entries, cycles, clock)
+            combined = _build(first, name, {}, entries, cycles, clock, plain=True)
         except ScenarioError as error:
             combined = error
         runs[runs.index(None)] = (first, combined)
@@ -161,6 +176,15 @@ def _clock_cycles(clock: ClockSpec) -> int | None:
     return max(1, math.ceil(clock.duration_s / clock.period_s - 1e-9))
 
 
+def _stock_priority_classes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    defined = {obj["metadata"]["name"] for obj in objects if obj["kind"] == "PriorityClass"}
+    return [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        for name, value in STOCK_PRIORITY_CLASSES.items()
+        if name not in defined
+    ]
+
+
 def _build(
     path: Path,
     name: str,
@@ -168,9 +192,13 @@ def _build(
     entries: list[tuple[str, Any]],
     cycles: int | None,
     clock_override: ClockSpec | None,
+    plain: bool = False,
 ) -> Scenario:
+    """``plain``: the entries are manifests, not a scenario (KAI's stock priority classes are added)."""
     where = str(path)
     objects, problems = usable_objects(entries)
+    if plain:
+        objects += _stock_priority_classes(objects)
     try:
         config = parse_config(raw.get("config") or {})
         now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0

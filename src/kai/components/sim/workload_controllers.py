@@ -1,0 +1,157 @@
+"""The workload controllers ``kai simulate`` stands in for: what Kubernetes' Job, ReplicaSet, Deployment and
+StatefulSet controllers, KubeRay, the Kubeflow training operator and the LeaderWorkerSet and JobSet controllers make
+from a workload's templates (scenario-format.md §9).
+
+Without them a manifest of a RayCluster or a PyTorchJob would simulate nothing: on a cluster it is its operator that
+makes the pods, and the pod-grouper that turns them into the gang. Here the pods (and the objects between, such as
+a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
+workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
+be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
+makes its next pods as earlier ones succeed, up to its completions; a LeaderReady LWS group's workers are made
+once their leader runs. A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods
+must be in the input). What each controller makes is ``workload_makers``'s.
+"""
+
+import copy
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.cluster.memory import MemoryCluster
+from kai.cluster.port import Raw
+from kai.components.sim.problems import ERROR, WARNING, Problem
+from kai.components.sim.workload_makers import (
+    API_GROUPS,
+    EXPANDED,
+    GROUPED_KINDS,
+    MAKERS,
+    AfterRunning,
+    api_group,
+    job_pods,
+    job_wanted,
+)
+from kai.components.sim.workload_objects import Invalid, mapping
+from kai.core.model.errors import InvalidObject
+from kai.core.state.cluster_state import object_key
+
+
+@dataclass
+class WorkloadControllers:
+    """Made at a simulation's start from its input: ``objects`` is the input and all that the stand-ins made."""
+
+    objects: list[Raw]
+    problems: list[Problem] = field(default_factory=list)
+    jobs: list[str] = field(default_factory=list)
+    """Keys of the Jobs whose pods are made here (their later pods are made by ``step``)."""
+    after_running: list[AfterRunning] = field(default_factory=list)
+    """What is made once a pod runs (``step``)."""
+    taken: set[tuple[str, str]] = field(default_factory=set)
+    """(kind, key) of every object of the input and made so far: a made object never takes a name twice."""
+
+    @classmethod
+    def start(cls, objects: list[Raw]) -> "WorkloadControllers":
+        owned = {
+            (ref.get("kind"), obj["metadata"].get("namespace"), ref.get("name"))
+            for obj in objects
+            for ref in obj["metadata"].get("ownerReferences") or []
+            if isinstance(ref, dict)
+        }
+        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects})
+        inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
+        controllers.objects = controllers._expand(inputs, owned)
+        return controllers
+
+    def _expand(self, objects: list[Raw], owned: set[tuple[Any, Any, Any]]) -> list[Raw]:
+        """``objects`` and all their controllers make of them, now; what they make later goes to ``after_running``."""
+        expanded: list[Raw] = []
+        pending = deque(objects)
+        while pending:
+            obj = pending.popleft()
+            expanded.append(obj)
+            kind, meta = obj["kind"], obj["metadata"]
+            if (kind, meta.get("namespace"), meta["name"]) in owned or kind in ("Pod", "PodGroup"):
+                continue
+            maker = MAKERS.get(kind) if api_group(obj) == API_GROUPS.get(kind) else None
+            if maker is None:
+                if kind in GROUPED_KINDS:
+                    self._report(WARNING, obj, "kind", self._not_made(obj))
+                continue
+            try:
+                made = maker(obj)
+            except Invalid as error:
+                self._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
+                continue
+            if kind == "Job":
+                self.jobs.append(object_key(obj))
+            for item in made:
+                if isinstance(item, AfterRunning):
+                    later = [one for one in item.objects if self._admit(one, obj)]
+                    self.after_running.append(AfterRunning(item.pod, self._expand(later, owned)))
+                elif self._admit(item, obj):
+                    pending.append(item)
+        return expanded
+
+    def _admit(self, made: Raw, workload: Raw) -> bool:
+        """Whether ``made`` has a name of its own; a name the input (or an earlier workload) took is reported."""
+        key = (made["kind"], object_key(made))
+        if key not in self.taken:
+            self.taken.add(key)
+            return True
+        problem = f"would make {made['kind']} {key[1]}, which already exists; it is not made (rename one of the two)"
+        self._report(WARNING, workload, "metadata.name", problem)
+        return False
+
+    def step(self, cluster: MemoryCluster) -> None:
+        """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
+        many run as its parallelism allows, until as many have succeeded as its completions ask)."""
+        waiting = []
+        for item in self.after_running:
+            pod = cluster.get("Pod", item.pod)
+            if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+                for obj in item.objects:
+                    _create_new(cluster, obj)
+            else:
+                waiting.append(item)
+        self.after_running = waiting
+        if self.jobs:
+            self._step_jobs(cluster)
+
+    def _step_jobs(self, cluster: MemoryCluster) -> None:
+        by_job: dict[str, list[Raw]] = {key: [] for key in self.jobs}
+        for pod in cluster.list("Pod"):
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                key = f"{pod['metadata'].get('namespace')}/{ref.get('name')}"
+                if ref.get("kind") == "Job" and key in by_job:
+                    by_job[key].append(pod)
+        for key, pods in by_job.items():
+            job = cluster.get("Job", key)
+            if job is None:
+                continue
+            completions = mapping(job, "spec").get("completions")
+            succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+            active = sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+            left = job_wanted(job) if completions is None else int(completions) - succeeded
+            wanted = min(job_wanted(job), left) - active
+            if completions is None and succeeded:
+                wanted = 0  # a Job without completions is done when one pod succeeded
+            for pod in job_pods(job, len(pods), max(wanted, 0)):
+                _create_new(cluster, pod)
+
+    def _not_made(self, obj: Raw) -> str:
+        return (
+            f"kai simulate does not run the {obj['kind']} controller, so no pods are made from it; put its pods in "
+            f"the input (owned by it) to simulate them. kai simulate makes the pods of: {EXPANDED}"
+        )
+
+    def _report(self, severity: str, obj: Raw, field: str, problem: str) -> None:
+        meta = obj["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        self.problems.append(
+            Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
+        )
+
+
+def _create_new(cluster: MemoryCluster, obj: Raw) -> None:
+    """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again)."""
+    if cluster.get(obj["kind"], object_key(obj)) is None:
+        cluster.create(obj["kind"], obj)

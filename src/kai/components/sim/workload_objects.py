@@ -1,0 +1,117 @@
+"""Building what a workload controller makes in ``kai simulate``: pods from a template and the objects between
+(a Deployment's ReplicaSet, a RayJob's RayCluster), owned by their workload and named deterministically, as
+``generateName`` and the controllers name them, so that a run can be repeated; and reading the workload's fields,
+each problem naming the field."""
+
+import copy
+import hashlib
+import uuid
+from typing import Any
+
+from kai.cluster.port import Raw
+
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The letters of Kubernetes' generated names (``generateName``)."""
+_UID_NAMESPACE = uuid.UUID("6f1c5a52-7a4e-4d8e-9f43-3b0f1d8e5c21")
+
+
+class Invalid(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.problem = problem
+
+
+def suffix(*parts: str) -> str:
+    """Five letters as ``generateName`` adds, from ``parts`` (the same parts, the same letters)."""
+    digest = hashlib.sha256("/".join(parts).encode()).digest()
+    return "".join(_SUFFIX_ALPHABET[byte % len(_SUFFIX_ALPHABET)] for byte in digest[:5])
+
+
+def uid(obj: Raw) -> str:
+    """The object's uid; one that follows from its kind and name when it has none (set on it)."""
+    meta = obj["metadata"]
+    if not meta.get("uid"):
+        meta["uid"] = str(uuid.uuid5(_UID_NAMESPACE, f"{obj['kind']}/{meta.get('namespace')}/{meta['name']}"))
+    return str(meta["uid"])
+
+
+def owner_ref(owner: Raw) -> dict[str, Any]:
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": uid(owner),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def mapping(obj: Raw, *path: str) -> dict[str, Any]:
+    """The mapping at ``path`` of ``obj`` ({} when absent); anything else there is invalid."""
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            return {}
+    if not isinstance(value, dict):
+        raise Invalid(".".join(path), f"got {type(value).__name__}; expected a mapping")
+    return value
+
+
+def whole_number(obj: Raw, path: tuple[str, ...], default: int) -> int:
+    value: Any = mapping(obj, *path[:-1]).get(path[-1], default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(".".join(path), f"got {value!r}; expected a whole number >= 0")
+    return value
+
+
+def pod_template(obj: Raw, *path: str) -> dict[str, Any]:
+    template = mapping(obj, *path)
+    if not isinstance(template.get("spec"), dict) or not template["spec"].get("containers"):
+        raise Invalid(".".join(path), "expected a pod template with spec.containers")
+    for key in ("labels", "annotations"):
+        try:
+            mapping(template, "metadata", key)  # a mapping, if given
+        except Invalid as error:
+            raise Invalid(f"{'.'.join(path)}.{error.field}", error.problem) from None
+    return template
+
+
+def template_meta(template: dict[str, Any], key: str) -> dict[str, str]:
+    return dict(mapping(template, "metadata", key))
+
+
+def from_template(
+    owner: Raw, template: dict[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+) -> Raw:
+    meta = owner["metadata"]
+    made_meta: dict[str, Any] = {
+        "name": name,
+        "namespace": meta["namespace"],
+        "labels": {**template_meta(template, "labels"), **labels},
+        "annotations": {**template_meta(template, "annotations"), **(annotations or {})},
+        "ownerReferences": [owner_ref(owner)],
+    }
+    if meta.get("creationTimestamp"):
+        made_meta["creationTimestamp"] = meta["creationTimestamp"]
+    made = {"apiVersion": "v1", "kind": "Pod", "metadata": made_meta, "spec": copy.deepcopy(template["spec"])}
+    made["status"] = {"phase": "Pending"}
+    uid(made)
+    return made
+
+
+def child(owner: Raw, api_version: str, kind: str, name: str, spec: dict[str, Any]) -> Raw:
+    meta = owner["metadata"]
+    child_meta: dict[str, Any] = {
+        "name": name,
+        "namespace": meta["namespace"],
+        "labels": dict(meta.get("labels") or {}),
+        "annotations": dict(meta.get("annotations") or {}),
+        "ownerReferences": [owner_ref(owner)],
+    }
+    if meta.get("creationTimestamp"):
+        child_meta["creationTimestamp"] = meta["creationTimestamp"]
+    return {"apiVersion": api_version, "kind": kind, "metadata": child_meta, "spec": copy.deepcopy(spec)}

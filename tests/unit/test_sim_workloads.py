@@ -1,0 +1,266 @@
+"""`kai simulate` makes a workload's pods as its controller would (Job, Deployment, StatefulSet, KubeRay, the
+Kubeflow training operator), so that a RayCluster or a PyTorchJob manifest is simulated as the gang it is on a
+cluster; plain manifests run as on a cluster with KAI installed (its stock priority classes)."""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kai.components.sim.runner import Simulation, run_scenario
+from kai.components.sim.scenario import load_scenario, load_scenarios
+from kai.components.sim.workload_controllers import WorkloadControllers
+
+REPO = Path(__file__).resolve().parents[2]
+SEED = REPO / "examples" / "seed"
+UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+QUEUE = {
+    "apiVersion": "scheduling.run.ai/v2",
+    "kind": "Queue",
+    "metadata": {"name": "team"},
+    "spec": {"resources": dict.fromkeys(("gpu", "cpu", "memory"), UNLIMITED)},
+}
+
+
+def _node(name: str, gpus: int) -> dict[str, Any]:
+    allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
+
+
+def _template(gpus: int = 1, **annotations: str) -> dict[str, Any]:
+    resources = {"requests": {"nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+    container = {"name": "main", "image": "busybox", "resources": resources}
+    return {
+        "metadata": {"annotations": annotations},
+        "spec": {"schedulerName": "kai-scheduler", "containers": [container]},
+    }
+
+
+def _workload(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": name, "labels": {"kai.scheduler/queue": "team"}}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def _write(tmp_path: Path, *objects: dict[str, Any]) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def _simulation(path: Path, cycles: int = 1) -> Simulation:
+    sim = Simulation(load_scenario(path))
+    for number in range(1, cycles + 1):
+        sim.advance(sim.cycle(number))
+    return sim
+
+
+def test_seed_raycluster_is_one_gang_of_head_and_workers(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([_node("gpu-a", 2), _node("gpu-b", 2)]))
+    ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
+    assert not isinstance(scenario, Exception)
+    run = run_scenario(scenario)
+    pods = run.cycles[-1].outcome.pods
+    assert sorted(key.rsplit("-", 1)[0] for key in pods) == [
+        "default/training-distributed-head",
+        *["default/training-distributed-workers-worker"] * 4,
+    ]
+    assert len({view["podgroup"] for view in pods.values()}) == 1
+    assert {view["status"] for view in pods.values()} == {"Binding"}
+    assert not [p for p in run.problems if p.severity == "error"]
+
+
+def test_seed_raycluster_waits_whole_when_its_gang_does_not_fit(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump(_node("gpu-a", 3)))
+    ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
+    assert not isinstance(scenario, Exception)
+    sim = Simulation(scenario)
+    record = sim.cycle(1)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 5
+    assert sorted((s["name"], s["minMember"]) for s in podgroup["spec"]["subGroups"]) == [
+        ("headgroup", 1),
+        ("workers", 4),
+    ]
+    assert {view["status"] for view in record.outcome.pods.values()} == {"Pending"}
+
+
+def test_pytorchjob_pods_are_named_and_labelled_as_the_training_operator_does(tmp_path: Path) -> None:
+    specs = {
+        "Master": {"replicas": 1, "template": _template()},
+        "Worker": {"replicas": 3, "template": _template()},
+    }
+    job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
+    assert sorted(pods) == ["bert-master-0", "bert-worker-0", "bert-worker-1", "bert-worker-2"]
+    assert pods["bert-worker-2"]["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "2"
+    assert pods["bert-master-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 4
+    assert {p["spec"].get("nodeName") for p in pods.values()} == {"gpu-a"}
+
+
+def test_deployment_makes_a_replicaset_whose_pods_are_each_their_own_podgroup(tmp_path: Path) -> None:
+    deployment = _workload("apps/v1", "Deployment", "serve", {"replicas": 2, "template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), deployment))
+    (replica_set,) = sim.cluster.list("ReplicaSet")
+    assert replica_set["metadata"]["ownerReferences"][0]["name"] == "serve"
+    pods = sim.cluster.list("Pod")
+    assert len(pods) == 2
+    assert all(p["metadata"]["ownerReferences"][0]["name"] == replica_set["metadata"]["name"] for p in pods)
+    podgroups = sim.cluster.list("PodGroup")
+    assert len(podgroups) == 2
+    assert {pg["spec"]["priorityClassName"] for pg in podgroups} == {"inference"}
+
+
+def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: Path) -> None:
+    spec = {"completions": 3, "parallelism": 1, "template": _template(**{"simulate.kai.scheduler/run-time": "10m"})}
+    job = _workload("batch/v1", "Job", "train", spec)
+    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    sim = Simulation(scenario)
+    sim.clock.period_s = 300.0
+    for number in range(1, 16):
+        sim.advance(sim.cycle(number))
+    phases = sorted(p["status"]["phase"] for p in sim.cluster.list("Pod"))
+    assert phases == ["Succeeded"] * 3
+
+
+def test_statefulset_pods_have_ordinal_names(tmp_path: Path) -> None:
+    stateful_set = _workload("apps/v1", "StatefulSet", "db", {"replicas": 2, "template": _template(0)})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), stateful_set))
+    assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["db-0", "db-1"]
+
+
+def test_rayjob_makes_its_raycluster_and_names_it_in_its_status(tmp_path: Path) -> None:
+    cluster_spec = {
+        "headGroupSpec": {"template": _template(0)},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
+    }
+    ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), ray_job))
+    (ray_cluster,) = sim.cluster.list("RayCluster")
+    assert sim.cluster.list("RayJob")[0]["status"]["rayClusterName"] == ray_cluster["metadata"]["name"]
+    assert len(sim.cluster.list("Pod")) == 3
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 3
+
+
+def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path: Path) -> None:
+    template = {"size": 3, "workerTemplate": _template()}
+    lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"replicas": 2})
+    lws["spec"]["leaderWorkerTemplate"] = template
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws))
+    pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
+    assert sorted(pods) == ["llm-0", "llm-0-1", "llm-0-2", "llm-1", "llm-1-1", "llm-1-2"]
+    assert pods["llm-1-2"]["metadata"]["ownerReferences"][0]["name"] == "llm-1"  # the StatefulSet the leader owns
+    podgroups = {pg["metadata"]["name"]: pg["spec"] for pg in sim.cluster.list("PodGroup")}
+    assert sorted(name.rsplit("-", 1)[1] for name in podgroups) == ["0", "1"]
+    assert {spec["minMember"] for spec in podgroups.values()} == {3}
+    assert all(p["spec"].get("nodeName") == "gpu-a" for p in pods.values())
+
+
+def test_leader_ready_workers_are_made_once_their_leader_runs(tmp_path: Path) -> None:
+    lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"startupPolicy": "LeaderReady"})
+    lws["spec"]["leaderWorkerTemplate"] = {"size": 2, "workerTemplate": _template()}
+    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws)))
+    record = sim.cycle(1)
+    assert list(record.outcome.pods) == ["default/llm-0"]
+    assert sim.cluster.list("PodGroup")[0]["spec"]["minMember"] == 1
+    sim.advance(record)  # the leader is bound and runs: its worker is made
+    assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["llm-0", "llm-0-1"]
+    sim.advance(sim.cycle(2))
+    assert all(p["status"]["phase"] == "Running" for p in sim.cluster.list("Pod"))
+
+
+def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) -> None:
+    replicated = [
+        {"name": "driver", "replicas": 1, "template": {"spec": {"template": _template(0)}}},
+        {"name": "worker", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": _template()}}},
+    ]
+    jobset = _workload("jobset.x-k8s.io/v1alpha2", "JobSet", "sweep", {"replicatedJobs": replicated})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), jobset))
+    assert sorted(j["metadata"]["name"] for j in sim.cluster.list("Job")) == [
+        "sweep-driver-0",
+        "sweep-worker-0",
+        "sweep-worker-1",
+    ]
+    assert len(sim.cluster.list("Pod")) == 5
+    (podgroup,) = sim.cluster.list("PodGroup")
+    leaves = {s["name"]: s.get("minMember") for s in podgroup["spec"]["subGroups"] if s.get("parent")}
+    assert leaves == {"driver-replica-0": 1, "worker-replica-0": 2, "worker-replica-1": 2}
+    assert all(p["spec"].get("nodeName") == "gpu-a" for p in sim.cluster.list("Pod"))
+
+
+def test_a_notebook_is_a_statefulset_of_one_pod_with_the_build_priority(tmp_path: Path) -> None:
+    notebook = _workload("kubeflow.org/v1beta1", "Notebook", "lab", {"template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), notebook))
+    assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == ["lab-0"]
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["priorityClassName"] == "build"
+    assert sim.cluster.list("Pod")[0]["spec"].get("nodeName") == "gpu-a"
+
+
+def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
+    job = _workload("batch/v1", "Job", "train", {"parallelism": 4, "template": _template()})
+    job["metadata"].update(namespace="default", uid="u-1")
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u-1", "controller": True}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-x", "namespace": "default"}}
+    pod["metadata"]["ownerReferences"] = [owner]
+    controllers = WorkloadControllers.start([job, pod])
+    assert [o["metadata"]["name"] for o in controllers.objects] == ["train", "train-x"]
+
+
+def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:
+    specs = {"Master": {"replicas": 1, "template": _template()}, "Worker": {"replicas": 1, "template": _template()}}
+    job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
+    squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bert-master-0"}, "spec": _template()["spec"]}
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job, squatter)))
+    (problem,) = [p for p in run.problems if p.kind == "PyTorchJob"]
+    assert (problem.severity, problem.field) == ("warning", "metadata.name")
+    assert "would make Pod default/bert-master-0, which already exists" in problem.problem
+    assert sorted(run.cycles[-1].outcome.pods) == ["default/bert-master-0", "default/bert-worker-0"]
+
+
+def test_kinds_without_a_stand_in_and_unusable_templates_are_reported(tmp_path: Path) -> None:
+    lws = _workload("apps.kubeblocks.io/v1", "Cluster", "kb", {})  # a kind kai knows nothing of: not reported
+    argo = _workload("argoproj.io/v1alpha1", "Workflow", "flow", {"entrypoint": "main"})
+    broken = _workload("batch/v1", "Job", "broken", {"template": {"spec": {}}})
+    bad_count = _workload("apps/v1", "Deployment", "web", {"replicas": "two", "template": _template()})
+    ray = _workload("ray.io/v1", "RayCluster", "rc", {"headGroupSpec": {"template": _template(0)}})
+    ray["spec"]["workerGroupSpecs"] = [{"groupName": "gpu", "replicas": 1, "template": {"metadata": {"labels": []}}}]
+    ray["spec"]["workerGroupSpecs"][0]["template"]["spec"] = _template()["spec"]
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, lws, argo, broken, bad_count, ray)))
+    found = {(p.severity, p.kind, p.name, p.field): p.problem for p in run.problems}
+    warning = found["warning", "Workflow", "default/flow", "kind"]
+    assert "does not run the Workflow controller" in warning and "RayCluster" in warning
+    assert not [key for key in found if key[1] == "Cluster"]
+    assert "pod template with spec.containers" in found["error", "Job", "default/broken", "spec.template"]
+    assert "got 'two'" in found["error", "Deployment", "default/web", "spec.replicas"]
+    field = "spec.workerGroupSpecs[0].template.metadata.labels"
+    assert "expected a mapping" in found["error", "RayCluster", "default/rc", field]
+    assert run.cycles[-1].outcome.pods == {}
+
+
+def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_them(tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
+    pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "build", "containers": [{"name": "c"}]}
+    own = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 7}
+    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod, own))
+    classes = {o["metadata"]["name"]: o["value"] for o in scenario.objects if o["kind"] == "PriorityClass"}
+    assert classes == {"train": 7, "build-preemptible": 75, "build": 100, "inference": 125}
+    sim = _simulation(scenario.path)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["priorityClassName"] == "build"
+
+
+def test_what_the_pod_grouper_warns_of_is_a_problem_of_the_run(tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
+    pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "nope", "containers": [{"name": "c"}]}
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod)))
+    (problem,) = [p for p in run.problems if p.kind == "Pod"]
+    assert (problem.severity, problem.name) == ("warning", "default/p")
+    assert problem.problem == (
+        "spec.priorityClassName of Pod default/p is 'nope', which is not a PriorityClass; it is ignored"
+    )
