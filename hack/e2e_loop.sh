@@ -15,7 +15,7 @@ echo "commit $(git rev-parse --short HEAD) trees $tested${dirty:+ (uncommitted c
 for i in $(seq 1 "$RUNS"); do
   start=$(date +%s)
   rc=0
-  .venv/bin/pytest -q -rP -p no:cacheprovider --basetemp="$OUT/run$i" tests/e2e > "$OUT/run$i.log" 2>&1 || rc=$?
+  .venv/bin/pytest -q -rP --durations=30 -p no:cacheprovider --basetemp="$OUT/run$i" tests/e2e > "$OUT/run$i.log" 2>&1 || rc=$?
   echo "run $i rc=$rc seconds=$(( $(date +%s) - start )) $(tail -1 "$OUT/run$i.log") $(date -u +%H:%MZ)" >> "$OUT/summary"
   if [ "$rc" -ne 0 ]; then
     echo "run $i failed: $OUT/run$i.log" >&2
