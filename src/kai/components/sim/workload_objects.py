@@ -87,23 +87,17 @@ def template_meta(template: dict[str, Any], key: str) -> dict[str, str]:
 def from_template(
     owner: Raw, template: dict[str, Any], name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
 ) -> Raw:
-    meta = owner["metadata"]
-    made_meta: dict[str, Any] = {
-        "name": name,
-        "namespace": meta["namespace"],
-        "labels": {**template_meta(template, "labels"), **labels},
-        "annotations": {**template_meta(template, "annotations"), **(annotations or {})},
-        "ownerReferences": [owner_ref(owner)],
-    }
-    if meta.get("creationTimestamp"):
-        made_meta["creationTimestamp"] = meta["creationTimestamp"]
-    made = {"apiVersion": "v1", "kind": "Pod", "metadata": made_meta, "spec": copy.deepcopy(template["spec"])}
-    made["status"] = {"phase": "Pending"}
-    uid(made)
-    return made
+    """A Pending pod of ``owner`` from ``template``, with ``labels`` and ``annotations`` over the template's own."""
+    pod = child(owner, "v1", "Pod", name, template["spec"])
+    pod["metadata"]["labels"] = {**template_meta(template, "labels"), **labels}
+    pod["metadata"]["annotations"] = {**template_meta(template, "annotations"), **(annotations or {})}
+    pod["status"] = {"phase": "Pending"}
+    uid(pod)
+    return pod
 
 
 def child(owner: Raw, api_version: str, kind: str, name: str, spec: dict[str, Any]) -> Raw:
+    """An object ``owner`` controls, in its namespace, with its labels and annotations and a copy of ``spec``."""
     meta = owner["metadata"]
     child_meta: dict[str, Any] = {
         "name": name,
