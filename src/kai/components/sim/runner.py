@@ -33,7 +33,7 @@ from kai.core.framework.session import Session
 from kai.core.framework.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
-from kai.core.state.cluster_state import ClusterState
+from kai.core.state.cluster_state import ClusterState, object_key
 from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
 
 
@@ -163,11 +163,10 @@ def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
         if event.get("reason") != GROUPER_WARNING:
             continue
         involved = event.get("involvedObject") or {}
-        key = (
-            f"{involved.get('namespace')}/{involved.get('name')}" if involved.get("namespace") else involved.get("name")
-        )
         message = str(event.get("message", ""))
-        found.append(Problem(WARNING, str(involved.get("kind", "")), str(key), "", message, message))
+        found.append(
+            Problem(WARNING, str(involved.get("kind", "")), object_key({"metadata": involved}), "", message, message)
+        )
     return found
 
 

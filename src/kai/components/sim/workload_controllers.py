@@ -41,8 +41,8 @@ class WorkloadControllers:
 
     objects: list[Raw]
     problems: list[Problem] = field(default_factory=list)
-    jobs: list[str] = field(default_factory=list)
-    """Keys of the Jobs whose pods are made here (their later pods are made by ``step``)."""
+    jobs: dict[str, list[str]] = field(default_factory=dict)
+    """Per Job whose pods are made here, the keys of the pods made so far (its later pods are made by ``step``)."""
     after_running: list[AfterRunning] = field(default_factory=list)
     """What is made once a pod runs (``step``)."""
     taken: set[tuple[str, str]] = field(default_factory=set)
@@ -81,14 +81,16 @@ class WorkloadControllers:
             except Invalid as error:
                 self._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
                 continue
-            if kind == "Job":
-                self.jobs.append(object_key(obj))
+            admitted = []
             for item in made:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
                     self.after_running.append(AfterRunning(item.pod, self._expand(later, owned)))
                 elif self._admit(item, obj):
-                    pending.append(item)
+                    admitted.append(item)
+            if kind == "Job":
+                self.jobs[object_key(obj)] = [object_key(pod) for pod in admitted]
+            pending.extend(admitted)
         return expanded
 
     def _admit(self, made: Raw, workload: Raw) -> bool:
@@ -117,25 +119,21 @@ class WorkloadControllers:
             self._step_jobs(cluster)
 
     def _step_jobs(self, cluster: MemoryCluster) -> None:
-        by_job: dict[str, list[Raw]] = {key: [] for key in self.jobs}
-        for pod in cluster.list("Pod"):
-            for ref in pod["metadata"].get("ownerReferences") or []:
-                key = f"{pod['metadata'].get('namespace')}/{ref.get('name')}"
-                if ref.get("kind") == "Job" and key in by_job:
-                    by_job[key].append(pod)
-        for key, pods in by_job.items():
+        for key, made in self.jobs.items():
             job = cluster.get("Job", key)
             if job is None:
                 continue
+            phases = [((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") for pod in made]
             completions = mapping(job, "spec").get("completions")
-            succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
-            active = sum(1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+            succeeded = phases.count("Succeeded")
+            active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
             left = job_wanted(job) if completions is None else int(completions) - succeeded
             wanted = min(job_wanted(job), left) - active
             if completions is None and succeeded:
                 wanted = 0  # a Job without completions is done when one pod succeeded
-            for pod in job_pods(job, len(pods), max(wanted, 0)):
-                _create_new(cluster, pod)
+            for pod in job_pods(job, len(made), max(wanted, 0)):
+                if _create_new(cluster, pod):
+                    made.append(object_key(pod))
 
     def _not_made(self, obj: Raw) -> str:
         return (
@@ -144,14 +142,16 @@ class WorkloadControllers:
         )
 
     def _report(self, severity: str, obj: Raw, field: str, problem: str) -> None:
-        meta = obj["metadata"]
-        key = f"{meta.get('namespace')}/{meta['name']}" if meta.get("namespace") else meta["name"]
+        key = object_key(obj)
         self.problems.append(
             Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
         )
 
 
-def _create_new(cluster: MemoryCluster, obj: Raw) -> None:
-    """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again)."""
-    if cluster.get(obj["kind"], object_key(obj)) is None:
-        cluster.create(obj["kind"], obj)
+def _create_new(cluster: MemoryCluster, obj: Raw) -> bool:
+    """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again); whether
+    it did."""
+    if cluster.get(obj["kind"], object_key(obj)) is not None:
+        return False
+    cluster.create(obj["kind"], obj)
+    return True
