@@ -2,8 +2,8 @@
 
 Identity (group, names, scope, versions, subresources, printer columns) must be KAI's; every field KAI's schema
 has, ours has with the same type, so no KAI manifest loses a field to pruning. `hack/kai_crd_facts.py` writes the
-facts from KAI's CRD files (`python3 hack/kai_crd_facts.py ../shared/reference/kai-crds-v0.17 --check` tells
-whether they still match).
+facts from KAI's CRD files (`python3 hack/kai_crd_facts.py DIR --check`, DIR holding KAI v0.17.0's
+deployments/kai-scheduler/crds, tells whether they still match).
 """
 
 from __future__ import annotations
