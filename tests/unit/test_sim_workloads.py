@@ -260,7 +260,25 @@ def test_what_the_pod_grouper_warns_of_is_a_problem_of_the_run(tmp_path: Path) -
     pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "nope", "containers": [{"name": "c"}]}
     run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod)))
     (problem,) = [p for p in run.problems if p.kind == "Pod"]
-    assert (problem.severity, problem.name) == ("warning", "default/p")
-    assert problem.problem == (
-        "spec.priorityClassName of Pod default/p is 'nope', which is not a PriorityClass; it is ignored"
-    )
+    assert (problem.severity, problem.name, problem.field) == ("warning", "default/p", "spec.priorityClassName")
+    assert problem.problem == "'nope' is not a PriorityClass; it is ignored"
+
+
+def test_a_pod_grouper_warning_names_the_owner_and_field_it_is_about_once_for_all_pods(tmp_path: Path) -> None:
+    template = {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"kai.scheduler/queue": "team", "priorityClassName": "hgih"}},
+        "spec": {"replicas": 3, "template": template},
+    }
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), deployment)))
+    told = [(p.kind, p.name, p.field, p.problem) for p in run.problems if p.severity == "warning"]
+    assert told == [
+        (
+            "Deployment",
+            "default/web",
+            "metadata.labels[priorityClassName]",
+            "'hgih' is not a PriorityClass; it is ignored",
+        )
+    ]

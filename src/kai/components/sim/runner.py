@@ -157,17 +157,18 @@ class Simulation:
 
 def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
     """What the pod-grouper told of pods (its Warning events): a pod it cannot group, or something of a workload it
-    ignores, such as a priority class that does not exist."""
-    found = []
+    ignores, such as a priority class that does not exist. Each names the object and field it is about (the event's
+    ``related`` reference: the pod or an owner), once however many pods were told."""
+    found: dict[tuple[str, str, str, str], Problem] = {}
     for event in cluster.list("Event"):
         if event.get("reason") != GROUPER_WARNING:
             continue
-        involved = event.get("involvedObject") or {}
+        about = event.get("related") or event.get("involvedObject") or {}
+        kind, key, field = str(about.get("kind", "")), object_key({"metadata": about}), str(about.get("fieldPath", ""))
         message = str(event.get("message", ""))
-        found.append(
-            Problem(WARNING, str(involved.get("kind", "")), object_key({"metadata": involved}), "", message, message)
-        )
-    return found
+        problem = message.removeprefix(f"{kind} {key}: field {field}: ") if field else message
+        found.setdefault((kind, key, field, message), Problem(WARNING, kind, key, field, problem, message))
+    return list(found.values())
 
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:
