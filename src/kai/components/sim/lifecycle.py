@@ -15,6 +15,7 @@ These stand in for workload controllers on the simulated clock; nothing here rea
 """
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,16 +46,24 @@ class Template:
 
 
 class WorkloadLifecycle:
-    def __init__(self, objects: list[Raw], start: float, default_run_time_s: float | None = None) -> None:
+    def __init__(
+        self,
+        objects: list[Raw],
+        start: float,
+        default_run_time_s: float | None = None,
+        later_pods: Sequence[Raw] = (),
+    ) -> None:
         """``objects``: the simulation's input (templates and run-time annotations are found there, so a cluster
         without either costs nothing per cycle); ``default_run_time_s``: the run time of pods without the annotation
-        (None: they run until evicted)."""
+        (None: they run until evicted); ``later_pods``: pods workloads make later, as far as their run times go."""
         self.start = start
         self.default_run_time_s = default_run_time_s
         self.problems: list[Problem] = []
         self.templates = self._templates(objects)
         self.timed = default_run_time_s is not None or any(
-            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {}) for o in objects if o["kind"] == "Pod"
+            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {})
+            for o in (*objects, *later_pods)
+            if o["kind"] == "Pod"
         )
         self._reported: set[str] = set()
         self.completed = 0

@@ -84,10 +84,13 @@ class Simulation:
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
-        self.workloads = WorkloadControllers.start(scenario.objects)
+        self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now)
         for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
-        self.lifecycle = WorkloadLifecycle(self.workloads.objects, self.clock.now, default_run_time_s)
+        self.workloads.run_cron_jobs(self.cluster, self.clock.now)
+        self.lifecycle = WorkloadLifecycle(
+            self.workloads.objects, self.clock.now, default_run_time_s, self.workloads.later_pods()
+        )
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
         self.pipelined: frozenset[str] = frozenset()
@@ -123,7 +126,7 @@ class Simulation:
         self.binder.sync_reservations()
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
-        self.workloads.step(self.cluster)
+        self.workloads.step(self.cluster, self.clock.now)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
@@ -147,6 +150,12 @@ class Simulation:
                 )
             )
         found += self.workloads.problems
+        if not self.clock.running:
+            frozen = "the clock does not move (no clock.period or --period), so no Jobs are made from it"
+            for key in self.workloads.cron_jobs:
+                found.append(
+                    Problem.of(WARNING, "CronJob", key, InvalidObject(f"CronJob {key}", "spec.schedule", frozen))
+                )
         found += grouper_warnings(self.cluster)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]

@@ -7,9 +7,10 @@ makes the pods, and the pod-grouper that turns them into the gang. Here the pods
 a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
 workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
 be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
-makes its next pods as earlier ones succeed, up to its completions; a LeaderReady LWS group's workers are made
-once their leader runs. A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods
-must be in the input). What each controller makes is ``workload_makers``'s.
+makes its next pods as earlier ones succeed, up to its completions, and is Complete then; a LeaderReady LWS group's
+workers are made once their leader runs; a CronJob makes its Jobs as the clock passes its schedule (``cron_jobs``).
+A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods must be in the input).
+What each controller makes is ``workload_makers``'s.
 """
 
 import copy
@@ -19,6 +20,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Raw
+from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.workload_makers import (
     API_GROUPS,
@@ -30,8 +32,9 @@ from kai.components.sim.workload_makers import (
     job_pods,
     job_wanted,
 )
-from kai.components.sim.workload_objects import Invalid, mapping
+from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
 from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import object_key
 
 
@@ -47,16 +50,20 @@ class WorkloadControllers:
     """What is made once a pod runs (``step``)."""
     taken: set[tuple[str, str]] = field(default_factory=set)
     """(kind, key) of every object of the input and made so far: a made object never takes a name twice."""
+    cron_jobs: dict[str, CronJobSpec] = field(default_factory=dict)
+    """Per CronJob (key), what its controller reads of it."""
+    start_time: float = 0.0
+    """When the simulation starts: the creation of a CronJob that gives none."""
 
     @classmethod
-    def start(cls, objects: list[Raw]) -> "WorkloadControllers":
+    def start(cls, objects: list[Raw], now: float = 0.0) -> "WorkloadControllers":
         owned = {
             (ref.get("kind"), obj["metadata"].get("namespace"), ref.get("name"))
             for obj in objects
             for ref in obj["metadata"].get("ownerReferences") or []
             if isinstance(ref, dict)
         }
-        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects})
+        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects}, start_time=now)
         inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
         controllers.objects = controllers._expand(inputs, owned)
         return controllers
@@ -69,8 +76,10 @@ class WorkloadControllers:
             obj = pending.popleft()
             expanded.append(obj)
             kind, meta = obj["kind"], obj["metadata"]
-            if (kind, meta.get("namespace"), meta["name"]) in owned or kind in ("Pod", "PodGroup"):
-                continue
+            if kind in ("Pod", "PodGroup") or (
+                (kind, meta.get("namespace"), meta["name"]) in owned and kind != "CronJob"
+            ):
+                continue  # a CronJob that owns Jobs goes on making them
             maker = MAKERS.get(kind) if api_group(obj) == API_GROUPS.get(kind) else None
             if maker is None:
                 if kind in GROUPED_KINDS:
@@ -79,7 +88,8 @@ class WorkloadControllers:
             try:
                 made = maker(obj)
             except Invalid as error:
-                self._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
+                made_of_it = "Jobs" if kind == "CronJob" else "pods"
+                self._report(ERROR, obj, error.field, f"{error.problem}; no {made_of_it} are made from it")
                 continue
             admitted = []
             for item in made:
@@ -90,6 +100,8 @@ class WorkloadControllers:
                     admitted.append(item)
             if kind == "Job":
                 self.jobs[object_key(obj)] = [object_key(pod) for pod in admitted]
+            elif kind == "CronJob":
+                self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
             pending.extend(admitted)
         return expanded
 
@@ -103,9 +115,10 @@ class WorkloadControllers:
         self._report(WARNING, workload, "metadata.name", problem)
         return False
 
-    def step(self, cluster: MemoryCluster) -> None:
+    def step(self, cluster: MemoryCluster, now: float) -> None:
         """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
-        many run as its parallelism allows, until as many have succeeded as its completions ask)."""
+        many run as its parallelism allows, until as many have succeeded as its completions ask); CronJobs make the
+        Jobs their schedule asks for by ``now``."""
         waiting = []
         for item in self.after_running:
             pod = cluster.get("Pod", item.pod)
@@ -116,9 +129,11 @@ class WorkloadControllers:
                 waiting.append(item)
         self.after_running = waiting
         if self.jobs:
-            self._step_jobs(cluster)
+            self._step_jobs(cluster, now)
+        if self.cron_jobs:
+            self.run_cron_jobs(cluster, now)
 
-    def _step_jobs(self, cluster: MemoryCluster) -> None:
+    def _step_jobs(self, cluster: MemoryCluster, now: float) -> None:
         for key, made in self.jobs.items():
             job = cluster.get("Job", key)
             if job is None:
@@ -134,6 +149,52 @@ class WorkloadControllers:
             for pod in job_pods(job, len(made), max(wanted, 0)):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
+            done = succeeded >= (1 if completions is None else int(completions)) and not active
+            if done and not (job.get("status") or {}).get("completionTime"):
+                complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
+                job["status"] = {"succeeded": succeeded, "completionTime": format_time(now), "conditions": [complete]}
+                cluster.update_status("Job", job)
+
+    def run_cron_jobs(self, cluster: MemoryCluster, now: float) -> None:
+        """Each CronJob's pass at ``now`` (``cron_jobs.sync``): the Jobs it makes are made with their pods, the ones
+        it deletes go with their pods and PodGroups, its status is written."""
+        owned: dict[str, list[Raw]] = {}
+        for job in cluster.list("Job"):
+            for ref in job["metadata"].get("ownerReferences") or []:
+                if isinstance(ref, dict) and ref.get("kind") == "CronJob" and ref.get("controller"):
+                    owned.setdefault(str(ref.get("uid")), []).append(job)
+        for key, spec in self.cron_jobs.items():
+            cron_job = cluster.get("CronJob", key)
+            if cron_job is None or cron_job["metadata"].get("deletionTimestamp"):
+                continue
+            decided = sync(cron_job, spec, owned.get(uid(cron_job), []), now, self.start_time)
+            for job in decided.remove:
+                self._delete_job(cluster, job)
+            if decided.job is not None and self._admit(decided.job, cron_job):
+                for obj in self._expand([decided.job], set()):
+                    _create_new(cluster, obj)
+            if decided.status != (cron_job.get("status") or {}):
+                cron_job["status"] = decided.status
+                cluster.update_status("CronJob", cron_job)
+
+    def _delete_job(self, cluster: MemoryCluster, job: Raw) -> None:
+        """A Job gone, with what it owns (its pods, the pod-grouper's PodGroup), as the garbage collector would."""
+        job_uid = uid(job)
+        for kind in ("Pod", "PodGroup"):
+            for obj in cluster.list(kind):
+                if any(ref.get("uid") == job_uid for ref in obj["metadata"].get("ownerReferences") or []):
+                    cluster.finalize(kind, object_key(obj))
+        cluster.finalize("Job", object_key(job))
+        self.jobs.pop(object_key(job), None)
+
+    def later_pods(self) -> list[Raw]:
+        """Pods made only later (once a pod runs, or a CronJob's time comes), as their templates give them."""
+        pods = [obj for item in self.after_running for obj in item.objects if obj["kind"] == "Pod"]
+        for key in self.cron_jobs:
+            cron_job = next(obj for obj in self.objects if obj["kind"] == "CronJob" and object_key(obj) == key)
+            template = mapping(cron_job, "spec", "jobTemplate", "spec", "template")
+            pods.append({"kind": "Pod", "metadata": {"annotations": template_meta(template, "annotations")}})
+        return pods
 
     def _not_made(self, obj: Raw) -> str:
         return (

@@ -10,6 +10,7 @@ from typing import Any
 
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
+from kai.components.sim.cron_jobs import cron_job_spec
 from kai.components.sim.workload_objects import (
     Invalid,
     child,
@@ -84,6 +85,13 @@ def job_wanted(job: Raw) -> int:
 
 def _job(job: Raw) -> list[Raw]:
     return list(job_pods(job, 0, job_wanted(job)))
+
+
+def _cron_job(cron_job: Raw) -> list[Raw]:
+    """Nothing at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); its fields are
+    checked now."""
+    cron_job_spec(cron_job)
+    return []
 
 
 def _replica_set(replica_set: Raw) -> list[Raw]:
@@ -288,6 +296,7 @@ def _jobset(jobset: Raw) -> list[Raw]:
 
 MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
     "Job": _job,
+    "CronJob": _cron_job,
     "ReplicaSet": _replica_set,
     "Deployment": _deployment,
     "StatefulSet": _stateful_set,
@@ -301,6 +310,7 @@ MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
 }
 API_GROUPS = {
     "Job": "batch",
+    "CronJob": "batch",
     "ReplicaSet": "apps",
     "Deployment": "apps",
     "StatefulSet": "apps",
