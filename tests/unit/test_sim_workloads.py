@@ -282,3 +282,54 @@ def test_a_pod_grouper_warning_names_the_owner_and_field_it_is_about_once_for_al
             "'hgih' is not a PriorityClass; it is ignored",
         )
     ]
+
+
+def _mpi_job(policy: str | None) -> dict[str, Any]:
+    launcher = _template(0)
+    launcher["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    specs = {"Launcher": {"replicas": 1, "template": launcher}, "Worker": {"replicas": 2, "template": _template()}}
+    spec: dict[str, Any] = {"mpiReplicaSpecs": specs}
+    if policy:
+        spec["launcherCreationPolicy"] = policy
+    return _workload("kubeflow.org/v2beta1", "MPIJob", "pi", spec)
+
+
+def test_an_mpijob_launcher_waits_for_its_workers_to_run_under_wait_for_workers_ready(tmp_path: Path) -> None:
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job("WaitForWorkersReady")), cycles=0)
+    assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["pi-worker-0", "pi-worker-1"]
+    assert sim.cluster.list("Job") == []
+    first = sim.cycle(1)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 2  # KAI leaves out the launcher that does not exist yet
+    assert {view["status"] for view in first.outcome.pods.values()} == {"Binding"}
+    sim.advance(first)  # the workers run: mpi-operator makes the launcher Job, which makes its pod
+    (job,) = sim.cluster.list("Job")
+    assert (job["metadata"]["name"], job["metadata"]["labels"]) == ("pi-launcher", {"app": "pi"})
+    second = sim.cycle(2)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 3
+    launcher = {k: v for k, v in second.outcome.pods.items() if k.startswith("default/pi-launcher-")}
+    ((key, view),) = launcher.items()
+    assert view["status"] == "Binding" and view["podgroup"] == f"default/{podgroup['metadata']['name']}"
+    pod = sim.cluster.get("Pod", key)
+    assert pod is not None
+    labels = pod["metadata"]["labels"]
+    assert labels["training.kubeflow.org/job-role"] == "launcher" and labels["training.kubeflow.org/job-name"] == "pi"
+
+
+def test_an_mpijob_launcher_is_made_at_once_by_default_and_never_while_its_workers_cannot_run(tmp_path: Path) -> None:
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job(None)), cycles=0)
+    record = sim.cycle(1)
+    assert len(record.outcome.pods) == 3 and {v["status"] for v in record.outcome.pods.values()} == {"Binding"}
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 3
+    waiting = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 1), _mpi_job("WaitForWorkersReady")), cycles=3)
+    assert waiting.cluster.list("Job") == []
+    assert {p["status"]["phase"] for p in waiting.cluster.list("Pod")} == {"Pending"}
+
+
+def test_an_unknown_launcher_creation_policy_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job("Eventually"))))
+    (problem,) = [p for p in run.problems if p.kind == "MPIJob"]
+    assert (problem.severity, problem.field) == ("error", "spec.launcherCreationPolicy")
+    assert "AtStartup, WaitForWorkersReady" in problem.problem

@@ -95,7 +95,7 @@ class WorkloadControllers:
             for item in made:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
-                    self.after_running.append(AfterRunning(item.pod, self._expand(later, owned)))
+                    self.after_running.append(AfterRunning(item.pods, self._expand(later, owned)))
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
@@ -116,13 +116,14 @@ class WorkloadControllers:
         return False
 
     def step(self, cluster: MemoryCluster, now: float) -> None:
-        """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
+        """What waited for pods to run is made once they all run; a Job makes its next pods as earlier ones succeed (as
         many run as its parallelism allows, until as many have succeeded as its completions ask); CronJobs make the
         Jobs their schedule asks for by ``now``."""
         waiting = []
         for item in self.after_running:
-            pod = cluster.get("Pod", item.pod)
-            if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+            if all(
+                ((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
+            ):
                 for obj in item.objects:
                     _create_new(cluster, obj)
             else:

@@ -42,6 +42,10 @@ KUBEFLOW_SPECS = {
 }
 KUBEFLOW_ROLES = {"Master": "master", "Chief": "master", "Launcher": "launcher"}
 """Replica types the training operator labels with a ``training.kubeflow.org/job-role``."""
+KUBEFLOW_ROLE = "training.kubeflow.org/job-role"
+KUBEFLOW_INDEX = "training.kubeflow.org/replica-index"
+MPI_V2 = "kubeflow.org/v2beta1"
+MPI_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
 
 
 GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
@@ -51,6 +55,14 @@ GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
 def namespaced_kinds() -> frozenset[str]:
     """Workload kinds (all namespaced): the ones made here and every kind the pod-grouper knows as an owner."""
     return GROUPED_KINDS | frozenset(MAKERS)
+
+
+@dataclass
+class AfterRunning:
+    """Objects a controller makes only once all the pods ``pods`` (namespace/name) run."""
+
+    pods: list[str]
+    objects: list[Raw]
 
 
 # Each maker gives the objects a controller makes for a workload at its start.
@@ -205,12 +217,48 @@ def _kubeflow(owner: Raw) -> list[Raw]:
                 "training.kubeflow.org/job-name": name,
                 "training.kubeflow.org/operator-name": f"{kind.lower()}-controller",
                 "training.kubeflow.org/replica-type": lower,
-                "training.kubeflow.org/replica-index": str(index),
+                KUBEFLOW_INDEX: str(index),
             }
             if replica_type in KUBEFLOW_ROLES:
-                labels["training.kubeflow.org/job-role"] = KUBEFLOW_ROLES[replica_type]
+                labels[KUBEFLOW_ROLE] = KUBEFLOW_ROLES[replica_type]
             pods.append(from_template(owner, template, f"{name}-{lower}-{index}", labels))
     return pods
+
+
+def _mpi_job(mpi_job: Raw) -> Sequence[Raw | AfterRunning]:
+    """mpi-operator v2 (``kubeflow.org/v2beta1``): ``Worker.replicas`` workers ``<job>-worker-<index>`` and a launcher
+    Job ``<job>-launcher`` (its pod made as a Job's), at once or, with ``launcherCreationPolicy:
+    WaitForWorkersReady``, once every worker runs (is ready). The training operator's v1 MPIJob is a Kubeflow job as
+    the others."""
+    if mpi_job.get("apiVersion") != MPI_V2:
+        return _kubeflow(mpi_job)
+    name, namespace = mpi_job["metadata"]["name"], mpi_job["metadata"]["namespace"]
+    if mapping(mpi_job, "spec", "runPolicy").get("suspend") is True:
+        return []
+    policy = mapping(mpi_job, "spec").get("launcherCreationPolicy") or "AtStartup"
+    if policy not in MPI_LAUNCHER_POLICIES:
+        raise Invalid("spec.launcherCreationPolicy", f"got {policy!r}; allowed: {', '.join(MPI_LAUNCHER_POLICIES)}")
+    specs = ("spec", "mpiReplicaSpecs")
+    launcher = pod_template(mpi_job, *specs, "Launcher", "template")
+    common = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": name}
+    first_index = 1 if mapping(mpi_job, "spec").get("runLauncherAsWorker") is True else 0
+    workers = []
+    count = whole_number(mpi_job, (*specs, "Worker", "replicas"), 0)
+    if count:
+        template = pod_template(mpi_job, *specs, "Worker", "template")
+        for index in range(count):
+            labels = {**common, KUBEFLOW_ROLE: "worker", KUBEFLOW_INDEX: str(first_index + index)}
+            workers.append(from_template(mpi_job, template, f"{name}-worker-{index}", labels))
+    launcher_template = copy.deepcopy(launcher)
+    launcher_labels = {**template_meta(launcher, "labels"), **common, KUBEFLOW_ROLE: "launcher"}
+    if first_index:
+        launcher_labels[KUBEFLOW_INDEX] = "0"
+    launcher_template["metadata"] = {**(launcher.get("metadata") or {}), "labels": launcher_labels}
+    job = child(mpi_job, "batch/v1", "Job", f"{name}-launcher", {"template": launcher_template})
+    job["metadata"]["labels"], job["metadata"]["annotations"] = {"app": name}, {}
+    if policy == "WaitForWorkersReady" and workers:
+        return [*workers, AfterRunning([f"{namespace}/{w['metadata']['name']}" for w in workers], [job])]
+    return [*workers, job]
 
 
 def _notebook(notebook: Raw) -> list[Raw]:
@@ -219,14 +267,6 @@ def _notebook(notebook: Raw) -> list[Raw]:
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     labels.update({"notebook-name": name, "statefulset": name})
     return [child(notebook, "apps/v1", "StatefulSet", name, {"replicas": 1, "template": template})]
-
-
-@dataclass
-class AfterRunning:
-    """Objects a controller makes only once the pod ``pod`` (namespace/name) runs."""
-
-    pod: str
-    objects: list[Raw]
 
 
 def _leader_worker_set(lws: Raw) -> list[Raw | AfterRunning]:
@@ -259,7 +299,7 @@ def _leader_worker_set(lws: Raw) -> list[Raw | AfterRunning]:
         made.append(leader)
         if size > 1:
             if ready_first:
-                made.append(AfterRunning(f"{namespace}/{leader['metadata']['name']}", [worker_set, *group_workers]))
+                made.append(AfterRunning([f"{namespace}/{leader['metadata']['name']}"], [worker_set, *group_workers]))
             else:
                 made += [worker_set, *group_workers]
     return made
@@ -304,6 +344,7 @@ MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
     "RayJob": _ray_owner("rayClusterSpec", ("rayClusterName",)),
     "RayService": _ray_owner("rayClusterConfig", ("activeServiceStatus", "rayClusterName")),
     **dict.fromkeys(KUBEFLOW_SPECS, _kubeflow),
+    "MPIJob": _mpi_job,
     "LeaderWorkerSet": _leader_worker_set,
     "JobSet": _jobset,
     "Notebook": _notebook,
