@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from kai.components.sim.runner import Simulation, run_scenario
-from kai.components.sim.scenario import load_scenario, load_scenarios
+from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
 from kai.components.sim.workload_controllers import WorkloadControllers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,10 +139,11 @@ def test_rayjob_makes_its_raycluster_and_names_it_in_its_status(tmp_path: Path) 
         "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
     }
     ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), ray_job))
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), ray_job), cycles=0)
     (ray_cluster,) = sim.cluster.list("RayCluster")
     assert sim.cluster.list("RayJob")[0]["status"]["rayClusterName"] == ray_cluster["metadata"]["name"]
-    assert len(sim.cluster.list("Pod")) == 3
+    assert len(sim.cluster.list("Pod")) == 3  # the submitter comes once they run
+    sim.cycle(1)
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["minMember"] == 3
 
@@ -333,3 +334,76 @@ def test_an_unknown_launcher_creation_policy_is_an_error_naming_the_field(tmp_pa
     (problem,) = [p for p in run.problems if p.kind == "MPIJob"]
     assert (problem.severity, problem.field) == ("error", "spec.launcherCreationPolicy")
     assert "AtStartup, WaitForWorkersReady" in problem.problem
+
+
+def _ray_job(**spec: Any) -> dict[str, Any]:
+    cluster_spec = {
+        "headGroupSpec": {"template": _template(0)},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
+    }
+    ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec, **spec})
+    ray_job["metadata"]["annotations"] = {"simulate.kai.scheduler/run-time": "30m"}
+    return ray_job
+
+
+def _clocked(tmp_path: Path, *objects: dict[str, Any], minutes: int = 60) -> Simulation:
+    scenario = load_scenario(_write(tmp_path, QUEUE, *objects), clock=ClockSpec(300, minutes * 60))
+    sim = Simulation(scenario)
+    for number in range(1, scenario.runner.cycles_before_check + 1):
+        sim.advance(sim.cycle(number))
+    return sim
+
+
+def test_a_rayjob_submitter_runs_once_its_cluster_runs_and_the_rayjob_ends_with_it(tmp_path: Path) -> None:
+    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job(shutdownAfterJobFinishes=True))
+    (job,) = sim.cluster.list("Job")  # KubeRay's submitter Job, named as the RayJob, made once the cluster ran
+    assert job["metadata"]["name"] == "tune" and job["metadata"]["labels"]["ray.io/originated-from-cr-name"] == "tune"
+    (submitter,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    container = submitter["spec"]["containers"][0]
+    assert container["name"] == "ray-job-submitter" and container["resources"]["requests"]["cpu"] == "500m"
+    assert submitter["status"]["phase"] == "Succeeded" and "nodeName" not in submitter["spec"]
+    assert submitter["status"]["startTime"] == "1970-01-01T00:05:00Z"  # the step after the cluster ran
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert ray_job["status"]["endTime"] == "1970-01-01T00:35:00Z"  # its 30m run time after it started
+    assert sim.cluster.list("RayCluster") == []  # shutdownAfterJobFinishes: the cluster and its pods are gone
+    assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == [submitter["metadata"]["name"]]
+    gpus = [sample.queues["team"].allocated["gpu"] for sample in sim.timeline]
+    assert gpus[:7] == [2.0] * 7 and gpus[8:] == [0.0] * 4  # the workers' 2 GPUs until 00:35
+    problems = {(p.kind, p.field): p.problem for p in sim.problems()}
+    assert "runs it once the RayCluster runs, on no node" in problems["RayJob", "spec.submitterPodTemplate"]
+
+
+def test_a_rayjob_keeps_its_cluster_without_shutdown_after_job_finishes(tmp_path: Path) -> None:
+    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job())
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert len(sim.cluster.list("RayCluster")) == 1
+    assert sum(1 for p in sim.cluster.list("Pod") if p["status"]["phase"] == "Running") == 3
+
+
+def test_a_submitter_meant_for_kai_is_never_scheduled_as_in_kai(tmp_path: Path) -> None:
+    submitter = _template(0)
+    submitter["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job(submitterPodTemplate=submitter), minutes=30)
+    (pod,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    (podgroup,) = sim.cluster.list("PodGroup")
+    # KAI's pod-grouper: the RayJob's PodGroup, no sub-group (no ray.io/group label): KAI never schedules it
+    assert pod["metadata"]["annotations"]["pod-group-name"] == podgroup["metadata"]["name"]
+    assert "kai.scheduler/subgroup-name" not in pod["metadata"]["labels"]
+    assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]
+    assert "jobDeploymentStatus" not in sim.cluster.list("RayJob")[0]["status"]
+    problems = {(p.kind, p.field): p.problem for p in sim.problems()}
+    assert "KAI never schedules it" in problems["RayJob", "spec.submitterPodTemplate.spec.schedulerName"]
+
+
+def test_rayjob_submission_modes(tmp_path: Path) -> None:
+    http = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="HTTPMode")), cycles=2)
+    assert http.cluster.list("Job") == [] and len(http.cluster.list("Pod")) == 3
+    sidecar = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="SidecarMode")), cycles=2)
+    assert sidecar.cluster.list("Job") == []
+    (head,) = [p for p in sidecar.cluster.list("Pod") if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+    assert [c["name"] for c in head["spec"]["containers"]] == ["main", "ray-job-submitter"]
+    bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="Later"))))
+    (problem,) = [p for p in bad.problems if p.kind == "RayJob"]
+    assert (problem.severity, problem.field) == ("error", "spec.submissionMode")

@@ -84,7 +84,7 @@ class Simulation:
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
-        self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now)
+        self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now, scenario.config.scheduler_name)
         for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
         self.workloads.run_cron_jobs(self.cluster, self.clock.now)

@@ -20,8 +20,9 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Raw
-from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, sync
+from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
+from kai.components.sim.ray_submitter import submission_mode
 from kai.components.sim.workload_makers import (
     API_GROUPS,
     EXPANDED,
@@ -33,8 +34,9 @@ from kai.components.sim.workload_makers import (
     job_wanted,
 )
 from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
+from kai.core.model import names
 from kai.core.model.errors import InvalidObject
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, parse_time
 from kai.core.state.cluster_state import object_key
 
 
@@ -54,16 +56,24 @@ class WorkloadControllers:
     """Per CronJob (key), what its controller reads of it."""
     start_time: float = 0.0
     """When the simulation starts: the creation of a CronJob that gives none."""
+    scheduler_name: str = names.SCHEDULER_NAME
+    ray_jobs: dict[str, str] = field(default_factory=dict)
+    """Per RayJob (key) with a submitter Job, that Job's key (the RayJob ends when it does)."""
+    unplaced: set[str] = field(default_factory=set)
+    """Jobs whose pods another scheduler places: they run as soon as they are made, on no node."""
 
     @classmethod
-    def start(cls, objects: list[Raw], now: float = 0.0) -> "WorkloadControllers":
+    def start(
+        cls, objects: list[Raw], now: float = 0.0, scheduler_name: str = names.SCHEDULER_NAME
+    ) -> "WorkloadControllers":
         owned = {
             (ref.get("kind"), obj["metadata"].get("namespace"), ref.get("name"))
             for obj in objects
             for ref in obj["metadata"].get("ownerReferences") or []
             if isinstance(ref, dict)
         }
-        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects}, start_time=now)
+        taken = {(obj["kind"], object_key(obj)) for obj in objects}
+        controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
         inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
         controllers.objects = controllers._expand(inputs, owned)
         return controllers
@@ -102,6 +112,8 @@ class WorkloadControllers:
                 self.jobs[object_key(obj)] = [object_key(pod) for pod in admitted]
             elif kind == "CronJob":
                 self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
+            elif kind == "RayJob":
+                self._submitter(obj, [o for item in self.after_running for o in item.objects if _owned_by(o, obj)])
             pending.extend(admitted)
         return expanded
 
@@ -125,12 +137,16 @@ class WorkloadControllers:
                 ((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
             ):
                 for obj in item.objects:
+                    if obj["kind"] == "Pod" and _owner_key(obj, "Job") in self.unplaced:
+                        obj["status"] = {"phase": "Running", "startTime": format_time(now)}
                     _create_new(cluster, obj)
             else:
                 waiting.append(item)
         self.after_running = waiting
         if self.jobs:
             self._step_jobs(cluster, now)
+        if self.ray_jobs:
+            self._step_ray_jobs(cluster, now)
         if self.cron_jobs:
             self.run_cron_jobs(cluster, now)
 
@@ -170,7 +186,8 @@ class WorkloadControllers:
                 continue
             decided = sync(cron_job, spec, owned.get(uid(cron_job), []), now, self.start_time)
             for job in decided.remove:
-                self._delete_job(cluster, job)
+                self._delete(cluster, job)
+                self.jobs.pop(object_key(job), None)
             if decided.job is not None and self._admit(decided.job, cron_job):
                 for obj in self._expand([decided.job], set()):
                     _create_new(cluster, obj)
@@ -178,15 +195,64 @@ class WorkloadControllers:
                 cron_job["status"] = decided.status
                 cluster.update_status("CronJob", cron_job)
 
-    def _delete_job(self, cluster: MemoryCluster, job: Raw) -> None:
-        """A Job gone, with what it owns (its pods, the pod-grouper's PodGroup), as the garbage collector would."""
-        job_uid = uid(job)
+    def _delete(self, cluster: MemoryCluster, owner: Raw) -> None:
+        """An object gone (a Job, a RayCluster), with the pods and PodGroups it owns, as the garbage collector would
+        (at once: no termination grace period)."""
+        owner_uid = uid(owner)
         for kind in ("Pod", "PodGroup"):
             for obj in cluster.list(kind):
-                if any(ref.get("uid") == job_uid for ref in obj["metadata"].get("ownerReferences") or []):
+                if any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or []):
                     cluster.finalize(kind, object_key(obj))
-        cluster.finalize("Job", object_key(job))
-        self.jobs.pop(object_key(job), None)
+        cluster.finalize(owner["kind"], object_key(owner))
+
+    def _submitter(self, ray_job: Raw, made: list[Raw]) -> None:
+        """Which scheduler a RayJob's submitter pod is for, and what kai simulate does of it (``ray_submitter``)."""
+        if mapping(ray_job, "spec").get("clusterSelector") and submission_mode(ray_job) == "K8sJobMode":
+            problem = "kai simulate makes no RayCluster and no submitter for a RayJob that selects an existing cluster"
+            self._report(WARNING, ray_job, "spec.clusterSelector", problem)
+        job = next((obj for obj in made if obj["kind"] == "Job"), None)
+        if job is None:
+            return
+        self.ray_jobs[object_key(ray_job)] = object_key(job)
+        scheduler = job["spec"]["template"]["spec"].get("schedulerName") or "default-scheduler"
+        if scheduler == self.scheduler_name:
+            problem = (
+                f"is {scheduler}: KAI's pod-grouper puts the submitter pod in the RayJob's PodGroup without a "
+                "sub-group, so KAI never schedules it and the RayJob never ends (KubeRay's KAI integration refuses "
+                "K8sJobMode for this reason); leave it to the default scheduler, or use submissionMode: HTTPMode"
+            )
+            self._report(WARNING, ray_job, "spec.submitterPodTemplate.spec.schedulerName", problem)
+            return
+        self.unplaced.add(object_key(job))
+        problem = (
+            f"the submitter pod is for {scheduler}, not {self.scheduler_name}: kai simulate runs it once the "
+            "RayCluster runs, on no node (its requests take no node's resources)"
+        )
+        self._report(WARNING, ray_job, "spec.submitterPodTemplate", problem)
+
+    def _step_ray_jobs(self, cluster: MemoryCluster, now: float) -> None:
+        """A RayJob is Complete when its submitter Job is; with ``shutdownAfterJobFinishes`` its RayCluster (and
+        its pods) is deleted ``ttlSecondsAfterFinished`` later."""
+        for key, job_key in list(self.ray_jobs.items()):
+            job, ray_job = cluster.get("Job", job_key), cluster.get("RayJob", key)
+            if job is None or ray_job is None or finished(job) is None:
+                continue
+            status = ray_job.setdefault("status", {})
+            if status.get("jobDeploymentStatus") != "Complete":
+                ended = str(job["status"].get("completionTime") or format_time(now))
+                status.update({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "endTime": ended})
+                cluster.update_status("RayJob", ray_job)
+            spec = mapping(ray_job, "spec")
+            if spec.get("shutdownAfterJobFinishes") is not True:
+                del self.ray_jobs[key]
+                continue
+            ended_at = parse_time(status["endTime"], f"RayJob {key}", "status.endTime")
+            if now >= ended_at + int(spec.get("ttlSecondsAfterFinished") or 0):
+                namespace = ray_job["metadata"]["namespace"]
+                ray_cluster = cluster.get("RayCluster", f"{namespace}/{status['rayClusterName']}")
+                if ray_cluster is not None:
+                    self._delete(cluster, ray_cluster)
+                del self.ray_jobs[key]
 
     def later_pods(self) -> list[Raw]:
         """Pods made only later (once a pod runs, or a CronJob's time comes), as their templates give them."""
@@ -208,6 +274,18 @@ class WorkloadControllers:
         self.problems.append(
             Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
         )
+
+
+def _owner_key(obj: Raw, kind: str) -> str:
+    """The key of ``obj``'s controlling owner of ``kind`` ("" when it has none)."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("kind") == kind and ref.get("controller"):
+            return f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+    return ""
+
+
+def _owned_by(obj: Raw, owner: Raw) -> bool:
+    return any(ref.get("uid") == uid(owner) for ref in obj["metadata"].get("ownerReferences") or [])
 
 
 def _create_new(cluster: MemoryCluster, obj: Raw) -> bool:

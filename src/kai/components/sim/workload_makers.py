@@ -11,6 +11,7 @@ from typing import Any
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
 from kai.components.sim.cron_jobs import cron_job_spec
+from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
     child,
@@ -198,6 +199,28 @@ def _ray_owner(spec_field: str, status_path: tuple[str, ...]) -> Callable[[Raw],
     return make
 
 
+def _ray_job(ray_job: Raw) -> Sequence[Raw | AfterRunning]:
+    """KubeRay's RayJob: its RayCluster, and (K8sJobMode) the submitter Job once every pod of that cluster runs, or
+    (SidecarMode) the submitter as a container of the head (``ray_submitter``)."""
+    mode = submission_mode(ray_job)
+    whole_number(ray_job, ("spec", "ttlSecondsAfterFinished"), 0)
+    made = _ray_owner("rayClusterSpec", ("rayClusterName",))(ray_job)
+    if not made:
+        return []
+    (cluster,) = made
+    try:
+        pods = _ray_cluster(cluster)
+    except Invalid as error:
+        raise Invalid(f"spec.rayClusterSpec.{error.field.removeprefix('spec.')}", error.problem) from None
+    if mode == "SidecarMode":
+        return [with_sidecar(cluster)]
+    if mode != "K8sJobMode" or not pods:  # a suspended cluster is never ready
+        return [cluster]
+    namespace = ray_job["metadata"]["namespace"]
+    ready = [f"{namespace}/{pod['metadata']['name']}" for pod in pods]
+    return [cluster, AfterRunning(ready, [submitter_job(ray_job, cluster)])]
+
+
 def _kubeflow(owner: Raw) -> list[Raw]:
     """The training operator: ``<job>-<type>-<index>`` per replica of each replica type."""
     kind, name = owner["kind"], owner["metadata"]["name"]
@@ -341,7 +364,7 @@ MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
     "Deployment": _deployment,
     "StatefulSet": _stateful_set,
     "RayCluster": _ray_cluster,
-    "RayJob": _ray_owner("rayClusterSpec", ("rayClusterName",)),
+    "RayJob": _ray_job,
     "RayService": _ray_owner("rayClusterConfig", ("activeServiceStatus", "rayClusterName")),
     **dict.fromkeys(KUBEFLOW_SPECS, _kubeflow),
     "MPIJob": _mpi_job,
