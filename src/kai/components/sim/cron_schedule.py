@@ -90,7 +90,9 @@ def parse_schedule(schedule: object, time_zone: object) -> CronSchedule:
     try:
         CronSim(expression, _ANY_TIME)
     except CronSimError as error:
-        raise Invalid("spec.schedule", f"got {schedule!r}: {error}; {_FIELDS}") from None
+        raise Invalid(
+            "spec.schedule", f"got {schedule!r}: {error} (minute hour day-of-month month day-of-week)"
+        ) from None
     return CronSchedule(expression, 0.0, zone)
 
 
