@@ -61,6 +61,8 @@ class WorkloadControllers:
     """Per RayJob (key) with a submitter Job, that Job's key (the RayJob ends when it does)."""
     unplaced: set[str] = field(default_factory=set)
     """Jobs whose pods another scheduler places: they run as soon as they are made, on no node."""
+    complete: set[str] = field(default_factory=set)
+    """Jobs of ``jobs`` that are done (no more pods to make or to look at)."""
 
     @classmethod
     def start(
@@ -152,7 +154,7 @@ class WorkloadControllers:
 
     def _step_jobs(self, cluster: MemoryCluster, now: float) -> None:
         for key, made in self.jobs.items():
-            job = cluster.get("Job", key)
+            job = None if key in self.complete else cluster.get("Job", key)
             if job is None:
                 continue
             phases = [((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") for pod in made]
@@ -171,6 +173,8 @@ class WorkloadControllers:
                 complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
                 job["status"] = {"succeeded": succeeded, "completionTime": format_time(now), "conditions": [complete]}
                 cluster.update_status("Job", job)
+            if done:
+                self.complete.add(key)
 
     def run_cron_jobs(self, cluster: MemoryCluster, now: float) -> None:
         """Each CronJob's pass at ``now`` (``cron_jobs.sync``): the Jobs it makes are made with their pods, the ones
@@ -186,8 +190,8 @@ class WorkloadControllers:
                 continue
             decided = sync(cron_job, spec, owned.get(uid(cron_job), []), now, self.start_time)
             for job in decided.remove:
-                self._delete(cluster, job)
-                self.jobs.pop(object_key(job), None)
+                self.complete.discard(object_key(job))
+                self._delete(cluster, job, self.jobs.pop(object_key(job), None))
             if decided.job is not None and self._admit(decided.job, cron_job):
                 for obj in self._expand([decided.job], set()):
                     _create_new(cluster, obj)
@@ -195,14 +199,28 @@ class WorkloadControllers:
                 cron_job["status"] = decided.status
                 cluster.update_status("CronJob", cron_job)
 
-    def _delete(self, cluster: MemoryCluster, owner: Raw) -> None:
-        """An object gone (a Job, a RayCluster), with the pods and PodGroups it owns, as the garbage collector would
-        (at once: no termination grace period)."""
+    def _delete(self, cluster: MemoryCluster, owner: Raw, pods: list[str] | None = None) -> None:
+        """An object gone (a Job, a RayCluster), with its pods and the PodGroups of theirs it owns, as the garbage
+        collector would (at once: no termination grace period). ``pods``: its pods' keys when known (else every pod
+        of the cluster is looked at)."""
         owner_uid = uid(owner)
-        for kind in ("Pod", "PodGroup"):
-            for obj in cluster.list(kind):
-                if any(ref.get("uid") == owner_uid for ref in obj["metadata"].get("ownerReferences") or []):
-                    cluster.finalize(kind, object_key(obj))
+        if pods is None:
+            pods = [object_key(pod) for pod in cluster.list("Pod") if _owned_by(pod, owner)]
+        podgroups = set()
+        for key in pods:
+            pod = cluster.get("Pod", key)
+            if pod is None:
+                continue
+            group = (pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+            if group:
+                podgroups.add(f"{pod['metadata'].get('namespace')}/{group}")
+            cluster.finalize("Pod", key)
+        for key in sorted(podgroups):
+            podgroup = cluster.get("PodGroup", key)
+            if podgroup is not None and any(
+                ref.get("uid") == owner_uid for ref in podgroup["metadata"].get("ownerReferences") or []
+            ):
+                cluster.finalize("PodGroup", key)
         cluster.finalize(owner["kind"], object_key(owner))
 
     def _submitter(self, ray_job: Raw, made: list[Raw]) -> None:
