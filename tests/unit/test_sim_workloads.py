@@ -407,3 +407,7 @@ def test_rayjob_submission_modes(tmp_path: Path) -> None:
     bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="Later"))))
     (problem,) = [p for p in bad.problems if p.kind == "RayJob"]
     assert (problem.severity, problem.field) == ("error", "spec.submissionMode")
+    selecting = _ray_job(clusterSelector={"ray.io/cluster": "shared"})
+    told = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), selecting))).problems
+    (problem,) = [p for p in told if p.kind == "RayJob"]
+    assert (problem.severity, problem.field) == ("warning", "spec.clusterSelector")
