@@ -7,8 +7,10 @@ makes the pods, and the pod-grouper that turns them into the gang. Here the pods
 a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
 workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
 be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
-makes its next pods as earlier ones succeed, up to its completions, and is Complete then; a LeaderReady LWS group's
-workers are made once their leader runs; a CronJob makes its Jobs as the clock passes its schedule (``cron_jobs``).
+makes its next pods as earlier ones succeed, up to its completions, and is Complete then; what waits for pods to
+run is made once they do (a LeaderReady LWS group's workers, a WaitForWorkersReady MPIJob's launcher, a RayJob's
+submitter, which ends the RayJob: ``ray_submitter``); a CronJob makes its Jobs as the clock passes its schedule
+(``cron_jobs``).
 A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods must be in the input).
 What each controller makes is ``workload_makers``'s.
 """
@@ -131,8 +133,8 @@ class WorkloadControllers:
 
     def step(self, cluster: MemoryCluster, now: float) -> None:
         """What waited for pods to run is made once they all run; a Job makes its next pods as earlier ones succeed (as
-        many run as its parallelism allows, until as many have succeeded as its completions ask); CronJobs make the
-        Jobs their schedule asks for by ``now``."""
+        many run as its parallelism allows, until as many have succeeded as its completions ask); RayJobs whose
+        submitter is done end; CronJobs make the Jobs their schedule asks for by ``now``."""
         waiting = []
         for item in self.after_running:
             if all(
@@ -203,7 +205,6 @@ class WorkloadControllers:
         """An object gone (a Job, a RayCluster), with its pods and the PodGroups of theirs it owns, as the garbage
         collector would (at once: no termination grace period). ``pods``: its pods' keys when known (else every pod
         of the cluster is looked at)."""
-        owner_uid = uid(owner)
         if pods is None:
             pods = [object_key(pod) for pod in cluster.list("Pod") if _owned_by(pod, owner)]
         podgroups = set()
@@ -217,9 +218,7 @@ class WorkloadControllers:
             cluster.finalize("Pod", key)
         for key in sorted(podgroups):
             podgroup = cluster.get("PodGroup", key)
-            if podgroup is not None and any(
-                ref.get("uid") == owner_uid for ref in podgroup["metadata"].get("ownerReferences") or []
-            ):
+            if podgroup is not None and _owned_by(podgroup, owner):
                 cluster.finalize("PodGroup", key)
         cluster.finalize(owner["kind"], object_key(owner))
 

@@ -1,6 +1,7 @@
 """What each workload controller ``kai simulate`` stands in for makes of a workload (scenario-format.md §9): the
-Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay, the Kubeflow training operator and notebook
-controller, and the LeaderWorkerSet and JobSet controllers, with their names and labels."""
+Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay (with a RayJob's submitter: ``ray_submitter``), the
+Kubeflow training operator, mpi-operator and notebook controller, and the LeaderWorkerSet and JobSet controllers,
+with their names and labels. A CronJob is only checked here: its Jobs come with time (``cron_jobs``)."""
 
 import copy
 import hashlib
