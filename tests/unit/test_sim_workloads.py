@@ -10,6 +10,7 @@ import yaml
 from kai.components.sim.runner import Simulation, run_scenario
 from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
 from kai.components.sim.workload_controllers import WorkloadControllers
+from kai.core.state.cluster_state import object_key
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed"
@@ -125,6 +126,18 @@ def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: 
         sim.advance(sim.cycle(number))
     phases = sorted(p["status"]["phase"] for p in sim.cluster.list("Pod"))
     assert phases == ["Succeeded"] * 3
+
+
+def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -> None:
+    job = _workload("batch/v1", "Job", "train", {"completions": 4, "parallelism": 2, "template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    first = sorted(object_key(p) for p in sim.cluster.list("Pod"))
+    assert len(first) == 2
+    sim.cluster.finalize("Pod", first[0])
+    sim.workloads.step(sim.cluster, sim.clock.now)
+    now = sorted(object_key(p) for p in sim.cluster.list("Pod"))
+    assert len(now) == 2
+    assert first[1] in now and first[0] not in now
 
 
 def test_statefulset_pods_have_ordinal_names(tmp_path: Path) -> None:

@@ -159,7 +159,8 @@ class WorkloadControllers:
             job = None if key in self.complete else cluster.get("Job", key)
             if job is None:
                 continue
-            phases = [((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") for pod in made]
+            # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
+            phases = [(pod.get("status") or {}).get("phase") for one in made if (pod := cluster.get("Pod", one))]
             completions = mapping(job, "spec").get("completions")
             succeeded = phases.count("Succeeded")
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
