@@ -211,3 +211,7 @@ def test_schedules_as_kubernetes_reads_them() -> None:
     assert every.latest(start, start + 200) == start + 180  # every 90 s from the last run
     with pytest.raises(Invalid, match="five fields"):
         parse_schedule("0 0 15W * *", None)
+    assert parse_schedule("0 0 * * 1-6/2", None).expression == "0 0 * * 1-6/2"  # a step is not a day
+    for sunday_as_seven in ("0 0 * * 7", "0 0 * * 5-7", "0 0 * * MON,7"):
+        with pytest.raises(Invalid, match="day-of-week is 0-6"):
+            parse_schedule(sunday_as_seven, None)

@@ -86,6 +86,8 @@ def parse_schedule(schedule: object, time_zone: object) -> CronSchedule:
     fields = text.split()
     if len(fields) != 5 or not all(_PART.fullmatch(part) for f in fields for part in f.split(",")):
         raise Invalid("spec.schedule", f"got {schedule!r}: {_FIELDS}")
+    if any(int(term) > 6 for part in fields[4].split(",") for term in re.findall(r"[0-9]+", part.split("/")[0])):
+        raise Invalid("spec.schedule", f"got {schedule!r}: day-of-week is 0-6 (SUN-SAT); robfig/cron refuses 7")
     expression = " ".join(fields).replace("?", "*")
     try:
         CronSim(expression, _ANY_TIME)
