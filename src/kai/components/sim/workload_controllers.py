@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
 from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
@@ -138,7 +138,7 @@ class WorkloadControllers:
         waiting = []
         for item in self.after_running:
             if all(
-                ((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
+                ((cluster.peek("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
             ):
                 for obj in item.objects:
                     if obj["kind"] == "Pod" and _owner_key(obj, "Job") in self.unplaced:
@@ -156,11 +156,11 @@ class WorkloadControllers:
 
     def _step_jobs(self, cluster: MemoryCluster, now: float) -> None:
         for key, made in self.jobs.items():
-            job = None if key in self.complete else cluster.get("Job", key)
+            job = None if key in self.complete else cluster.peek("Job", key)
             if job is None:
                 continue
             # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
-            phases = [(pod.get("status") or {}).get("phase") for one in made if (pod := cluster.get("Pod", one))]
+            phases = [(pod.get("status") or {}).get("phase") for one in made if (pod := cluster.peek("Pod", one))]
             completions = mapping(job, "spec").get("completions")
             succeeded = phases.count("Succeeded")
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
@@ -174,6 +174,7 @@ class WorkloadControllers:
             done = succeeded >= (1 if completions is None else int(completions)) and not active
             if done and not (job.get("status") or {}).get("completionTime"):
                 complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
+                job = json_copy(job)
                 job["status"] = {"succeeded": succeeded, "completionTime": format_time(now), "conditions": [complete]}
                 cluster.update_status("Job", job)
             if done:
@@ -183,7 +184,7 @@ class WorkloadControllers:
         """Each CronJob's pass at ``now`` (``cron_jobs.sync``): the Jobs it makes are made with their pods, the ones
         it deletes go with their pods and PodGroups, its status is written."""
         owned: dict[str, list[Raw]] = {}
-        for job in cluster.list("Job"):
+        for job in cluster.view("Job"):
             for ref in job["metadata"].get("ownerReferences") or []:
                 if isinstance(ref, dict) and ref.get("kind") == "CronJob" and ref.get("controller"):
                     owned.setdefault(str(ref.get("uid")), []).append(job)
@@ -210,7 +211,7 @@ class WorkloadControllers:
             pods = [object_key(pod) for pod in cluster.list("Pod") if _owned_by(pod, owner)]
         podgroups = set()
         for key in pods:
-            pod = cluster.get("Pod", key)
+            pod = cluster.peek("Pod", key)
             if pod is None:
                 continue
             group = (pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
@@ -218,7 +219,7 @@ class WorkloadControllers:
                 podgroups.add(f"{pod['metadata'].get('namespace')}/{group}")
             cluster.finalize("Pod", key)
         for key in sorted(podgroups):
-            podgroup = cluster.get("PodGroup", key)
+            podgroup = cluster.peek("PodGroup", key)
             if podgroup is not None and _owned_by(podgroup, owner):
                 cluster.finalize("PodGroup", key)
         cluster.finalize(owner["kind"], object_key(owner))
