@@ -215,3 +215,58 @@ def test_schedules_as_kubernetes_reads_them() -> None:
     for sunday_as_seven in ("0 0 * * 7", "0 0 * * 5-7", "0 0 * * MON,7"):
         with pytest.raises(Invalid, match="day-of-week is 0-6"):
             parse_schedule(sunday_as_seven, None)
+
+
+def test_a_captured_job_completes_when_its_pods_are_done_and_its_cron_job_goes_on(tmp_path: Path) -> None:
+    """A capture of a cluster: a Forbid CronJob whose Job of 23:50 still runs one pod (15m from 23:55). The Job is
+    Complete when that pod is done at 00:10, so the CronJob makes its Job of 00:10; had the captured Job never ended,
+    Forbid would have kept every later one from starting."""
+    cron_job = _cron_job("*/10 * * * *", concurrencyPolicy="Forbid")
+    cron_job["metadata"]["uid"] = "cron-uid"
+    scheduled = int(datetime(2025, 12, 31, 23, 50, tzinfo=UTC).timestamp() // 60)
+    job_template = cron_job["spec"]["jobTemplate"]
+    owner = {"apiVersion": "batch/v1", "kind": "CronJob", "name": "report", "uid": "cron-uid", "controller": True}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"report-{scheduled}",
+            "namespace": "default",
+            "uid": "job-uid",
+            "ownerReferences": [owner],
+        },
+        "spec": job_template["spec"],
+        "status": {"active": 1, "startTime": "2025-12-31T23:50:00Z"},
+    }
+    cron_job["status"] = {"active": [{"kind": "Job", "name": job["metadata"]["name"], "uid": "job-uid"}]}
+    template = job_template["spec"]["template"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"report-{scheduled}-x7k2p",
+            "namespace": "default",
+            "labels": template["metadata"]["labels"],
+            "annotations": {"simulate.kai.scheduler/run-time": "15m"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": job["metadata"]["name"],
+                    "uid": "job-uid",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {**template["spec"], "nodeName": "gpu-a"},
+        "status": {"phase": "Running", "startTime": "2025-12-31T23:55:00Z"},
+    }
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([QUEUE, NODE, cron_job, job, pod]))
+    scenario = load_scenario(path, clock=ClockSpec(60, 25 * 60))
+    scenario.now = parse_time("2026-01-01T00:00:00Z", "test", "now")
+    steps = _run(Simulation(scenario))
+    assert _made(steps) == [scheduled, scheduled + 20, scheduled + 30]
+    existing, active = steps[9]  # 00:10: the captured Job is done, the one of 00:10 runs
+    assert (job["metadata"]["name"] in existing, job["metadata"]["name"] in active) == (True, False)
+    assert active == {f"report-{scheduled + 20}"}

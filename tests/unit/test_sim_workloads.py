@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from kai.cluster.memory import MemoryCluster
 from kai.components.sim.runner import Simulation, run_scenario
 from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
 from kai.components.sim.workload_controllers import WorkloadControllers
@@ -224,6 +225,29 @@ def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     pod["metadata"]["ownerReferences"] = [owner]
     controllers = WorkloadControllers.start([job, pod])
     assert [o["metadata"]["name"] for o in controllers.objects] == ["train", "train-x"]
+
+
+def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_its_last_pod_does() -> None:
+    """Captured with 2 of 3 completions done (their pods gone) and one pod running: no pod is made, and the Job is
+    Complete with 3 succeeded once that pod succeeds."""
+    job = _workload("batch/v1", "Job", "train", {"completions": 3, "template": _template()})
+    job["metadata"].update(namespace="default", uid="u-1")
+    job["status"] = {"active": 1, "succeeded": 2}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u-1", "controller": True}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-x", "namespace": "default"}}
+    pod["metadata"]["ownerReferences"] = [owner]
+    pod["status"] = {"phase": "Running"}
+    controllers = WorkloadControllers.start([job, pod])
+    cluster = MemoryCluster(controllers.objects)
+    controllers.step(cluster, 60.0)
+    assert [p["metadata"]["name"] for p in cluster.list("Pod")] == ["train-x"]
+    assert "completionTime" not in cluster.list("Job")[0]["status"]
+    pod["status"]["phase"] = "Succeeded"
+    cluster.update_status("Pod", pod)
+    controllers.step(cluster, 120.0)
+    (done,) = cluster.list("Job")
+    assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (3, "Complete")
+    assert len(cluster.list("Pod")) == 1
 
 
 def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ Without them a manifest of a RayCluster or a PyTorchJob would simulate nothing: 
 makes the pods, and the pod-grouper that turns them into the gang. Here the pods (and the objects between, such as
 a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
 workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
-be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
+be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands (a
+captured Job and CronJob go on from there). A Job
 makes its next pods as earlier ones succeed, up to its completions, and is Complete then; what waits for pods to
 run is made once they do (a LeaderReady LWS group's workers, a WaitForWorkersReady MPIJob's launcher, a RayJob's
 submitter, which ends the RayJob: ``ray_submitter``); a CronJob makes its Jobs as the clock passes its schedule
@@ -65,6 +66,9 @@ class WorkloadControllers:
     """Jobs whose pods another scheduler places: they run as soon as they are made, on no node."""
     complete: set[str] = field(default_factory=set)
     """Jobs of ``jobs`` that are done (no more pods to make or to look at)."""
+    counted: dict[str, int] = field(default_factory=dict)
+    """Per captured Job, the successes its status counts of pods no longer in the input (Kubernetes' Job
+    controller keeps counting a pod that succeeded after it is gone)."""
 
     @classmethod
     def start(
@@ -80,7 +84,23 @@ class WorkloadControllers:
         controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
         inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
         controllers.objects = controllers._expand(inputs, owned)
+        pods = [obj for obj in inputs if obj["kind"] == "Pod"]
+        for job in inputs:
+            if job["kind"] == "Job" and ("Job", job["metadata"].get("namespace"), job["metadata"]["name"]) in owned:
+                controllers._adopt(job, [pod for pod in pods if _owned_by(pod, job)])
         return controllers
+
+    def _adopt(self, job: Raw, pods: list[Raw]) -> None:
+        """A captured Job (it owns objects of the input) goes on as its controller would: it makes more pods if its
+        completions ask for them and is Complete once they are done."""
+        key = object_key(job)
+        self.jobs[key] = [object_key(pod) for pod in pods]
+        counted = (job.get("status") or {}).get("succeeded")
+        present = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded")
+        if isinstance(counted, int) and counted > present:
+            self.counted[key] = counted - present
+        if finished(job) is not None:
+            self.complete.add(key)
 
     def _expand(self, objects: list[Raw], owned: set[tuple[Any, Any, Any]]) -> list[Raw]:
         """``objects`` and all their controllers make of them, now; what they make later goes to ``after_running``."""
@@ -162,7 +182,7 @@ class WorkloadControllers:
             # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
             phases = [(pod.get("status") or {}).get("phase") for one in made if (pod := cluster.peek("Pod", one))]
             completions = mapping(job, "spec").get("completions")
-            succeeded = phases.count("Succeeded")
+            succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
             left = job_wanted(job) if completions is None else int(completions) - succeeded
             wanted = min(job_wanted(job), left) - active
@@ -195,6 +215,7 @@ class WorkloadControllers:
             decided = sync(cron_job, spec, owned.get(uid(cron_job), []), now, self.start_time)
             for job in decided.remove:
                 self.complete.discard(object_key(job))
+                self.counted.pop(object_key(job), None)
                 self._delete(cluster, job, self.jobs.pop(object_key(job), None))
             if decided.job is not None and self._admit(decided.job, cron_job):
                 for obj in self._expand([decided.job], set()):
@@ -310,7 +331,7 @@ def _owned_by(obj: Raw, owner: Raw) -> bool:
 def _create_new(cluster: MemoryCluster, obj: Raw) -> bool:
     """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again); whether
     it did."""
-    if cluster.get(obj["kind"], object_key(obj)) is not None:
+    if cluster.peek(obj["kind"], object_key(obj)) is not None:
         return False
     cluster.create(obj["kind"], obj)
     return True
