@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from sim_support import QUEUE, node
 
 from kai.components.sim.cron_schedule import parse_schedule
 from kai.components.sim.runner import Simulation, run_scenario
@@ -16,19 +17,7 @@ from kai.components.sim.scenario import ClockSpec, load_scenario
 from kai.components.sim.workload_objects import Invalid
 from kai.core.model.meta import parse_time
 
-UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-QUEUE = {
-    "apiVersion": "scheduling.run.ai/v2",
-    "kind": "Queue",
-    "metadata": {"name": "team"},
-    "spec": {"resources": dict.fromkeys(("gpu", "cpu", "memory"), UNLIMITED)},
-}
-NODE = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {"name": "gpu-a"},
-    "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}},
-}
+NODE = node("gpu-a", 8)
 
 
 def _cron_job(schedule: str, run_time: str = "2m", **spec: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sim_support import QUEUE, node
 
 from kai.cluster.memory import MemoryCluster
 from kai.components.sim.runner import Simulation, run_scenario
@@ -15,18 +16,6 @@ from kai.core.state.cluster_state import object_key
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed"
-UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-QUEUE = {
-    "apiVersion": "scheduling.run.ai/v2",
-    "kind": "Queue",
-    "metadata": {"name": "team"},
-    "spec": {"resources": dict.fromkeys(("gpu", "cpu", "memory"), UNLIMITED)},
-}
-
-
-def _node(name: str, gpus: int) -> dict[str, Any]:
-    allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
 
 
 def _template(gpus: int = 1, **annotations: str) -> dict[str, Any]:
@@ -58,7 +47,7 @@ def _simulation(path: Path, cycles: int = 1) -> Simulation:
 
 def test_seed_raycluster_is_one_gang_of_head_and_workers(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
-    nodes.write_text(yaml.safe_dump_all([_node("gpu-a", 2), _node("gpu-b", 2)]))
+    nodes.write_text(yaml.safe_dump_all([node("gpu-a", 2), node("gpu-b", 2)]))
     ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
     assert not isinstance(scenario, Exception)
     run = run_scenario(scenario)
@@ -74,7 +63,7 @@ def test_seed_raycluster_is_one_gang_of_head_and_workers(tmp_path: Path) -> None
 
 def test_seed_raycluster_waits_whole_when_its_gang_does_not_fit(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
-    nodes.write_text(yaml.safe_dump(_node("gpu-a", 3)))
+    nodes.write_text(yaml.safe_dump(node("gpu-a", 3)))
     ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
     assert not isinstance(scenario, Exception)
     sim = Simulation(scenario)
@@ -94,7 +83,7 @@ def test_pytorchjob_pods_are_named_and_labelled_as_the_training_operator_does(tm
         "Worker": {"replicas": 3, "template": _template()},
     }
     job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
     assert sorted(pods) == ["bert-master-0", "bert-worker-0", "bert-worker-1", "bert-worker-2"]
     assert pods["bert-worker-2"]["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "2"
@@ -106,7 +95,7 @@ def test_pytorchjob_pods_are_named_and_labelled_as_the_training_operator_does(tm
 
 def test_deployment_makes_a_replicaset_whose_pods_are_each_their_own_podgroup(tmp_path: Path) -> None:
     deployment = _workload("apps/v1", "Deployment", "serve", {"replicas": 2, "template": _template()})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), deployment))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), deployment))
     (replica_set,) = sim.cluster.list("ReplicaSet")
     assert replica_set["metadata"]["ownerReferences"][0]["name"] == "serve"
     pods = sim.cluster.list("Pod")
@@ -120,7 +109,7 @@ def test_deployment_makes_a_replicaset_whose_pods_are_each_their_own_podgroup(tm
 def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: Path) -> None:
     spec = {"completions": 3, "parallelism": 1, "template": _template(**{"simulate.kai.scheduler/run-time": "10m"})}
     job = _workload("batch/v1", "Job", "train", spec)
-    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    scenario = load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     sim = Simulation(scenario)
     sim.clock.period_s = 300.0
     for number in range(1, 16):
@@ -131,7 +120,7 @@ def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: 
 
 def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -> None:
     job = _workload("batch/v1", "Job", "train", {"completions": 4, "parallelism": 2, "template": _template()})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     first = sorted(object_key(p) for p in sim.cluster.list("Pod"))
     assert len(first) == 2
     sim.cluster.finalize("Pod", first[0])
@@ -143,7 +132,7 @@ def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -
 
 def test_statefulset_pods_have_ordinal_names(tmp_path: Path) -> None:
     stateful_set = _workload("apps/v1", "StatefulSet", "db", {"replicas": 2, "template": _template(0)})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), stateful_set))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), stateful_set))
     assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["db-0", "db-1"]
 
 
@@ -153,7 +142,7 @@ def test_rayjob_makes_its_raycluster_and_names_it_in_its_status(tmp_path: Path) 
         "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
     }
     ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), ray_job), cycles=0)
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), ray_job), cycles=0)
     (ray_cluster,) = sim.cluster.list("RayCluster")
     assert sim.cluster.list("RayJob")[0]["status"]["rayClusterName"] == ray_cluster["metadata"]["name"]
     assert len(sim.cluster.list("Pod")) == 3  # the submitter comes once they run
@@ -166,7 +155,7 @@ def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path
     template = {"size": 3, "workerTemplate": _template()}
     lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"replicas": 2})
     lws["spec"]["leaderWorkerTemplate"] = template
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), lws))
     pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
     assert sorted(pods) == ["llm-0", "llm-0-1", "llm-0-2", "llm-1", "llm-1-1", "llm-1-2"]
     assert pods["llm-1-2"]["metadata"]["ownerReferences"][0]["name"] == "llm-1"  # the StatefulSet the leader owns
@@ -179,7 +168,7 @@ def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path
 def test_leader_ready_workers_are_made_once_their_leader_runs(tmp_path: Path) -> None:
     lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"startupPolicy": "LeaderReady"})
     lws["spec"]["leaderWorkerTemplate"] = {"size": 2, "workerTemplate": _template()}
-    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws)))
+    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), lws)))
     record = sim.cycle(1)
     assert list(record.outcome.pods) == ["default/llm-0"]
     assert sim.cluster.list("PodGroup")[0]["spec"]["minMember"] == 1
@@ -195,7 +184,7 @@ def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) ->
         {"name": "worker", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": _template()}}},
     ]
     jobset = _workload("jobset.x-k8s.io/v1alpha2", "JobSet", "sweep", {"replicatedJobs": replicated})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), jobset))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), jobset))
     assert sorted(j["metadata"]["name"] for j in sim.cluster.list("Job")) == [
         "sweep-driver-0",
         "sweep-worker-0",
@@ -210,7 +199,7 @@ def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) ->
 
 def test_a_notebook_is_a_statefulset_of_one_pod_with_the_build_priority(tmp_path: Path) -> None:
     notebook = _workload("kubeflow.org/v1beta1", "Notebook", "lab", {"template": _template()})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), notebook))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), notebook))
     assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == ["lab-0"]
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["priorityClassName"] == "build"
@@ -254,7 +243,7 @@ def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None
     specs = {"Master": {"replicas": 1, "template": _template()}, "Worker": {"replicas": 1, "template": _template()}}
     job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
     squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bert-master-0"}, "spec": _template()["spec"]}
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job, squatter)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), job, squatter)))
     (problem,) = [p for p in run.problems if p.kind == "PyTorchJob"]
     assert (problem.severity, problem.field) == ("warning", "metadata.name")
     assert "would make Pod default/bert-master-0, which already exists" in problem.problem
@@ -285,7 +274,7 @@ def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_the
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
     pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "build", "containers": [{"name": "c"}]}
     own = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 7}
-    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod, own))
+    scenario = load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), pod, own))
     classes = {o["metadata"]["name"]: o["value"] for o in scenario.objects if o["kind"] == "PriorityClass"}
     assert classes == {"train": 7, "build-preemptible": 75, "build": 100, "inference": 125}
     sim = _simulation(scenario.path)
@@ -296,7 +285,7 @@ def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_the
 def test_what_the_pod_grouper_warns_of_is_a_problem_of_the_run(tmp_path: Path) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
     pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "nope", "containers": [{"name": "c"}]}
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), pod)))
     (problem,) = [p for p in run.problems if p.kind == "Pod"]
     assert (problem.severity, problem.name, problem.field) == ("warning", "default/p", "spec.priorityClassName")
     assert problem.problem == "'nope' is not a PriorityClass; it is ignored"
@@ -310,7 +299,7 @@ def test_a_pod_grouper_warning_names_the_owner_and_field_it_is_about_once_for_al
         "metadata": {"name": "web", "labels": {"kai.scheduler/queue": "team", "priorityClassName": "hgih"}},
         "spec": {"replicas": 3, "template": template},
     }
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), deployment)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), deployment)))
     told = [(p.kind, p.name, p.field, p.problem) for p in run.problems if p.severity == "warning"]
     assert told == [
         (
@@ -333,7 +322,7 @@ def _mpi_job(policy: str | None) -> dict[str, Any]:
 
 
 def test_an_mpijob_launcher_waits_for_its_workers_to_run_under_wait_for_workers_ready(tmp_path: Path) -> None:
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job("WaitForWorkersReady")), cycles=0)
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job("WaitForWorkersReady")), cycles=0)
     assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["pi-worker-0", "pi-worker-1"]
     assert sim.cluster.list("Job") == []
     first = sim.cycle(1)
@@ -356,18 +345,18 @@ def test_an_mpijob_launcher_waits_for_its_workers_to_run_under_wait_for_workers_
 
 
 def test_an_mpijob_launcher_is_made_at_once_by_default_and_never_while_its_workers_cannot_run(tmp_path: Path) -> None:
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job(None)), cycles=0)
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job(None)), cycles=0)
     record = sim.cycle(1)
     assert len(record.outcome.pods) == 3 and {v["status"] for v in record.outcome.pods.values()} == {"Binding"}
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["minMember"] == 3
-    waiting = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 1), _mpi_job("WaitForWorkersReady")), cycles=3)
+    waiting = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 1), _mpi_job("WaitForWorkersReady")), cycles=3)
     assert waiting.cluster.list("Job") == []
     assert {p["status"]["phase"] for p in waiting.cluster.list("Pod")} == {"Pending"}
 
 
 def test_an_unknown_launcher_creation_policy_is_an_error_naming_the_field(tmp_path: Path) -> None:
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), _mpi_job("Eventually"))))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job("Eventually"))))
     (problem,) = [p for p in run.problems if p.kind == "MPIJob"]
     assert (problem.severity, problem.field) == ("error", "spec.launcherCreationPolicy")
     assert "AtStartup, WaitForWorkersReady" in problem.problem
@@ -392,7 +381,7 @@ def _clocked(tmp_path: Path, *objects: dict[str, Any], minutes: int = 60) -> Sim
 
 
 def test_a_rayjob_submitter_runs_once_its_cluster_runs_and_the_rayjob_ends_with_it(tmp_path: Path) -> None:
-    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job(shutdownAfterJobFinishes=True))
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(shutdownAfterJobFinishes=True))
     (job,) = sim.cluster.list("Job")  # KubeRay's submitter Job, named as the RayJob, made once the cluster ran
     assert job["metadata"]["name"] == "tune" and job["metadata"]["labels"]["ray.io/originated-from-cr-name"] == "tune"
     (submitter,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
@@ -412,7 +401,7 @@ def test_a_rayjob_submitter_runs_once_its_cluster_runs_and_the_rayjob_ends_with_
 
 
 def test_a_rayjob_keeps_its_cluster_without_shutdown_after_job_finishes(tmp_path: Path) -> None:
-    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job())
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job())
     (ray_job,) = sim.cluster.list("RayJob")
     assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
     assert len(sim.cluster.list("RayCluster")) == 1
@@ -422,7 +411,7 @@ def test_a_rayjob_keeps_its_cluster_without_shutdown_after_job_finishes(tmp_path
 def test_a_submitter_meant_for_kai_is_never_scheduled_as_in_kai(tmp_path: Path) -> None:
     submitter = _template(0)
     submitter["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
-    sim = _clocked(tmp_path, _node("gpu-a", 8), _ray_job(submitterPodTemplate=submitter), minutes=30)
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(submitterPodTemplate=submitter), minutes=30)
     (pod,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
     (podgroup,) = sim.cluster.list("PodGroup")
     # KAI's pod-grouper: the RayJob's PodGroup, no sub-group (no ray.io/group label): KAI never schedules it
@@ -435,16 +424,16 @@ def test_a_submitter_meant_for_kai_is_never_scheduled_as_in_kai(tmp_path: Path) 
 
 
 def test_rayjob_submission_modes(tmp_path: Path) -> None:
-    http = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="HTTPMode")), cycles=2)
+    http = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="HTTPMode")), cycles=2)
     assert http.cluster.list("Job") == [] and len(http.cluster.list("Pod")) == 3
-    sidecar = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="SidecarMode")), cycles=2)
+    sidecar = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="SidecarMode")), cycles=2)
     assert sidecar.cluster.list("Job") == []
     (head,) = [p for p in sidecar.cluster.list("Pod") if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
     assert [c["name"] for c in head["spec"]["containers"]] == ["main", "ray-job-submitter"]
-    bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), _ray_job(submissionMode="Later"))))
+    bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="Later"))))
     (problem,) = [p for p in bad.problems if p.kind == "RayJob"]
     assert (problem.severity, problem.field) == ("error", "spec.submissionMode")
     selecting = _ray_job(clusterSelector={"ray.io/cluster": "shared"})
-    told = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), selecting))).problems
+    told = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), selecting))).problems
     (problem,) = [p for p in told if p.kind == "RayJob"]
     assert (problem.severity, problem.field) == ("warning", "spec.clusterSelector")
