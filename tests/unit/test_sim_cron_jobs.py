@@ -135,29 +135,28 @@ def test_a_suspended_cron_job_makes_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec",
+    ("spec", "stamp"),
     [
-        {"schedule": "30 9 * * *", "timeZone": "Asia/Tokyo"},
-        {"schedule": "CRON_TZ=Asia/Tokyo 30 9 * * *"},
+        ({"schedule": "30 9 * * *", "timeZone": "Asia/Tokyo"}, "2026-01-02T09:30:00+09:00"),
+        # an older CronJob's prefix: the controller runs it in that zone, but stamps its Jobs in spec.timeZone's (UTC)
+        ({"schedule": "CRON_TZ=Asia/Tokyo 30 9 * * *"}, "2026-01-02T00:30:00Z"),
     ],
 )
-def test_the_schedule_is_read_in_its_time_zone(tmp_path: Path, spec: dict[str, str]) -> None:
+def test_the_schedule_is_read_in_its_time_zone(tmp_path: Path, spec: dict[str, str], stamp: str) -> None:
     cron_job = _cron_job(**spec)
     sim = _simulation(tmp_path, cron_job, minutes=120, now="2026-01-01T23:00:00Z")
     steps = _run(sim)
     scheduled = datetime(2026, 1, 2, 0, 30, tzinfo=UTC)  # 09:30 in Tokyo
     assert _made(steps) == [int(scheduled.timestamp()) // 60]
     (job,) = sim.cluster.list("Job")
-    assert job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == (
-        "2026-01-02T09:30:00+09:00"
-    )
+    assert job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"] == stamp
 
 
 @pytest.mark.parametrize(
     ("spec", "field", "said"),
     [
         ({"schedule": "*/5 * * *"}, "spec.schedule", "expected five fields"),
-        ({"schedule": "0 0 L * *"}, "spec.schedule", "expected five fields"),
+        ({"schedule": "0 0 L * *"}, "spec.schedule", "day-of-month 'L'"),
         ({"schedule": "0 0 * * * *"}, "spec.schedule", "expected five fields"),
         ({"schedule": "61 * * * *"}, "spec.schedule", "Bad minute"),
         ({"schedule": "@fortnightly"}, "spec.schedule", "unknown macro"),
@@ -198,12 +197,49 @@ def test_schedules_as_kubernetes_reads_them() -> None:
     assert parse_schedule("0 12 ? JAN MON", None).latest(start, start + 8 * 86400) == start + 4 * 86400 + 12 * 3600
     every = parse_schedule("@every 90s", None)
     assert every.latest(start, start + 200) == start + 180  # every 90 s from the last run
-    with pytest.raises(Invalid, match="five fields"):
+    assert parse_schedule("@every 1.6s", None).every_s == 1  # robfig: whole seconds
+    with pytest.raises(Invalid, match="has no L, W or #"):
         parse_schedule("0 0 15W * *", None)
+    with pytest.raises(Invalid, match="unknown macro"):
+        parse_schedule("@hourly ", None)
+    assert parse_schedule("TZ= 0 0 * * *", None).zone == UTC  # Go's LoadLocation("")
     assert parse_schedule("0 0 * * 1-6/2", None).expression == "0 0 * * 1-6/2"  # a step is not a day
     for sunday_as_seven in ("0 0 * * 7", "0 0 * * 5-7", "0 0 * * MON,7"):
         with pytest.raises(Invalid, match="day-of-week is 0-6"):
             parse_schedule(sunday_as_seven, None)
+
+
+def _utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> float:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("schedule", "after", "until", "latest"),
+    [
+        # a stepped * is a set of days, so either day field may match (2024-01-01 is a Monday)
+        ("0 0 */2 * MON", (2024, 1, 2), (2024, 1, 4), (2024, 1, 3)),
+        ("0 0 */2 * MON", (2024, 1, 7, 1), (2024, 1, 8, 1), (2024, 1, 8)),
+        ("0 0 1-31/2 * MON", (2024, 1, 7, 1), (2024, 1, 8, 1), (2024, 1, 8)),
+        # a bare * among the parts is any day, so both day fields must match: Mondays only
+        ("0 0 5,* * MON", (2024, 1, 4), (2024, 1, 7), None),
+        ("0 0 5,* * MON", (2024, 1, 4), (2024, 1, 8, 1), (2024, 1, 8)),
+    ],
+)
+def test_day_of_month_and_day_of_week_as_robfig_combines_them(
+    schedule: str, after: tuple[int, ...], until: tuple[int, ...], latest: tuple[int, ...] | None
+) -> None:
+    found = parse_schedule(schedule, None).latest(_utc(*after), _utc(*until))
+    assert found == (None if latest is None else _utc(*latest))
+
+
+def test_a_wall_time_runs_as_it_occurs_across_daylight_saving() -> None:
+    """robfig/cron: 02:30 in Berlin does not occur when clocks spring forward (2026-03-29), and occurs twice when
+    they fall back (2026-10-25, at 00:30 and 01:30 UTC); cronsim on its own would run at 03:00 and once."""
+    berlin = parse_schedule("30 2 * * *", "Europe/Berlin")
+    assert berlin.latest(_utc(2026, 3, 28, 12), _utc(2026, 3, 29, 23)) is None
+    assert berlin.latest(_utc(2026, 3, 28, 12), _utc(2026, 3, 30, 12)) == _utc(2026, 3, 30, 0, 30)
+    assert berlin.latest(_utc(2026, 10, 24, 12), _utc(2026, 10, 25, 1)) == _utc(2026, 10, 25, 0, 30)
+    assert berlin.latest(_utc(2026, 10, 25, 0, 45), _utc(2026, 10, 25, 12)) == _utc(2026, 10, 25, 1, 30)
 
 
 def test_a_captured_job_completes_when_its_pods_are_done_and_its_cron_job_goes_on(tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def job_for(cron_job: Raw, schedule: CronSchedule, scheduled: float, now: float)
     job["metadata"]["labels"] = template_meta(template, "labels")
     job["metadata"]["annotations"] = {
         **template_meta(template, "annotations"),
-        SCHEDULED_ANNOTATION: schedule.in_zone(scheduled),
+        SCHEDULED_ANNOTATION: schedule.stamp(scheduled),
     }
     job["metadata"]["creationTimestamp"] = format_time(now)
     uid(job)
