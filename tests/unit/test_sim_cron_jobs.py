@@ -180,7 +180,7 @@ def test_a_cron_job_kai_cannot_read_is_an_error_naming_the_field(
     assert sim.cluster.list("Job") == []
 
 
-def test_a_cron_job_on_a_frozen_clock_says_it_makes_no_jobs(tmp_path: Path) -> None:
+def test_a_cron_job_on_a_frozen_clock_says_it_makes_no_later_jobs(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([QUEUE, NODE, _cron_job("*/5 * * * *")]))
     run = run_scenario(load_scenario(path))
@@ -295,3 +295,56 @@ def test_a_captured_job_completes_when_its_pods_are_done_and_its_cron_job_goes_o
     existing, active = steps[9]  # 00:10: the captured Job is done, the one of 00:10 runs
     assert (job["metadata"]["name"] in existing, job["metadata"]["name"] in active) == (True, False)
     assert active == {f"report-{scheduled + 20}"}
+
+
+@pytest.mark.parametrize("where", [("metadata", "creationTimestamp"), ("status", "lastScheduleTime")])
+def test_a_cron_job_time_kai_cannot_read_is_an_error_naming_the_field(tmp_path: Path, where: tuple[str, str]) -> None:
+    cron_job = _cron_job("*/5 * * * *")
+    cron_job.setdefault(where[0], {})[where[1]] = "yesterday"
+    sim = _simulation(tmp_path, cron_job)
+    _run(sim)
+    (problem,) = [p for p in sim.problems() if p.kind == "CronJob"]
+    assert (problem.severity, problem.field) == ("error", ".".join(where))
+    assert "'yesterday'" in problem.problem and "RFC 3339" in problem.problem
+    assert sim.cluster.list("Job") == []
+
+
+def _job_named(name: str, owner_uid: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"{name}-uid"}
+    if owner_uid:
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "CronJob", "name": "report", "uid": owner_uid, "controller": True}
+        ]
+    template = _cron_job("")["spec"]["jobTemplate"]["spec"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": template}
+
+
+def test_a_job_the_cron_job_made_before_is_not_made_again_and_its_time_is_met(tmp_path: Path) -> None:
+    """Captured after the controller made report-5 but before it wrote the CronJob's status (its AlreadyExists):
+    the Job is taken as the CronJob's (no warning), and the next times are 00:10 and 00:15."""
+    cron_job = _cron_job("*/5 * * * *", successfulJobsHistoryLimit=20)
+    cron_job["metadata"].update(uid="cron-uid", creationTimestamp="1970-01-01T00:00:00Z")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([QUEUE, NODE, cron_job, _job_named("report-5", "cron-uid")]))
+    scenario = load_scenario(path, clock=ClockSpec(60, 10 * 60))
+    scenario.now = 5 * 60
+    sim = Simulation(scenario)
+    steps = _run(sim)
+    assert _made(steps) == [5, 10, 15]
+    assert not [p for p in sim.problems() if p.kind == "CronJob"]
+
+
+def test_a_job_name_another_object_holds_is_reported_once_and_its_time_stays_unmet(tmp_path: Path) -> None:
+    cron_job = _cron_job("*/5 * * * *")
+    cron_job["metadata"]["creationTimestamp"] = "1970-01-01T00:00:00Z"
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([QUEUE, NODE, cron_job, _job_named("report-5", None)]))
+    scenario = load_scenario(path, clock=ClockSpec(60, 4 * 60))
+    scenario.now = 5 * 60
+    sim = Simulation(scenario)
+    _run(sim)
+    (problem,) = [p for p in sim.problems() if p.kind == "CronJob"]
+    assert (problem.severity, problem.field) == ("warning", "metadata.name")
+    assert "Job default/report-5, which already exists" in problem.problem
+    cron_job_now = sim.cluster.get("CronJob", "default/report")
+    assert cron_job_now is not None and "lastScheduleTime" not in (cron_job_now.get("status") or {})

@@ -130,6 +130,38 @@ def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -
     assert first[1] in now and first[0] not in now
 
 
+def test_an_indexed_job_makes_the_index_of_a_pod_gone_again(tmp_path: Path) -> None:
+    spec = {"completions": 2, "parallelism": 2, "completionMode": "Indexed", "template": _template()}
+    job = _workload("batch/v1", "Job", "idx", spec)
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
+    index = "batch.kubernetes.io/job-completion-index"
+    by_index = {p["metadata"]["annotations"][index]: object_key(p) for p in sim.cluster.list("Pod")}
+    assert sorted(by_index) == ["0", "1"]
+    sim.cluster.finalize("Pod", by_index["0"])
+    sim.workloads.step(sim.cluster, sim.clock.now)
+    pods = sim.cluster.list("Pod")
+    assert sorted(p["metadata"]["annotations"][index] for p in pods) == ["0", "1"]
+    (again,) = [p for p in pods if object_key(p) not in by_index.values()]
+    assert again["metadata"]["name"].startswith("idx-0-") and again["metadata"]["labels"][index] == "0"
+
+
+def test_a_job_of_the_input_makes_only_what_its_status_has_not_counted(tmp_path: Path) -> None:
+    """Jobs captured without their pods: a finished one makes nothing; one with 3 of 5 completions counted makes the
+    2 left. Their times, unquoted in the file, are read as the strings kubectl would send."""
+    done = _workload("batch/v1", "Job", "done", {"completions": 2, "template": _template()})
+    done["status"] = {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}
+    half = _workload("batch/v1", "Job", "half", {"completions": 5, "parallelism": 4, "template": _template()})
+    half["status"] = {"succeeded": 3}
+    path = _write(tmp_path, QUEUE, node("gpu-a", 8), done, half)
+    unquoted = "  creationTimestamp: 2026-01-01T00:00:00Z\n"
+    path.write_text(path.read_text().replace("  name: done\n", "  name: done\n" + unquoted))
+    (captured,) = [o for o in load_scenario(path).objects if o["metadata"]["name"] == "done"]
+    assert captured["metadata"]["creationTimestamp"] == "2026-01-01T00:00:00Z"
+    sim = _simulation(path)
+    owners = sorted(p["metadata"]["labels"]["job-name"] for p in sim.cluster.list("Pod"))
+    assert owners == ["half", "half"]
+
+
 def test_statefulset_pods_have_ordinal_names(tmp_path: Path) -> None:
     stateful_set = _workload("apps/v1", "StatefulSet", "db", {"replicas": 2, "template": _template(0)})
     sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), stateful_set))

@@ -18,9 +18,9 @@ _ATOMS = (str, int, float, bool, type(None))
 def json_copy(value: Any) -> Any:
     """A deep copy of a JSON-like tree (dicts, lists, scalars): what every read and write of the store costs, so
     several times cheaper than ``copy.deepcopy``, which keeps a memo for shared and cyclic references that API objects
-    never have. Anything else in the tree (a YAML timestamp of a scenario file) is copied by ``copy.deepcopy``: unlike
-    the kube client's cache (``copy_json``, a msgspec round trip), the store holds what YAML files gave, not only
-    JSON."""
+    never have. Anything else in the tree (a value a caller put there, such as a ``datetime``) is copied by
+    ``copy.deepcopy``: unlike the kube client's cache (``copy_json``, a msgspec round trip), the store holds what its
+    callers gave, not only JSON."""
     kind = type(value)
     if kind is dict:
         return {key: json_copy(item) for key, item in value.items()}

@@ -25,6 +25,7 @@ from kai.components.sim.workload_objects import (
     uid,
     whole_number,
 )
+from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
 
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
@@ -49,8 +50,18 @@ class Sync:
     remove: list[Raw] = field(default_factory=list)
     """Jobs to delete (with their pods): finished ones past the history limits, active ones a Replace ends."""
     job: Raw | None = None
-    """The Job to make now."""
+    """The Job to make now, if its name is free (``made``)."""
+    scheduled: float = 0.0
+    """The time ``job`` is for."""
     status: dict[str, Any] = field(default_factory=dict)
+    """The status without ``job``: as it stays when the Job's name is another's (the controller's AlreadyExists)."""
+    active: list[Raw] = field(default_factory=list)
+
+    def made(self) -> None:
+        """``job`` was made: the status names it active and its time met."""
+        assert self.job is not None
+        self.status["lastScheduleTime"] = format_time(self.scheduled)
+        _set_active(self.status, [*self.active, self.job])
 
 
 def cron_job_spec(cron_job: Raw) -> CronJobSpec:
@@ -62,6 +73,15 @@ def cron_job_spec(cron_job: Raw) -> CronJobSpec:
     if policy not in POLICIES:
         raise Invalid("spec.concurrencyPolicy", f"got {policy!r}; allowed: {', '.join(POLICIES)}")
     deadline = spec.get("startingDeadlineSeconds")
+    for field_path, value in (
+        ("metadata.creationTimestamp", cron_job["metadata"].get("creationTimestamp")),
+        ("status.lastScheduleTime", (cron_job.get("status") or {}).get("lastScheduleTime")),
+    ):
+        if value:
+            try:
+                parse_time(value, "CronJob", field_path)
+            except InvalidObject as error:
+                raise Invalid(field_path, error.problem) from None
     history = {
         "Complete": whole_number(cron_job, ("spec", "successfulJobsHistoryLimit"), 3),
         "Failed": whole_number(cron_job, ("spec", "failedJobsHistoryLimit"), 1),
@@ -102,12 +122,13 @@ def sync(cron_job: Raw, spec: CronJobSpec, jobs: list[Raw], now: float, start: f
         if spec.policy == "Replace":
             decided.remove += active
             active = []
-        decided.job = job_for(cron_job, spec.schedule, scheduled, now)
-        active.append(decided.job)
-        status["lastScheduleTime"] = format_time(scheduled)
-    status["active"] = [_reference(job) for job in active]
-    if not status["active"]:
-        del status["active"]
+        job = job_for(cron_job, spec.schedule, scheduled, now)
+        if not any(made["metadata"]["name"] == job["metadata"]["name"] for made in jobs):
+            decided.job, decided.scheduled = job, scheduled
+        else:  # it made that Job before (its status was not written then): the time is met
+            status["lastScheduleTime"] = format_time(scheduled)
+    decided.active = active
+    _set_active(status, active)
     return decided
 
 
@@ -138,6 +159,12 @@ def job_for(cron_job: Raw, schedule: CronSchedule, scheduled: float, now: float)
     job["metadata"]["creationTimestamp"] = format_time(now)
     uid(job)
     return job
+
+
+def _set_active(status: dict[str, Any], active: list[Raw]) -> None:
+    status["active"] = [_reference(job) for job in active]
+    if not status["active"]:
+        del status["active"]
 
 
 def _reference(job: Raw) -> dict[str, str]:

@@ -81,19 +81,16 @@ def parse_schedule(schedule: object, time_zone: object) -> CronSchedule:
         raise Invalid("spec.schedule", f"got {schedule!r}; is required: a cron expression such as '*/5 * * * *'")
     text = schedule
     stamp_zone: tzinfo = UTC
-    zone_name = None
     if time_zone is not None:
         if not isinstance(time_zone, str) or not time_zone:
             raise Invalid("spec.timeZone", f"got {time_zone!r}; expected a time zone such as Europe/Berlin")
-        zone_name = time_zone
+        stamp_zone = _zone(time_zone, "spec.timeZone")
+    zone = stamp_zone
     prefix = re.match(r"(?:CRON_)?TZ=(\S*)\s+", text)
     if prefix:
-        if zone_name is not None:
+        if time_zone is not None:
             raise Invalid("spec.schedule", f"got {text!r}: a TZ= prefix and spec.timeZone both; give only timeZone")
-        zone_name, text = prefix.group(1), text[prefix.end() :].strip()
-    zone = _zone(zone_name, "spec.timeZone") if time_zone is not None else _prefix_zone(zone_name)
-    if time_zone is not None:
-        stamp_zone = zone
+        zone, text = _prefix_zone(prefix.group(1)), text[prefix.end() :].strip()
     if text.startswith("@every "):
         try:
             every = parse_duration(text.removeprefix("@every "), "CronJob", "spec.schedule")
@@ -145,9 +142,9 @@ def _zone(name: str, field: str) -> tzinfo:
         raise Invalid(field, f"got {name!r}; expected a time zone of the IANA database such as Europe/Berlin") from None
 
 
-def _prefix_zone(name: str | None) -> tzinfo:
+def _prefix_zone(name: str) -> tzinfo:
     """A ``TZ=`` prefix's zone: Go's ``time.LoadLocation`` reads an empty name as UTC and ``Local`` as the
     controller's own zone (UTC here, as when there is no prefix)."""
-    if name is None or name in ("", "Local"):
+    if name in ("", "Local"):
         return UTC
     return _zone(name, "spec.schedule")

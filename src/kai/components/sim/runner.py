@@ -151,7 +151,10 @@ class Simulation:
             )
         found += self.workloads.problems
         if not self.clock.running:
-            frozen = "the clock does not move (no clock.period or --period), so no Jobs are made from it"
+            frozen = (
+                "the clock does not move (no clock.period or --period): only the Job of a time already due at the "
+                "start is made, none later"
+            )
             for key in self.workloads.cron_jobs:
                 found.append(
                     Problem.of(WARNING, "CronJob", key, InvalidObject(f"CronJob {key}", "spec.schedule", frozen))

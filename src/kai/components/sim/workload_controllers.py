@@ -16,7 +16,6 @@ A workload kind the pod-grouper knows but no stand-in makes pods for is reported
 What each controller makes is ``workload_makers``'s.
 """
 
-import copy
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +32,10 @@ from kai.components.sim.workload_makers import (
     MAKERS,
     AfterRunning,
     api_group,
+    completion_index,
+    counted_successes,
     job_pods,
-    job_wanted,
+    pods_to_make,
 )
 from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
 from kai.core.model import names
@@ -82,7 +83,12 @@ class WorkloadControllers:
         }
         taken = {(obj["kind"], object_key(obj)) for obj in objects}
         controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
-        inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
+        inputs = []
+        for obj in objects:
+            if obj["kind"] in MAKERS:  # a copy with its uid, as the API server stores it: reads later set none
+                obj = json_copy(obj)
+                uid(obj)
+            inputs.append(obj)
         controllers.objects = controllers._expand(inputs, owned)
         pods = [obj for obj in inputs if obj["kind"] == "Pod"]
         for job in inputs:
@@ -91,14 +97,13 @@ class WorkloadControllers:
         return controllers
 
     def _adopt(self, job: Raw, pods: list[Raw]) -> None:
-        """A captured Job (it owns objects of the input) goes on as its controller would: it makes more pods if its
-        completions ask for them and is Complete once they are done."""
+        """A Job goes on from its pods as its controller would: it makes more if its completions ask for them and is
+        Complete once they are done. A captured Job's status may count successes of pods no longer there."""
         key = object_key(job)
         self.jobs[key] = [object_key(pod) for pod in pods]
-        counted = (job.get("status") or {}).get("succeeded")
         present = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded")
-        if isinstance(counted, int) and counted > present:
-            self.counted[key] = counted - present
+        if counted_successes(job) > present:
+            self.counted[key] = counted_successes(job) - present
         if finished(job) is not None:
             self.complete.add(key)
 
@@ -133,7 +138,7 @@ class WorkloadControllers:
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
-                self.jobs[object_key(obj)] = [object_key(pod) for pod in admitted]
+                self._adopt(obj, admitted)
             elif kind == "CronJob":
                 self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
             elif kind == "RayJob":
@@ -180,15 +185,17 @@ class WorkloadControllers:
             if job is None:
                 continue
             # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
-            phases = [(pod.get("status") or {}).get("phase") for one in made if (pod := cluster.peek("Pod", one))]
+            pods = [pod for one in made if (pod := cluster.peek("Pod", one))]
+            phases = [(pod.get("status") or {}).get("phase") for pod in pods]
             completions = mapping(job, "spec").get("completions")
             succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
-            left = job_wanted(job) if completions is None else int(completions) - succeeded
-            wanted = min(job_wanted(job), left) - active
-            if completions is None and succeeded:
-                wanted = 0  # a Job without completions is done when one pod succeeded
-            for pod in job_pods(job, len(made), max(wanted, 0)):
+            busy = frozenset(
+                index
+                for pod, phase in zip(pods, phases, strict=True)
+                if phase != "Failed" and (index := completion_index(pod)) is not None
+            )
+            for pod in job_pods(job, len(made), pods_to_make(job, succeeded, active), busy):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
             done = succeeded >= (1 if completions is None else int(completions)) and not active
@@ -218,6 +225,7 @@ class WorkloadControllers:
                 self.counted.pop(object_key(job), None)
                 self._delete(cluster, job, self.jobs.pop(object_key(job), None))
             if decided.job is not None and self._admit(decided.job, cron_job):
+                decided.made()
                 for obj in self._expand([decided.job], set()):
                     _create_new(cluster, obj)
             if decided.status != (cron_job.get("status") or {}):
@@ -310,10 +318,11 @@ class WorkloadControllers:
         )
 
     def _report(self, severity: str, obj: Raw, field: str, problem: str) -> None:
+        """A problem of ``obj``, once (a CronJob whose Job's name is taken meets it at every step)."""
         key = object_key(obj)
-        self.problems.append(
-            Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
-        )
+        found = Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
+        if found not in self.problems:
+            self.problems.append(found)
 
 
 def _owner_key(obj: Raw, kind: str) -> str:

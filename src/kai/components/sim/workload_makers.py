@@ -11,7 +11,7 @@ from typing import Any
 
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
-from kai.components.sim.cron_jobs import cron_job_spec
+from kai.components.sim.cron_jobs import cron_job_spec, finished
 from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
@@ -70,22 +70,27 @@ class AfterRunning:
 # Each maker gives the objects a controller makes for a workload at its start.
 
 
-def job_pods(job: Raw, first: int, count: int) -> Iterator[Raw]:
+def job_pods(job: Raw, first: int, count: int, busy: frozenset[int] = frozenset()) -> Iterator[Raw]:
+    """``count`` more pods of a Job, ``first`` the number of pods it made before (their names differ by it). An
+    Indexed Job's pods take the lowest indexes not ``busy`` (succeeded or running): a lost pod's index is made again."""
     name, template = job["metadata"]["name"], pod_template(job, "spec", "template")
-    indexed = mapping(job, "spec").get("completionMode") == "Indexed"
     labels = {JOB_NAME_LABEL: name, "job-name": name, "batch.kubernetes.io/controller-uid": uid(job)}
     labels["controller-uid"] = uid(job)
-    for n in range(first, first + count):
-        if indexed:
-            yield from_template(
-                job,
-                template,
-                f"{name}-{n}-{suffix(name, str(n))}",
-                {**labels, COMPLETION_INDEX: str(n)},
-                {COMPLETION_INDEX: str(n)},
-            )
-        else:
+    if mapping(job, "spec").get("completionMode") != "Indexed":
+        for n in range(first, first + count):
             yield from_template(job, template, f"{name}-{suffix(name, str(n))}", labels)
+        return
+    completions = whole_number(job, ("spec", "completions"), 1)
+    free = [index for index in range(completions) if index not in busy][:count]
+    for n, index in enumerate(free, start=first):
+        at = {COMPLETION_INDEX: str(index)}
+        yield from_template(job, template, f"{name}-{index}-{suffix(name, str(n))}", {**labels, **at}, at)
+
+
+def completion_index(pod: Raw) -> int | None:
+    """An Indexed Job's pod's index (None for another pod)."""
+    text = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
+    return int(text) if isinstance(text, str) and text.isdigit() else None
 
 
 def job_wanted(job: Raw) -> int:
@@ -97,8 +102,28 @@ def job_wanted(job: Raw) -> int:
     return parallelism if completions is None else min(parallelism, whole_number(job, ("spec", "completions"), 1))
 
 
+def pods_to_make(job: Raw, succeeded: int, active: int) -> int:
+    """Pods a Job makes now, with ``succeeded`` of its pods done and ``active`` running or waiting: as many as its
+    parallelism allows until its completions are met (a Job without completions is done once one pod succeeded)."""
+    completions = mapping(job, "spec").get("completions")
+    if completions is None:
+        return 0 if succeeded else max(job_wanted(job) - active, 0)
+    left = whole_number(job, ("spec", "completions"), 1) - succeeded
+    return max(min(job_wanted(job), left) - active, 0)
+
+
+def counted_successes(job: Raw) -> int:
+    """The successes a Job's status counts (``status.succeeded``)."""
+    counted = (job.get("status") or {}).get("succeeded")
+    return counted if isinstance(counted, int) and counted > 0 else 0
+
+
 def _job(job: Raw) -> list[Raw]:
-    return list(job_pods(job, 0, job_wanted(job)))
+    """A Job's first pods; none for a Job that finished (a cluster's capture), fewer for one whose status already
+    counts successes."""
+    if finished(job) is not None:
+        return []
+    return list(job_pods(job, 0, pods_to_make(job, counted_successes(job), 0)))
 
 
 def _cron_job(cron_job: Raw) -> list[Raw]:
