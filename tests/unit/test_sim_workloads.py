@@ -417,6 +417,7 @@ def test_a_rayjob_submitter_runs_once_its_cluster_runs_and_the_rayjob_ends_with_
     (job,) = sim.cluster.list("Job")  # KubeRay's submitter Job, named as the RayJob, made once the cluster ran
     assert job["metadata"]["name"] == "tune" and job["metadata"]["labels"]["ray.io/originated-from-cr-name"] == "tune"
     (submitter,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    assert "ray.io/originated-from-cr-name" not in submitter["metadata"]["labels"]  # KubeRay labels the Job only
     container = submitter["spec"]["containers"][0]
     assert container["name"] == "ray-job-submitter" and container["resources"]["requests"]["cpu"] == "500m"
     assert submitter["status"]["phase"] == "Succeeded" and "nodeName" not in submitter["spec"]
@@ -465,7 +466,24 @@ def test_rayjob_submission_modes(tmp_path: Path) -> None:
     bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="Later"))))
     (problem,) = [p for p in bad.problems if p.kind == "RayJob"]
     assert (problem.severity, problem.field) == ("error", "spec.submissionMode")
-    selecting = _ray_job(clusterSelector={"ray.io/cluster": "shared"})
-    told = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), selecting))).problems
+    for mode in ("K8sJobMode", "HTTPMode"):
+        selecting = _ray_job(clusterSelector={"ray.io/cluster": "shared"}, submissionMode=mode)
+        told = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), selecting))).problems
+        (problem,) = [p for p in told if p.kind == "RayJob"]
+        assert (problem.severity, problem.field) == ("warning", "spec.clusterSelector")
+
+
+def test_a_sidecar_mode_rayjob_ends_its_run_time_after_its_cluster_runs(tmp_path: Path) -> None:
+    """KubeRay's SidecarMode: the head's submitter container submits the Ray job; the RayJob is Complete when it
+    is done (its 30m run time from the step its cluster ran, 00:05) and its cluster goes with it."""
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(submissionMode="SidecarMode", shutdownAfterJobFinishes=True))
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert ray_job["status"]["endTime"] == "1970-01-01T00:35:00Z"
+    assert sim.cluster.list("RayCluster") == [] and sim.cluster.list("Pod") == []
+    bad = _ray_job(submissionMode="SidecarMode")
+    bad["metadata"]["annotations"]["simulate.kai.scheduler/run-time"] = "half an hour"
+    told = _clocked(tmp_path, node("gpu-a", 8), bad, minutes=10).problems()
     (problem,) = [p for p in told if p.kind == "RayJob"]
-    assert (problem.severity, problem.field) == ("warning", "spec.clusterSelector")
+    assert (problem.severity, problem.field) == ("warning", "metadata.annotations[simulate.kai.scheduler/run-time]")
+    assert "runs until the end" in problem.problem

@@ -7,8 +7,10 @@ the head pod instead; HTTPMode and InteractiveMode make no pod. The RayJob is Co
 ``shutdownAfterJobFinishes`` its RayCluster is deleted ``ttlSecondsAfterFinished`` later.
 
 KAI's pod-grouper gives a submitter pod meant for KAI the RayJob's PodGroup without a sub-group (it has no
-``ray.io/group`` label), so KAI never schedules it; KubeRay's own KAI integration refuses K8sJobMode for this reason.
-The default one is the default scheduler's. ``workload_controllers`` says so and runs the latter without a node.
+``ray.io/group`` label), so KAI never schedules it (KubeRay v1.6's KAI integration refuses K8sJobMode for this
+reason; v1.5, the one kai's test cluster runs, does not). The default one is the default scheduler's.
+``workload_controllers`` says so and runs the latter without a node. In SidecarMode the Ray job starts once every pod
+of the cluster runs and ends its run time (the RayJob's run-time annotation) later.
 """
 
 import copy
@@ -17,6 +19,8 @@ from typing import Any
 from kai.cluster.port import Raw
 from kai.components.sim.lifecycle import RUN_TIME_ANNOTATION
 from kai.components.sim.workload_objects import Invalid, child, mapping, pod_template, template_meta, whole_number
+from kai.core.model.duration import parse_duration
+from kai.core.model.errors import InvalidObject
 
 SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 SUBMITTER_LABELS = {"ray.io/originated-from-crd": "RayJob", "app.kubernetes.io/created-by": "kuberay-operator"}
@@ -53,15 +57,25 @@ def submitter_job(ray_job: Raw, cluster: Raw) -> Raw:
     run_time = (ray_job["metadata"].get("annotations") or {}).get(RUN_TIME_ANNOTATION)
     if run_time is not None:
         annotations.setdefault(RUN_TIME_ANNOTATION, run_time)
-    template["metadata"] = {
-        **(template.get("metadata") or {}),
-        "labels": {**template_meta(template, "labels"), **labels},
-        "annotations": annotations,
-    }
+    template["metadata"] = {**(template.get("metadata") or {}), "annotations": annotations}  # KubeRay labels the Job
     backoff = whole_number(ray_job, ("spec", "submitterConfig", "backoffLimit"), 2)
     job = child(ray_job, "batch/v1", "Job", name, {"backoffLimit": backoff, "template": template})
     job["metadata"]["labels"], job["metadata"]["annotations"] = labels, {}
     return job
+
+
+def sidecar_run_time(ray_job: Raw) -> float | None:
+    """SidecarMode: how long the Ray job runs once the cluster does (the RayJob's run-time annotation; None: until
+    the end of the run)."""
+    text = (ray_job["metadata"].get("annotations") or {}).get(RUN_TIME_ANNOTATION)
+    if text is None:
+        return None
+    key = f"{ray_job['metadata'].get('namespace')}/{ray_job['metadata']['name']}"
+    field = f"metadata.annotations[{RUN_TIME_ANNOTATION}]"
+    try:
+        return parse_duration(str(text), f"RayJob {key}", field)
+    except InvalidObject as error:
+        raise Invalid(field, error.problem) from None
 
 
 def with_sidecar(cluster: Raw) -> Raw:

@@ -24,7 +24,7 @@ from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
 from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
-from kai.components.sim.ray_submitter import submission_mode
+from kai.components.sim.ray_submitter import sidecar_run_time, submission_mode
 from kai.components.sim.workload_makers import (
     API_GROUPS,
     EXPANDED,
@@ -63,6 +63,10 @@ class WorkloadControllers:
     scheduler_name: str = names.SCHEDULER_NAME
     ray_jobs: dict[str, str] = field(default_factory=dict)
     """Per RayJob (key) with a submitter Job, that Job's key (the RayJob ends when it does)."""
+    sidecars: dict[str, float] = field(default_factory=dict)
+    """Per SidecarMode RayJob (key) with a run time, that run time (its Ray job runs so long from its start)."""
+    sidecar_starts: dict[str, float] = field(default_factory=dict)
+    """When the Ray job of a SidecarMode RayJob started: once every pod of its cluster ran."""
     unplaced: set[str] = field(default_factory=set)
     """Jobs whose pods another scheduler places: they run as soon as they are made, on no node."""
     complete: set[str] = field(default_factory=set)
@@ -134,7 +138,7 @@ class WorkloadControllers:
             for item in made:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
-                    self.after_running.append(AfterRunning(item.pods, self._expand(later, owned)))
+                    self.after_running.append(AfterRunning(item.pods, self._expand(later, owned), item.starts))
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
@@ -169,12 +173,14 @@ class WorkloadControllers:
                     if obj["kind"] == "Pod" and _owner_key(obj, "Job") in self.unplaced:
                         obj["status"] = {"phase": "Running", "startTime": format_time(now)}
                     _create_new(cluster, obj)
+                if item.starts:
+                    self.sidecar_starts[item.starts] = now
             else:
                 waiting.append(item)
         self.after_running = waiting
         if self.jobs:
             self._step_jobs(cluster, now)
-        if self.ray_jobs:
+        if self.ray_jobs or self.sidecars:
             self._step_ray_jobs(cluster, now)
         if self.cron_jobs:
             self.run_cron_jobs(cluster, now)
@@ -254,10 +260,20 @@ class WorkloadControllers:
         cluster.finalize(owner["kind"], object_key(owner))
 
     def _submitter(self, ray_job: Raw, made: list[Raw]) -> None:
-        """Which scheduler a RayJob's submitter pod is for, and what kai simulate does of it (``ray_submitter``)."""
-        if mapping(ray_job, "spec").get("clusterSelector") and submission_mode(ray_job) == "K8sJobMode":
+        """Which scheduler a RayJob's submitter pod is for, and what kai simulate does of it (``ray_submitter``); in
+        SidecarMode, how long its Ray job runs (its run-time annotation)."""
+        spec = mapping(ray_job, "spec")
+        if spec.get("clusterSelector"):
             problem = "kai simulate makes no RayCluster and no submitter for a RayJob that selects an existing cluster"
             self._report(WARNING, ray_job, "spec.clusterSelector", problem)
+        elif submission_mode(ray_job) == "SidecarMode":
+            try:
+                run_time = sidecar_run_time(ray_job)
+            except Invalid as error:
+                self._report(WARNING, ray_job, error.field, f"{error.problem}; its Ray job runs until the end")
+                return
+            if run_time is not None:
+                self.sidecars[object_key(ray_job)] = run_time
         job = next((obj for obj in made if obj["kind"] == "Job"), None)
         if job is None:
             return
@@ -266,8 +282,9 @@ class WorkloadControllers:
         if scheduler == self.scheduler_name:
             problem = (
                 f"is {scheduler}: KAI's pod-grouper puts the submitter pod in the RayJob's PodGroup without a "
-                "sub-group, so KAI never schedules it and the RayJob never ends (KubeRay's KAI integration refuses "
-                "K8sJobMode for this reason); leave it to the default scheduler, or use submissionMode: HTTPMode"
+                "sub-group, so KAI never schedules it and the RayJob never ends (KubeRay v1.6's KAI integration "
+                "refuses K8sJobMode for this reason); leave it to the default scheduler, or use submissionMode: "
+                "HTTPMode or SidecarMode"
             )
             self._report(WARNING, ray_job, "spec.submitterPodTemplate.spec.schedulerName", problem)
             return
@@ -279,28 +296,41 @@ class WorkloadControllers:
         self._report(WARNING, ray_job, "spec.submitterPodTemplate", problem)
 
     def _step_ray_jobs(self, cluster: MemoryCluster, now: float) -> None:
-        """A RayJob is Complete when its submitter Job is; with ``shutdownAfterJobFinishes`` its RayCluster (and
-        its pods) is deleted ``ttlSecondsAfterFinished`` later."""
-        for key, job_key in list(self.ray_jobs.items()):
-            job, ray_job = cluster.get("Job", job_key), cluster.get("RayJob", key)
-            if job is None or ray_job is None or finished(job) is None:
+        """A RayJob is Complete when its submitter Job is, or (SidecarMode) its run time after its Ray job started;
+        with ``shutdownAfterJobFinishes`` its RayCluster (and its pods) is deleted ``ttlSecondsAfterFinished``
+        later."""
+        for key in [*self.ray_jobs, *self.sidecars]:
+            ray_job = cluster.get("RayJob", key)
+            ended = self._ray_job_end(cluster, key, now)
+            if ray_job is None or ended is None:
                 continue
             status = ray_job.setdefault("status", {})
             if status.get("jobDeploymentStatus") != "Complete":
-                ended = str(job["status"].get("completionTime") or format_time(now))
                 status.update({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "endTime": ended})
                 cluster.update_status("RayJob", ray_job)
             spec = mapping(ray_job, "spec")
-            if spec.get("shutdownAfterJobFinishes") is not True:
-                del self.ray_jobs[key]
-                continue
-            ended_at = parse_time(status["endTime"], f"RayJob {key}", "status.endTime")
-            if now >= ended_at + int(spec.get("ttlSecondsAfterFinished") or 0):
+            if spec.get("shutdownAfterJobFinishes") is True:
+                ended_at = parse_time(status["endTime"], f"RayJob {key}", "status.endTime")
+                if now < ended_at + int(spec.get("ttlSecondsAfterFinished") or 0):
+                    continue
                 namespace = ray_job["metadata"]["namespace"]
                 ray_cluster = cluster.get("RayCluster", f"{namespace}/{status['rayClusterName']}")
                 if ray_cluster is not None:
                     self._delete(cluster, ray_cluster)
-                del self.ray_jobs[key]
+            self.ray_jobs.pop(key, None)
+            self.sidecars.pop(key, None)
+
+    def _ray_job_end(self, cluster: MemoryCluster, key: str, now: float) -> str | None:
+        """When the RayJob's Ray job ended (None while it runs)."""
+        if key in self.ray_jobs:
+            job = cluster.peek("Job", self.ray_jobs[key])
+            if job is None or finished(job) is None:
+                return None
+            return str((job.get("status") or {}).get("completionTime") or format_time(now))
+        started = self.sidecar_starts.get(key)
+        if started is None or now < started + self.sidecars[key]:
+            return None
+        return format_time(started + self.sidecars[key])
 
     def later_pods(self) -> list[Raw]:
         """Pods made only later (once a pod runs, or a CronJob's time comes), as their templates give them."""

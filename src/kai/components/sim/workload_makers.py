@@ -65,6 +65,8 @@ class AfterRunning:
 
     pods: list[str]
     objects: list[Raw]
+    starts: str = ""
+    """A SidecarMode RayJob (key) whose Ray job starts then: the head's submitter container submits it."""
 
 
 # Each maker gives the objects a controller makes for a workload at its start.
@@ -238,12 +240,13 @@ def _ray_job(ray_job: Raw) -> Sequence[Raw | AfterRunning]:
         pods = _ray_cluster(cluster)
     except Invalid as error:
         raise Invalid(f"spec.rayClusterSpec.{error.field.removeprefix('spec.')}", error.problem) from None
-    if mode == "SidecarMode":
-        return [with_sidecar(cluster)]
-    if mode != "K8sJobMode" or not pods:  # a suspended cluster is never ready
-        return [cluster]
     namespace = ray_job["metadata"]["namespace"]
     ready = [f"{namespace}/{pod['metadata']['name']}" for pod in pods]
+    if mode == "SidecarMode":
+        sidecar = with_sidecar(cluster)
+        return [sidecar, AfterRunning(ready, [], f"{namespace}/{ray_job['metadata']['name']}")] if pods else [sidecar]
+    if mode != "K8sJobMode" or not pods:  # a suspended cluster is never ready
+        return [cluster]
     return [cluster, AfterRunning(ready, [submitter_job(ray_job, cluster)])]
 
 
