@@ -8,7 +8,7 @@ object read here is what the API server would store.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -19,7 +19,7 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 class Loader(_BASE):  # type: ignore[valid-type,misc]
     """The safe loader without YAML's implicit timestamps."""
 
-    yaml_implicit_resolvers = {
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
         first: [(tag, pattern) for tag, pattern in resolvers if tag != _TIMESTAMP]
         for first, resolvers in _BASE.yaml_implicit_resolvers.items()
     }
