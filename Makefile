@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/allocate_bench.py --full-cycle
 	$(BIN)/python bench/allocate_bench.py --usage
 	$(BIN)/python bench/simulate_bench.py
+	$(BIN)/python bench/simulate_cron_bench.py
 	$(BIN)/python bench/reclaim_bench.py --sizes 10 50 100
 	$(BIN)/python bench/properties_bench.py
 

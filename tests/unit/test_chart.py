@@ -13,6 +13,7 @@ from kai.cluster.memory import MemoryCluster
 from kai.components.operator.rbac import ROLE_NAMES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
+from kai.components.sim.scenario import STOCK_PRIORITY_CLASSES
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "kai-scheduler"
@@ -57,3 +58,13 @@ def test_the_values_schema_declares_every_default_and_the_seeds_nvcf_values():
     for values_file in (CHART / "values.yaml", REPO / "examples" / "seed" / "nvcf-values.yaml"):
         assert _keys(yaml.safe_load(values_file.read_text()), schema) == [], values_file
     assert _keys({"scheduler": {"placementStrategy": "binpack", "bogus": 1}}, schema) == [".scheduler.bogus"]
+
+
+def test_the_stock_priority_classes_kai_simulate_assumes_are_the_ones_the_chart_installs():
+    """One truth for KAI's stock classes: the chart's template (plain YAML: it renders as written), the manifest
+    deploy/priority-classes.yaml (the e2e tests apply it) and what ``kai simulate`` adds to plain manifests."""
+    template = (CHART / "templates" / "priorityclasses.yaml").read_text()
+    assert "{{" not in template
+    assert (REPO / "deploy" / "priority-classes.yaml").read_text() == template
+    installed = {pc["metadata"]["name"]: pc["value"] for pc in yaml.safe_load_all(template)}
+    assert installed == STOCK_PRIORITY_CLASSES

@@ -9,9 +9,11 @@ import yaml
 from click.testing import CliRunner
 
 from kai.cli.main import main
+from kai.cluster.memory import MemoryCluster
 from kai.components.inspect import inspect
 from kai.components.queue_report import pending, queue_tree
 from kai.components.sim.scenario import load_scenario
+from kai.components.workload_podgroups import workload_kind, workload_podgroups
 
 NOW = "2025-01-01T00:10:00Z"
 
@@ -275,3 +277,19 @@ def test_pending_podgroups_in_a_queue_name_their_workload(tmp_path: Path) -> Non
     assert [w.split("/")[0] for w in workloads[:-1]] == ["Pod", "Pod"]  # a Deployment's pods own their podgroups
     text = run("queues", "a", "-f", str(_workloads(tmp_path)))
     assert "(PyTorchJob bert)" in text
+
+
+def test_a_cron_jobs_podgroups_are_the_ones_its_jobs_own() -> None:
+    def owned(kind: str, name: str, owner: tuple[str, str]) -> dict[str, Any]:
+        ref = {"kind": owner[0], "name": owner[1], "uid": owner[1]}
+        return {"kind": kind, "metadata": {"name": name, "namespace": "team", "ownerReferences": [ref]}}
+
+    cluster = MemoryCluster(
+        [
+            owned("Job", "nightly-100", ("CronJob", "nightly")),
+            owned("Job", "other-100", ("CronJob", "other")),
+            owned("PodGroup", "pg-nightly-100-x", ("Job", "nightly-100")),
+            owned("PodGroup", "pg-other-100-x", ("Job", "other-100")),
+        ]
+    )
+    assert workload_podgroups(cluster, workload_kind("cj"), "team", "nightly") == ["team/pg-nightly-100-x"]

@@ -74,7 +74,7 @@ def test_a_priority_class_label_naming_no_priority_class_is_warned_and_skipped()
     # as KAI: the owner's label is tried (and refused) instead of the pod's spec, then the kind's default
     assert spec_of(cluster, "etl-x")[1]["priorityClassName"] == "train"
     assert warnings(cluster, "etl-x") == [
-        "label priorityClassName of Job ml/etl is 'hgih', which is not a PriorityClass; it is ignored"
+        "Job ml/etl: field metadata.labels[priorityClassName]: 'hgih' is not a PriorityClass; it is ignored"
     ]
 
 
@@ -102,7 +102,8 @@ def test_preemptibility_and_durations_from_the_owners_then_the_pod() -> None:
         "stalenessGracePeriod": "-1s",
     }
     assert warnings(cluster, "etl-x") == [
-        "label kai.scheduler/preemptibility of Job ml/etl is 'sometimes'; allowed: preemptible, non-preemptible",
+        "Job ml/etl: field metadata.labels[kai.scheduler/preemptibility]: got 'sometimes'; "
+        "allowed: preemptible, non-preemptible",
         "Job ml/etl: field metadata.annotations[kai.scheduler/staleness-grace-period]: got 'soon'; "
         "expected a duration such as 60s, 1m30s, 2h or -1s",
     ]

@@ -6,25 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sim_support import QUEUE, node
 
+from kai.cluster.memory import MemoryCluster
 from kai.components.sim.runner import Simulation, run_scenario
-from kai.components.sim.scenario import load_scenario, load_scenarios
+from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
 from kai.components.sim.workload_controllers import WorkloadControllers
+from kai.core.state.cluster_state import object_key
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "examples" / "seed"
-UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-QUEUE = {
-    "apiVersion": "scheduling.run.ai/v2",
-    "kind": "Queue",
-    "metadata": {"name": "team"},
-    "spec": {"resources": dict.fromkeys(("gpu", "cpu", "memory"), UNLIMITED)},
-}
-
-
-def _node(name: str, gpus: int) -> dict[str, Any]:
-    allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}}
 
 
 def _template(gpus: int = 1, **annotations: str) -> dict[str, Any]:
@@ -56,7 +47,7 @@ def _simulation(path: Path, cycles: int = 1) -> Simulation:
 
 def test_seed_raycluster_is_one_gang_of_head_and_workers(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
-    nodes.write_text(yaml.safe_dump_all([_node("gpu-a", 2), _node("gpu-b", 2)]))
+    nodes.write_text(yaml.safe_dump_all([node("gpu-a", 2), node("gpu-b", 2)]))
     ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
     assert not isinstance(scenario, Exception)
     run = run_scenario(scenario)
@@ -72,7 +63,7 @@ def test_seed_raycluster_is_one_gang_of_head_and_workers(tmp_path: Path) -> None
 
 def test_seed_raycluster_waits_whole_when_its_gang_does_not_fit(tmp_path: Path) -> None:
     nodes = tmp_path / "nodes.yaml"
-    nodes.write_text(yaml.safe_dump(_node("gpu-a", 3)))
+    nodes.write_text(yaml.safe_dump(node("gpu-a", 3)))
     ((_, scenario),) = load_scenarios([SEED / "queues.yaml", SEED / "raycluster.yaml", nodes])
     assert not isinstance(scenario, Exception)
     sim = Simulation(scenario)
@@ -92,7 +83,7 @@ def test_pytorchjob_pods_are_named_and_labelled_as_the_training_operator_does(tm
         "Worker": {"replicas": 3, "template": _template()},
     }
     job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
     assert sorted(pods) == ["bert-master-0", "bert-worker-0", "bert-worker-1", "bert-worker-2"]
     assert pods["bert-worker-2"]["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "2"
@@ -104,7 +95,7 @@ def test_pytorchjob_pods_are_named_and_labelled_as_the_training_operator_does(tm
 
 def test_deployment_makes_a_replicaset_whose_pods_are_each_their_own_podgroup(tmp_path: Path) -> None:
     deployment = _workload("apps/v1", "Deployment", "serve", {"replicas": 2, "template": _template()})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), deployment))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), deployment))
     (replica_set,) = sim.cluster.list("ReplicaSet")
     assert replica_set["metadata"]["ownerReferences"][0]["name"] == "serve"
     pods = sim.cluster.list("Pod")
@@ -118,7 +109,7 @@ def test_deployment_makes_a_replicaset_whose_pods_are_each_their_own_podgroup(tm
 def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: Path) -> None:
     spec = {"completions": 3, "parallelism": 1, "template": _template(**{"simulate.kai.scheduler/run-time": "10m"})}
     job = _workload("batch/v1", "Job", "train", spec)
-    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job))
+    scenario = load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     sim = Simulation(scenario)
     sim.clock.period_s = 300.0
     for number in range(1, 16):
@@ -127,9 +118,53 @@ def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: 
     assert phases == ["Succeeded"] * 3
 
 
+def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -> None:
+    job = _workload("batch/v1", "Job", "train", {"completions": 4, "parallelism": 2, "template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
+    first = sorted(object_key(p) for p in sim.cluster.list("Pod"))
+    assert len(first) == 2
+    sim.cluster.finalize("Pod", first[0])
+    sim.workloads.step(sim.cluster, sim.clock.now)
+    now = sorted(object_key(p) for p in sim.cluster.list("Pod"))
+    assert len(now) == 2
+    assert first[1] in now and first[0] not in now
+
+
+def test_an_indexed_job_makes_the_index_of_a_pod_gone_again(tmp_path: Path) -> None:
+    spec = {"completions": 2, "parallelism": 2, "completionMode": "Indexed", "template": _template()}
+    job = _workload("batch/v1", "Job", "idx", spec)
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
+    index = "batch.kubernetes.io/job-completion-index"
+    by_index = {p["metadata"]["annotations"][index]: object_key(p) for p in sim.cluster.list("Pod")}
+    assert sorted(by_index) == ["0", "1"]
+    sim.cluster.finalize("Pod", by_index["0"])
+    sim.workloads.step(sim.cluster, sim.clock.now)
+    pods = sim.cluster.list("Pod")
+    assert sorted(p["metadata"]["annotations"][index] for p in pods) == ["0", "1"]
+    (again,) = [p for p in pods if object_key(p) not in by_index.values()]
+    assert again["metadata"]["name"].startswith("idx-0-") and again["metadata"]["labels"][index] == "0"
+
+
+def test_a_job_of_the_input_makes_only_what_its_status_has_not_counted(tmp_path: Path) -> None:
+    """Jobs captured without their pods: a finished one makes nothing; one with 3 of 5 completions counted makes the
+    2 left. Their times, unquoted in the file, are read as the strings kubectl would send."""
+    done = _workload("batch/v1", "Job", "done", {"completions": 2, "template": _template()})
+    done["status"] = {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}
+    half = _workload("batch/v1", "Job", "half", {"completions": 5, "parallelism": 4, "template": _template()})
+    half["status"] = {"succeeded": 3}
+    path = _write(tmp_path, QUEUE, node("gpu-a", 8), done, half)
+    unquoted = "  creationTimestamp: 2026-01-01T00:00:00Z\n"
+    path.write_text(path.read_text().replace("  name: done\n", "  name: done\n" + unquoted))
+    (captured,) = [o for o in load_scenario(path).objects if o["metadata"]["name"] == "done"]
+    assert captured["metadata"]["creationTimestamp"] == "2026-01-01T00:00:00Z"
+    sim = _simulation(path)
+    owners = sorted(p["metadata"]["labels"]["job-name"] for p in sim.cluster.list("Pod"))
+    assert owners == ["half", "half"]
+
+
 def test_statefulset_pods_have_ordinal_names(tmp_path: Path) -> None:
     stateful_set = _workload("apps/v1", "StatefulSet", "db", {"replicas": 2, "template": _template(0)})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), stateful_set))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), stateful_set))
     assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["db-0", "db-1"]
 
 
@@ -139,10 +174,11 @@ def test_rayjob_makes_its_raycluster_and_names_it_in_its_status(tmp_path: Path) 
         "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
     }
     ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), ray_job))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), ray_job), cycles=0)
     (ray_cluster,) = sim.cluster.list("RayCluster")
     assert sim.cluster.list("RayJob")[0]["status"]["rayClusterName"] == ray_cluster["metadata"]["name"]
-    assert len(sim.cluster.list("Pod")) == 3
+    assert len(sim.cluster.list("Pod")) == 3  # the submitter comes once they run
+    sim.cycle(1)
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["minMember"] == 3
 
@@ -151,7 +187,7 @@ def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path
     template = {"size": 3, "workerTemplate": _template()}
     lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"replicas": 2})
     lws["spec"]["leaderWorkerTemplate"] = template
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), lws))
     pods = {p["metadata"]["name"]: p for p in sim.cluster.list("Pod")}
     assert sorted(pods) == ["llm-0", "llm-0-1", "llm-0-2", "llm-1", "llm-1-1", "llm-1-2"]
     assert pods["llm-1-2"]["metadata"]["ownerReferences"][0]["name"] == "llm-1"  # the StatefulSet the leader owns
@@ -164,7 +200,7 @@ def test_leader_worker_set_groups_are_gangs_of_a_leader_and_its_workers(tmp_path
 def test_leader_ready_workers_are_made_once_their_leader_runs(tmp_path: Path) -> None:
     lws = _workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "llm", {"startupPolicy": "LeaderReady"})
     lws["spec"]["leaderWorkerTemplate"] = {"size": 2, "workerTemplate": _template()}
-    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), lws)))
+    sim = Simulation(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), lws)))
     record = sim.cycle(1)
     assert list(record.outcome.pods) == ["default/llm-0"]
     assert sim.cluster.list("PodGroup")[0]["spec"]["minMember"] == 1
@@ -180,7 +216,7 @@ def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) ->
         {"name": "worker", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": _template()}}},
     ]
     jobset = _workload("jobset.x-k8s.io/v1alpha2", "JobSet", "sweep", {"replicatedJobs": replicated})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), jobset))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), jobset))
     assert sorted(j["metadata"]["name"] for j in sim.cluster.list("Job")) == [
         "sweep-driver-0",
         "sweep-worker-0",
@@ -195,7 +231,7 @@ def test_jobset_jobs_are_one_gang_with_a_subgroup_per_replica(tmp_path: Path) ->
 
 def test_a_notebook_is_a_statefulset_of_one_pod_with_the_build_priority(tmp_path: Path) -> None:
     notebook = _workload("kubeflow.org/v1beta1", "Notebook", "lab", {"template": _template()})
-    sim = _simulation(_write(tmp_path, QUEUE, _node("gpu-a", 8), notebook))
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), notebook))
     assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == ["lab-0"]
     (podgroup,) = sim.cluster.list("PodGroup")
     assert podgroup["spec"]["priorityClassName"] == "build"
@@ -212,11 +248,34 @@ def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     assert [o["metadata"]["name"] for o in controllers.objects] == ["train", "train-x"]
 
 
+def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_its_last_pod_does() -> None:
+    """Captured with 2 of 3 completions done (their pods gone) and one pod running: no pod is made, and the Job is
+    Complete with 3 succeeded once that pod succeeds."""
+    job = _workload("batch/v1", "Job", "train", {"completions": 3, "template": _template()})
+    job["metadata"].update(namespace="default", uid="u-1")
+    job["status"] = {"active": 1, "succeeded": 2}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u-1", "controller": True}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-x", "namespace": "default"}}
+    pod["metadata"]["ownerReferences"] = [owner]
+    pod["status"] = {"phase": "Running"}
+    controllers = WorkloadControllers.start([job, pod])
+    cluster = MemoryCluster(controllers.objects)
+    controllers.step(cluster, 60.0)
+    assert [p["metadata"]["name"] for p in cluster.list("Pod")] == ["train-x"]
+    assert "completionTime" not in cluster.list("Job")[0]["status"]
+    pod["status"]["phase"] = "Succeeded"
+    cluster.update_status("Pod", pod)
+    controllers.step(cluster, 120.0)
+    (done,) = cluster.list("Job")
+    assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (3, "Complete")
+    assert len(cluster.list("Pod")) == 1
+
+
 def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:
     specs = {"Master": {"replicas": 1, "template": _template()}, "Worker": {"replicas": 1, "template": _template()}}
     job = _workload("kubeflow.org/v1", "PyTorchJob", "bert", {"pytorchReplicaSpecs": specs})
     squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bert-master-0"}, "spec": _template()["spec"]}
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), job, squatter)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), job, squatter)))
     (problem,) = [p for p in run.problems if p.kind == "PyTorchJob"]
     assert (problem.severity, problem.field) == ("warning", "metadata.name")
     assert "would make Pod default/bert-master-0, which already exists" in problem.problem
@@ -247,7 +306,7 @@ def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_the
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
     pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "build", "containers": [{"name": "c"}]}
     own = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 7}
-    scenario = load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod, own))
+    scenario = load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), pod, own))
     classes = {o["metadata"]["name"]: o["value"] for o in scenario.objects if o["kind"] == "PriorityClass"}
     assert classes == {"train": 7, "build-preemptible": 75, "build": 100, "inference": 125}
     sim = _simulation(scenario.path)
@@ -258,9 +317,173 @@ def test_plain_manifests_have_kais_stock_priority_classes_unless_they_define_the
 def test_what_the_pod_grouper_warns_of_is_a_problem_of_the_run(tmp_path: Path) -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"kai.scheduler/queue": "team"}}}
     pod["spec"] = {"schedulerName": "kai-scheduler", "priorityClassName": "nope", "containers": [{"name": "c"}]}
-    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, _node("gpu-a", 8), pod)))
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), pod)))
     (problem,) = [p for p in run.problems if p.kind == "Pod"]
-    assert (problem.severity, problem.name) == ("warning", "default/p")
-    assert problem.problem == (
-        "spec.priorityClassName of Pod default/p is 'nope', which is not a PriorityClass; it is ignored"
-    )
+    assert (problem.severity, problem.name, problem.field) == ("warning", "default/p", "spec.priorityClassName")
+    assert problem.problem == "'nope' is not a PriorityClass; it is ignored"
+
+
+def test_a_pod_grouper_warning_names_the_owner_and_field_it_is_about_once_for_all_pods(tmp_path: Path) -> None:
+    template = {"spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"kai.scheduler/queue": "team", "priorityClassName": "hgih"}},
+        "spec": {"replicas": 3, "template": template},
+    }
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), deployment)))
+    told = [(p.kind, p.name, p.field, p.problem) for p in run.problems if p.severity == "warning"]
+    assert told == [
+        (
+            "Deployment",
+            "default/web",
+            "metadata.labels[priorityClassName]",
+            "'hgih' is not a PriorityClass; it is ignored",
+        )
+    ]
+
+
+def _mpi_job(policy: str | None) -> dict[str, Any]:
+    launcher = _template(0)
+    launcher["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    specs = {"Launcher": {"replicas": 1, "template": launcher}, "Worker": {"replicas": 2, "template": _template()}}
+    spec: dict[str, Any] = {"mpiReplicaSpecs": specs}
+    if policy:
+        spec["launcherCreationPolicy"] = policy
+    return _workload("kubeflow.org/v2beta1", "MPIJob", "pi", spec)
+
+
+def test_an_mpijob_launcher_waits_for_its_workers_to_run_under_wait_for_workers_ready(tmp_path: Path) -> None:
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job("WaitForWorkersReady")), cycles=0)
+    assert sorted(p["metadata"]["name"] for p in sim.cluster.list("Pod")) == ["pi-worker-0", "pi-worker-1"]
+    assert sim.cluster.list("Job") == []
+    first = sim.cycle(1)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 2  # KAI leaves out the launcher that does not exist yet
+    assert {view["status"] for view in first.outcome.pods.values()} == {"Binding"}
+    sim.advance(first)  # the workers run: mpi-operator makes the launcher Job, which makes its pod
+    (job,) = sim.cluster.list("Job")
+    assert (job["metadata"]["name"], job["metadata"]["labels"]) == ("pi-launcher", {"app": "pi"})
+    second = sim.cycle(2)
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 3
+    launcher = {k: v for k, v in second.outcome.pods.items() if k.startswith("default/pi-launcher-")}
+    ((key, view),) = launcher.items()
+    assert view["status"] == "Binding" and view["podgroup"] == f"default/{podgroup['metadata']['name']}"
+    pod = sim.cluster.get("Pod", key)
+    assert pod is not None
+    labels = pod["metadata"]["labels"]
+    assert labels["training.kubeflow.org/job-role"] == "launcher" and labels["training.kubeflow.org/job-name"] == "pi"
+
+
+def test_an_mpijob_launcher_is_made_at_once_by_default_and_never_while_its_workers_cannot_run(tmp_path: Path) -> None:
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job(None)), cycles=0)
+    record = sim.cycle(1)
+    assert len(record.outcome.pods) == 3 and {v["status"] for v in record.outcome.pods.values()} == {"Binding"}
+    (podgroup,) = sim.cluster.list("PodGroup")
+    assert podgroup["spec"]["minMember"] == 3
+    waiting = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 1), _mpi_job("WaitForWorkersReady")), cycles=3)
+    assert waiting.cluster.list("Job") == []
+    assert {p["status"]["phase"] for p in waiting.cluster.list("Pod")} == {"Pending"}
+
+
+def test_an_unknown_launcher_creation_policy_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), _mpi_job("Eventually"))))
+    (problem,) = [p for p in run.problems if p.kind == "MPIJob"]
+    assert (problem.severity, problem.field) == ("error", "spec.launcherCreationPolicy")
+    assert "AtStartup, WaitForWorkersReady" in problem.problem
+
+
+def _ray_job(**spec: Any) -> dict[str, Any]:
+    cluster_spec = {
+        "headGroupSpec": {"template": _template(0)},
+        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": _template()}],
+    }
+    ray_job = _workload("ray.io/v1", "RayJob", "tune", {"rayClusterSpec": cluster_spec, **spec})
+    ray_job["metadata"]["annotations"] = {"simulate.kai.scheduler/run-time": "30m"}
+    return ray_job
+
+
+def _clocked(tmp_path: Path, *objects: dict[str, Any], minutes: int = 60) -> Simulation:
+    scenario = load_scenario(_write(tmp_path, QUEUE, *objects), clock=ClockSpec(300, minutes * 60))
+    sim = Simulation(scenario)
+    for number in range(1, scenario.runner.cycles_before_check + 1):
+        sim.advance(sim.cycle(number))
+    return sim
+
+
+def test_a_rayjob_submitter_runs_once_its_cluster_runs_and_the_rayjob_ends_with_it(tmp_path: Path) -> None:
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(shutdownAfterJobFinishes=True))
+    (job,) = sim.cluster.list("Job")  # KubeRay's submitter Job, named as the RayJob, made once the cluster ran
+    assert job["metadata"]["name"] == "tune" and job["metadata"]["labels"]["ray.io/originated-from-cr-name"] == "tune"
+    (submitter,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    assert "ray.io/originated-from-cr-name" not in submitter["metadata"]["labels"]  # KubeRay labels the Job only
+    container = submitter["spec"]["containers"][0]
+    assert container["name"] == "ray-job-submitter" and container["resources"]["requests"]["cpu"] == "500m"
+    assert submitter["status"]["phase"] == "Succeeded" and "nodeName" not in submitter["spec"]
+    assert submitter["status"]["startTime"] == "1970-01-01T00:05:00Z"  # the step after the cluster ran
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert ray_job["status"]["endTime"] == "1970-01-01T00:35:00Z"  # its 30m run time after it started
+    assert sim.cluster.list("RayCluster") == []  # shutdownAfterJobFinishes: the cluster and its pods are gone
+    assert [p["metadata"]["name"] for p in sim.cluster.list("Pod")] == [submitter["metadata"]["name"]]
+    gpus = [sample.queues["team"].allocated["gpu"] for sample in sim.timeline]
+    assert gpus[:7] == [2.0] * 7 and gpus[8:] == [0.0] * 4  # the workers' 2 GPUs until 00:35
+    problems = {(p.kind, p.field): p.problem for p in sim.problems()}
+    assert "runs it once the RayCluster runs, on no node" in problems["RayJob", "spec.submitterPodTemplate"]
+
+
+def test_a_rayjob_keeps_its_cluster_without_shutdown_after_job_finishes(tmp_path: Path) -> None:
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job())
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert len(sim.cluster.list("RayCluster")) == 1
+    assert sum(1 for p in sim.cluster.list("Pod") if p["status"]["phase"] == "Running") == 3
+
+
+def test_a_submitter_meant_for_kai_is_never_scheduled_as_in_kai(tmp_path: Path) -> None:
+    submitter = _template(0)
+    submitter["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(submitterPodTemplate=submitter), minutes=30)
+    (pod,) = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    (podgroup,) = sim.cluster.list("PodGroup")
+    # KAI's pod-grouper: the RayJob's PodGroup, no sub-group (no ray.io/group label): KAI never schedules it
+    assert pod["metadata"]["annotations"]["pod-group-name"] == podgroup["metadata"]["name"]
+    assert "kai.scheduler/subgroup-name" not in pod["metadata"]["labels"]
+    assert pod["status"]["phase"] == "Pending" and "nodeName" not in pod["spec"]
+    assert "jobDeploymentStatus" not in sim.cluster.list("RayJob")[0]["status"]
+    problems = {(p.kind, p.field): p.problem for p in sim.problems()}
+    assert "KAI never schedules it" in problems["RayJob", "spec.submitterPodTemplate.spec.schedulerName"]
+
+
+def test_rayjob_submission_modes(tmp_path: Path) -> None:
+    http = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="HTTPMode")), cycles=2)
+    assert http.cluster.list("Job") == [] and len(http.cluster.list("Pod")) == 3
+    sidecar = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="SidecarMode")), cycles=2)
+    assert sidecar.cluster.list("Job") == []
+    (head,) = [p for p in sidecar.cluster.list("Pod") if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+    assert [c["name"] for c in head["spec"]["containers"]] == ["main", "ray-job-submitter"]
+    bad = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), _ray_job(submissionMode="Later"))))
+    (problem,) = [p for p in bad.problems if p.kind == "RayJob"]
+    assert (problem.severity, problem.field) == ("error", "spec.submissionMode")
+    for mode in ("K8sJobMode", "HTTPMode"):
+        selecting = _ray_job(clusterSelector={"ray.io/cluster": "shared"}, submissionMode=mode)
+        told = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), selecting))).problems
+        (problem,) = [p for p in told if p.kind == "RayJob"]
+        assert (problem.severity, problem.field) == ("warning", "spec.clusterSelector")
+
+
+def test_a_sidecar_mode_rayjob_ends_its_run_time_after_its_cluster_runs(tmp_path: Path) -> None:
+    """KubeRay's SidecarMode: the head's submitter container submits the Ray job; the RayJob is Complete when it
+    is done (its 30m run time from the step its cluster ran, 00:05) and its cluster goes with it."""
+    sim = _clocked(tmp_path, node("gpu-a", 8), _ray_job(submissionMode="SidecarMode", shutdownAfterJobFinishes=True))
+    (ray_job,) = sim.cluster.list("RayJob")
+    assert ray_job["status"]["jobDeploymentStatus"] == "Complete"
+    assert ray_job["status"]["endTime"] == "1970-01-01T00:35:00Z"
+    assert sim.cluster.list("RayCluster") == [] and sim.cluster.list("Pod") == []
+    bad = _ray_job(submissionMode="SidecarMode")
+    bad["metadata"]["annotations"]["simulate.kai.scheduler/run-time"] = "half an hour"
+    told = _clocked(tmp_path, node("gpu-a", 8), bad, minutes=10).problems()
+    (problem,) = [p for p in told if p.kind == "RayJob"]
+    assert (problem.severity, problem.field) == ("warning", "metadata.annotations[simulate.kai.scheduler/run-time]")
+    assert "runs until the end" in problem.problem

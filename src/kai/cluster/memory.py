@@ -12,6 +12,25 @@ from typing import Any
 from kai.cluster.port import AlreadyExists, Conflict, Listener, NotFound, Raw
 from kai.core.state.cluster_state import object_key
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-like tree (dicts, lists, scalars): what every read and write of the store costs, so
+    several times cheaper than ``copy.deepcopy``, which keeps a memo for shared and cyclic references that API objects
+    never have. Anything else in the tree (a value a caller put there, such as a ``datetime``) is copied by
+    ``copy.deepcopy``: unlike the kube client's cache (``copy_json``, a msgspec round trip), the store holds what its
+    callers gave, not only JSON."""
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [json_copy(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 MERGE_KEYS = {"conditions": "type", "reservedFor": "uid"}
 """Strategic merge patch: the lists kai patches and the field their items merge by (Kubernetes' patchMergeKey)."""
 
@@ -20,7 +39,7 @@ def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
     """``target`` with a JSON merge patch applied (RFC 7386); ``strategic`` merges the lists of ``MERGE_KEYS``
     item by item, as Kubernetes' strategic merge patch does for them."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         merge_key = MERGE_KEYS.get(key) if strategic else None
@@ -31,7 +50,7 @@ def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
             for item in value:
                 at = next((i for i, old in enumerate(items) if old.get(merge_key) == item.get(merge_key)), None)
                 if at is None:
-                    items.append(copy.deepcopy(item))
+                    items.append(json_copy(item))
                 else:
                     items[at] = apply_patch(items[at], item, strategic=True)
             result[key] = items
@@ -49,12 +68,21 @@ class MemoryCluster:
         for obj in objects:
             self.create(str(obj.get("kind", "")), obj)
 
+    def view(self, kind: str) -> list[Raw]:
+        """The stored objects themselves, not copies, for the simulator's own stand-ins that read every pod each
+        cycle: they must not change them (a change is written from a ``json_copy``)."""
+        return list(self._store.get(kind, {}).values())
+
+    def peek(self, kind: str, key: str) -> Raw | None:
+        """The stored object itself (``view``'s rule: not to be changed), None when there is none."""
+        return self._store.get(kind, {}).get(key)
+
     def list(self, kind: str) -> list[Raw]:
-        return [copy.deepcopy(obj) for obj in self._store.get(kind, {}).values()]
+        return [json_copy(obj) for obj in self._store.get(kind, {}).values()]
 
     def get(self, kind: str, key: str) -> Raw | None:
         obj = self._store.get(kind, {}).get(key)
-        return copy.deepcopy(obj) if obj is not None else None
+        return json_copy(obj) if obj is not None else None
 
     def create(self, kind: str, obj: Raw) -> Raw:
         key = object_key(obj)
@@ -87,7 +115,7 @@ class MemoryCluster:
     def apply(self, kind: str, obj: Raw) -> Raw:
         """Server-side apply as one field manager would: the object becomes ``obj`` (its status is kept)."""
         existing = self._store.get(kind, {}).get(object_key(obj))
-        desired = copy.deepcopy(obj)
+        desired = json_copy(obj)
         if existing is not None and "status" in existing:
             desired["status"] = existing["status"]
         return self._write(kind, desired)
@@ -100,7 +128,7 @@ class MemoryCluster:
             return
         meta = obj.setdefault("metadata", {})
         if kind == "Pod" and not meta.get("deletionTimestamp"):
-            updated = copy.deepcopy(obj)
+            updated = json_copy(obj)
             updated["metadata"]["deletionTimestamp"] = self.clock()
             self._write(kind, updated)
             return
@@ -146,13 +174,14 @@ class MemoryCluster:
         return obj
 
     def _write(self, kind: str, obj: Raw) -> Raw:
-        stored = copy.deepcopy(obj)
+        stored = json_copy(obj)
         stored["kind"] = kind
         self._version += 1
         stored.setdefault("metadata", {})["resourceVersion"] = str(self._version)
         self._store.setdefault(kind, {})[object_key(stored)] = stored
         self._notify(kind, stored, False)
-        return copy.deepcopy(stored)
+        written: Raw = json_copy(stored)
+        return written
 
     def _notify(self, kind: str, obj: Raw, deleted: bool) -> None:
         for listener in self._listeners:

@@ -3,14 +3,29 @@ errors that name the file.
 
 PyYAML's C parser (libyaml, shipped in the PyYAML wheels) reads large manifests about ten times faster than its
 pure-Python one and builds the same Python values (the safe constructor is shared), so it is used when present.
+An unquoted timestamp stays a string, as kubectl reads it (its YAML becomes JSON, which has no time type): an
+object read here is what the API server would store.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
-LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class Loader(_BASE):  # type: ignore[valid-type,misc]
+    """The safe loader without YAML's implicit timestamps."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in _BASE.yaml_implicit_resolvers.items()
+    }
+
+
+LOADER: type[yaml.SafeLoader] = Loader
 
 
 class YamlFileError(ValueError):

@@ -134,8 +134,10 @@ class EventRecorder:
         reason: str,
         message: str,
         annotations: Mapping[str, str] | None = None,
+        related: Raw | None = None,
     ) -> None:
-        """An event about ``ref``: a new Event, or a repeat counted on the one already written."""
+        """An event about ``ref``: a new Event, or a repeat counted on the one already written. ``related``: the
+        object reference (with ``fieldPath``) the message is about, when that is not ``ref`` as a whole."""
         now = self.clock()
         with self._lock:
             key, message = self._aggregate(ref, event_type, reason, message, now)
@@ -152,6 +154,8 @@ class EventRecorder:
                 if not self._take_token(ref, event_type, now):
                     return
                 event = self._new_event(ref, event_type, reason, message, annotations, now)
+                if related:
+                    event["related"] = dict(related)
                 logged = _Logged(ref, event, now, last=now, message=message)
                 self._logged[key] = logged
                 write, body = self.cluster.create, dict(event)

@@ -2,8 +2,9 @@
 ``pg-<name>-<uid>`` the pod-grouper gave its PodGroup.
 
 A PodGroup the pod-grouper made is owned by the workload at the top of its pods' owner chain (a Deployment's pods
-each own theirs); so a workload's PodGroups are the ones it owns, else the ones of the pods it owns, else (a
-Deployment) the ones of the pods of its ReplicaSets, named ``<deployment>-<pod-template-hash>``.
+each own theirs, a CronJob's Jobs theirs); so a workload's PodGroups are the ones it owns, else the ones of the pods
+it owns, else (a Deployment) the ones of the pods of its ReplicaSets, named ``<deployment>-<pod-template-hash>``,
+or (a CronJob) the ones its Jobs own.
 """
 
 from collections.abc import Iterable
@@ -30,10 +31,15 @@ def workload_kind(text: str) -> str:
 
 def workload_podgroups(cluster: ClusterClient, kind: str, namespace: str, name: str) -> list[str]:
     """Keys of the PodGroups of the workload ``kind`` (as ``workload_kind`` gives it) ``namespace/name``, sorted."""
+    jobs = (
+        {job["metadata"]["name"] for job in cluster.list("Job") if _in(job, namespace) and _owned_by(job, kind, name)}
+        if kind == "cronjob"
+        else set()
+    )
     owned = {
         f"{namespace}/{pg['metadata']['name']}"
         for pg in cluster.list("PodGroup")
-        if _in(pg, namespace) and _owned_by(pg, kind, name)
+        if _in(pg, namespace) and (_owned_by(pg, kind, name) or any(_owned_by(pg, "job", job) for job in jobs))
     }
     if owned:
         return sorted(owned)

@@ -102,7 +102,7 @@ class PodGrouper:
         try:
             grouping = self._grouping(pod, ctx, lookup)
         except InvalidObject as error:
-            self._failed(key, pod, str(error))
+            self._failed(key, pod, error)
             return
         except ApiError as error:
             log.warning("cannot group pod %s yet: %s", key, error)
@@ -215,7 +215,7 @@ class PodGrouper:
             message = f"{error}; the pod-grouper uses no per-kind defaults"
             if self._first_report(f"ConfigMap {where}", message):
                 log.warning("%s", message)
-                self._event(raw, "ConfigMap", message)
+                self._event(raw, "ConfigMap", message, error)
             return {}
         with self._lock:
             self._reported.pop(f"ConfigMap {where}", None)
@@ -223,26 +223,27 @@ class PodGrouper:
 
     # ------------------------------------------------------------------------------------------- outcomes
 
-    def _failed(self, key: str, pod: Raw, message: str) -> None:
+    def _failed(self, key: str, pod: Raw, error: InvalidObject | str) -> None:
+        message = str(error)
         if self._first_report(key, message):
             log.warning("cannot group pod %s: %s", key, message)
-            self._event(pod, "Pod", message)
+            self._event(pod, "Pod", message, error if isinstance(error, InvalidObject) else None)
         self._retry_later(key)
 
-    def _done(self, key: str, pod: Raw, warnings: list[str]) -> None:
+    def _done(self, key: str, pod: Raw, warnings: list[InvalidObject]) -> None:
         """The pod is grouped (or left alone): its backoff ends and what it was told resets, but the warnings of
         this grouping are told (once)."""
         with self._lock:
             self._due.pop(key, None)
             self._delay.pop(key, None)
             told = self._reported.pop(key, set())
-        for message in warnings:
-            if message not in told:
-                log.warning("pod %s: %s", key, message)
-                self._event(pod, "Pod", message)
+        for warning in warnings:
+            if str(warning) not in told:
+                log.warning("pod %s: %s", key, warning)
+                self._event(pod, "Pod", str(warning), warning)
         if warnings:
             with self._lock:
-                self._reported[key] = set(warnings)
+                self._reported[key] = {str(warning) for warning in warnings}
 
     def _first_report(self, key: str, message: str) -> bool:
         with self._lock:
@@ -252,8 +253,11 @@ class PodGrouper:
             told.add(message)
             return True
 
-    def _event(self, involved: Raw, kind: str, message: str) -> None:
-        self.recorder.record(ObjectRef.of(kind, involved), "Warning", WARNING_REASON, message)
+    def _event(self, involved: Raw, kind: str, message: str, about: InvalidObject | None = None) -> None:
+        """A warning event on ``involved``; ``about`` (a problem in a field of it or of an owner) is the event's
+        ``related`` object reference, with that field as its ``fieldPath``."""
+        related = _reference(about) if about is not None else None
+        self.recorder.record(ObjectRef.of(kind, involved), "Warning", WARNING_REASON, message, related=related)
 
     # ------------------------------------------------------------------------------------------- the queue
 
@@ -365,3 +369,14 @@ def _podgroup_of(pod: Mapping[str, Any] | None) -> str:
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     group = annotations.get(names.POD_GROUP_ANNOTATION) if isinstance(annotations, Mapping) else None
     return group if isinstance(group, str) else ""
+
+
+def _reference(problem: InvalidObject) -> Raw:
+    """The object reference of the object ``problem`` names (``Kind namespace/name``, as ``Obj.ref`` writes it),
+    with the field as its ``fieldPath``."""
+    kind, _, key = problem.obj.partition(" ")
+    namespace, _, name = key.rpartition("/")
+    reference: Raw = {"kind": kind, "name": name, "fieldPath": problem.field}
+    if namespace:
+        reference["namespace"] = namespace
+    return reference

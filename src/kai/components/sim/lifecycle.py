@@ -15,10 +15,11 @@ These stand in for workload controllers on the simulated clock; nothing here rea
 """
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
 from kai.components.sim.problems import WARNING, Problem
 from kai.core.model import names
@@ -45,16 +46,24 @@ class Template:
 
 
 class WorkloadLifecycle:
-    def __init__(self, objects: list[Raw], start: float, default_run_time_s: float | None = None) -> None:
+    def __init__(
+        self,
+        objects: list[Raw],
+        start: float,
+        default_run_time_s: float | None = None,
+        later_pods: Sequence[Raw] = (),
+    ) -> None:
         """``objects``: the simulation's input (templates and run-time annotations are found there, so a cluster
         without either costs nothing per cycle); ``default_run_time_s``: the run time of pods without the annotation
-        (None: they run until evicted)."""
+        (None: they run until evicted); ``later_pods``: pods workloads make later, as far as their run times go."""
         self.start = start
         self.default_run_time_s = default_run_time_s
         self.problems: list[Problem] = []
         self.templates = self._templates(objects)
         self.timed = default_run_time_s is not None or any(
-            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {}) for o in objects if o["kind"] == "Pod"
+            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {})
+            for o in (*objects, *later_pods)
+            if o["kind"] == "Pod"
         )
         self._reported: set[str] = set()
         self.completed = 0
@@ -69,19 +78,21 @@ class WorkloadLifecycle:
         if not self.active:
             return
         phases: dict[str, str] = {}
-        for pod in cluster.list("Pod"):
+        for pod in cluster.view("Pod"):
             key = object_key(pod)
-            status = pod.setdefault("status", {})
-            if self.timed and status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
+            phase = (pod.get("status") or {}).get("phase", "Pending")
+            if self.timed and phase == "Running" and not pod["metadata"].get("deletionTimestamp"):
                 run_time, given = self._run_time(pod, key)
                 started = _started(pod, key, self.start)
                 if not given:  # a guess for a pod that says nothing: its run begins no earlier than the run's
                     started = max(started, self.start)
                 if run_time is not None and now - started >= run_time:
-                    status["phase"] = "Succeeded"
-                    cluster.update_status("Pod", pod)
+                    phase = "Succeeded"
+                    finished = json_copy(pod)
+                    finished["status"]["phase"] = phase
+                    cluster.update_status("Pod", finished)
                     self.completed += 1
-            phases[key] = status.get("phase", "Pending")
+            phases[key] = phase
         for template in self.templates:
             if all(phases.get(key, "Succeeded") in FINISHED for key in template.current):
                 self._resubmit(cluster, template, now)

@@ -84,10 +84,13 @@ class Simulation:
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
-        self.workloads = WorkloadControllers.start(scenario.objects)
+        self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now, scenario.config.scheduler_name)
         for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
-        self.lifecycle = WorkloadLifecycle(self.workloads.objects, self.clock.now, default_run_time_s)
+        self.workloads.run_cron_jobs(self.cluster, self.clock.now)
+        self.lifecycle = WorkloadLifecycle(
+            self.workloads.objects, self.clock.now, default_run_time_s, self.workloads.later_pods()
+        )
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
         self.pipelined: frozenset[str] = frozenset()
@@ -123,7 +126,7 @@ class Simulation:
         self.binder.sync_reservations()
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
-        self.workloads.step(self.cluster)
+        self.workloads.step(self.cluster, self.clock.now)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
@@ -147,6 +150,15 @@ class Simulation:
                 )
             )
         found += self.workloads.problems
+        if not self.clock.running:
+            frozen = (
+                "the clock does not move (no clock.period or --period): only the Job of a time already due at the "
+                "start is made, none later"
+            )
+            for key in self.workloads.cron_jobs:
+                found.append(
+                    Problem.of(WARNING, "CronJob", key, InvalidObject(f"CronJob {key}", "spec.schedule", frozen))
+                )
         found += grouper_warnings(self.cluster)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
@@ -157,17 +169,18 @@ class Simulation:
 
 def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
     """What the pod-grouper told of pods (its Warning events): a pod it cannot group, or something of a workload it
-    ignores, such as a priority class that does not exist."""
-    found = []
+    ignores, such as a priority class that does not exist. Each names the object and field it is about (the event's
+    ``related`` reference: the pod or an owner), once however many pods were told."""
+    found: dict[tuple[str, str, str, str], Problem] = {}
     for event in cluster.list("Event"):
         if event.get("reason") != GROUPER_WARNING:
             continue
-        involved = event.get("involvedObject") or {}
+        about = event.get("related") or event.get("involvedObject") or {}
+        kind, key, field = str(about.get("kind", "")), object_key({"metadata": about}), str(about.get("fieldPath", ""))
         message = str(event.get("message", ""))
-        found.append(
-            Problem(WARNING, str(involved.get("kind", "")), object_key({"metadata": involved}), "", message, message)
-        )
-    return found
+        problem = message.removeprefix(f"{kind} {key}: field {field}: ") if field else message
+        found.setdefault((kind, key, field, message), Problem(WARNING, kind, key, field, problem, message))
+    return list(found.values())
 
 
 def run_scenario(scenario: Scenario) -> ScenarioRun:

@@ -25,8 +25,9 @@ class ScenarioError(ValueError):
 
 
 STOCK_PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
-"""The priority classes KAI's Helm chart installs (deploy/priority-classes.yaml): plain manifests are simulated as on
-a cluster with KAI installed, so these exist unless the manifests define a class of the same name."""
+"""The priority classes KAI's Helm chart installs (its templates/priorityclasses.yaml, the same as
+deploy/priority-classes.yaml; test_chart proves all three equal): plain manifests are simulated as on a cluster with
+KAI installed, so these exist unless the manifests define a class of the same name."""
 
 
 SCENARIO_KEYS = frozenset({"name", "source", "config", "now", "runner", "objects", "expect", "notes", "clock"})

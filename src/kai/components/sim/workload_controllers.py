@@ -6,20 +6,25 @@ Without them a manifest of a RayCluster or a PyTorchJob would simulate nothing: 
 makes the pods, and the pod-grouper that turns them into the gang. Here the pods (and the objects between, such as
 a Deployment's ReplicaSet or a RayJob's RayCluster) are made as those controllers name and label them, owned by the
 workload, so that the real pod-grouper groups them as it would on a cluster. Names are deterministic, so a run can
-be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands. A Job
-makes its next pods as earlier ones succeed, up to its completions; a LeaderReady LWS group's workers are made
-once their leader runs. A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods
-must be in the input). What each controller makes is ``workload_makers``'s.
+be repeated. A workload that already owns objects in the input (a cluster's capture) is taken as it stands (a
+captured Job and CronJob go on from there). A Job
+makes its next pods as earlier ones succeed, up to its completions, and is Complete then; what waits for pods to
+run is made once they do (a LeaderReady LWS group's workers, a WaitForWorkersReady MPIJob's launcher, a RayJob's
+submitter, which ends the RayJob: ``ray_submitter``); a CronJob makes its Jobs as the clock passes its schedule
+(``cron_jobs``).
+A workload kind the pod-grouper knows but no stand-in makes pods for is reported (its pods must be in the input).
+What each controller makes is ``workload_makers``'s.
 """
 
-import copy
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
+from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
+from kai.components.sim.ray_submitter import sidecar_run_time, submission_mode
 from kai.components.sim.workload_makers import (
     API_GROUPS,
     EXPANDED,
@@ -27,11 +32,15 @@ from kai.components.sim.workload_makers import (
     MAKERS,
     AfterRunning,
     api_group,
+    completion_index,
+    counted_successes,
     job_pods,
-    job_wanted,
+    pods_to_make,
 )
-from kai.components.sim.workload_objects import Invalid, mapping
+from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
+from kai.core.model import names
 from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import format_time, parse_time
 from kai.core.state.cluster_state import object_key
 
 
@@ -47,19 +56,60 @@ class WorkloadControllers:
     """What is made once a pod runs (``step``)."""
     taken: set[tuple[str, str]] = field(default_factory=set)
     """(kind, key) of every object of the input and made so far: a made object never takes a name twice."""
+    cron_jobs: dict[str, CronJobSpec] = field(default_factory=dict)
+    """Per CronJob (key), what its controller reads of it."""
+    start_time: float = 0.0
+    """When the simulation starts: the creation of a CronJob that gives none."""
+    scheduler_name: str = names.SCHEDULER_NAME
+    ray_jobs: dict[str, str] = field(default_factory=dict)
+    """Per RayJob (key) with a submitter Job, that Job's key (the RayJob ends when it does)."""
+    sidecars: dict[str, float] = field(default_factory=dict)
+    """Per SidecarMode RayJob (key) with a run time, that run time (its Ray job runs so long from its start)."""
+    sidecar_starts: dict[str, float] = field(default_factory=dict)
+    """When the Ray job of a SidecarMode RayJob started: once every pod of its cluster ran."""
+    unplaced: set[str] = field(default_factory=set)
+    """Jobs whose pods another scheduler places: they run as soon as they are made, on no node."""
+    complete: set[str] = field(default_factory=set)
+    """Jobs of ``jobs`` that are done (no more pods to make or to look at)."""
+    counted: dict[str, int] = field(default_factory=dict)
+    """Per captured Job, the successes its status counts of pods no longer in the input (Kubernetes' Job
+    controller keeps counting a pod that succeeded after it is gone)."""
 
     @classmethod
-    def start(cls, objects: list[Raw]) -> "WorkloadControllers":
+    def start(
+        cls, objects: list[Raw], now: float = 0.0, scheduler_name: str = names.SCHEDULER_NAME
+    ) -> "WorkloadControllers":
         owned = {
             (ref.get("kind"), obj["metadata"].get("namespace"), ref.get("name"))
             for obj in objects
             for ref in obj["metadata"].get("ownerReferences") or []
             if isinstance(ref, dict)
         }
-        controllers = cls([], taken={(obj["kind"], object_key(obj)) for obj in objects})
-        inputs = [copy.deepcopy(obj) if obj["kind"] in MAKERS else obj for obj in objects]  # uids are set
+        taken = {(obj["kind"], object_key(obj)) for obj in objects}
+        controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
+        inputs = []
+        for obj in objects:
+            if obj["kind"] in MAKERS:  # a copy with its uid, as the API server stores it: reads later set none
+                obj = json_copy(obj)
+                uid(obj)
+            inputs.append(obj)
         controllers.objects = controllers._expand(inputs, owned)
+        pods = [obj for obj in inputs if obj["kind"] == "Pod"]
+        for job in inputs:
+            if job["kind"] == "Job" and ("Job", job["metadata"].get("namespace"), job["metadata"]["name"]) in owned:
+                controllers._adopt(job, [pod for pod in pods if _owned_by(pod, job)])
         return controllers
+
+    def _adopt(self, job: Raw, pods: list[Raw]) -> None:
+        """A Job goes on from its pods as its controller would: it makes more if its completions ask for them and is
+        Complete once they are done. A captured Job's status may count successes of pods no longer there."""
+        key = object_key(job)
+        self.jobs[key] = [object_key(pod) for pod in pods]
+        present = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded")
+        if counted_successes(job) > present:
+            self.counted[key] = counted_successes(job) - present
+        if finished(job) is not None:
+            self.complete.add(key)
 
     def _expand(self, objects: list[Raw], owned: set[tuple[Any, Any, Any]]) -> list[Raw]:
         """``objects`` and all their controllers make of them, now; what they make later goes to ``after_running``."""
@@ -69,8 +119,10 @@ class WorkloadControllers:
             obj = pending.popleft()
             expanded.append(obj)
             kind, meta = obj["kind"], obj["metadata"]
-            if (kind, meta.get("namespace"), meta["name"]) in owned or kind in ("Pod", "PodGroup"):
-                continue
+            if kind in ("Pod", "PodGroup") or (
+                (kind, meta.get("namespace"), meta["name"]) in owned and kind != "CronJob"
+            ):
+                continue  # a CronJob that owns Jobs goes on making them
             maker = MAKERS.get(kind) if api_group(obj) == API_GROUPS.get(kind) else None
             if maker is None:
                 if kind in GROUPED_KINDS:
@@ -79,17 +131,22 @@ class WorkloadControllers:
             try:
                 made = maker(obj)
             except Invalid as error:
-                self._report(ERROR, obj, error.field, f"{error.problem}; no pods are made from it")
+                made_of_it = "Jobs" if kind == "CronJob" else "pods"
+                self._report(ERROR, obj, error.field, f"{error.problem}; no {made_of_it} are made from it")
                 continue
             admitted = []
             for item in made:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
-                    self.after_running.append(AfterRunning(item.pod, self._expand(later, owned)))
+                    self.after_running.append(AfterRunning(item.pods, self._expand(later, owned), item.starts))
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
-                self.jobs[object_key(obj)] = [object_key(pod) for pod in admitted]
+                self._adopt(obj, admitted)
+            elif kind == "CronJob":
+                self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
+            elif kind == "RayJob":
+                self._submitter(obj, [o for item in self.after_running for o in item.objects if _owned_by(o, obj)])
             pending.extend(admitted)
         return expanded
 
@@ -103,37 +160,186 @@ class WorkloadControllers:
         self._report(WARNING, workload, "metadata.name", problem)
         return False
 
-    def step(self, cluster: MemoryCluster) -> None:
-        """What waited for a pod to run is made once it runs; a Job makes its next pods as earlier ones succeed (as
-        many run as its parallelism allows, until as many have succeeded as its completions ask)."""
+    def step(self, cluster: MemoryCluster, now: float) -> None:
+        """What waited for pods to run is made once they all run; a Job makes its next pods as earlier ones succeed (as
+        many run as its parallelism allows, until as many have succeeded as its completions ask); RayJobs whose
+        submitter is done end; CronJobs make the Jobs their schedule asks for by ``now``."""
         waiting = []
         for item in self.after_running:
-            pod = cluster.get("Pod", item.pod)
-            if pod is not None and (pod.get("status") or {}).get("phase") == "Running":
+            if all(
+                ((cluster.peek("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
+            ):
                 for obj in item.objects:
+                    if obj["kind"] == "Pod" and _owner_key(obj, "Job") in self.unplaced:
+                        obj["status"] = {"phase": "Running", "startTime": format_time(now)}
                     _create_new(cluster, obj)
+                if item.starts:
+                    self.sidecar_starts[item.starts] = now
             else:
                 waiting.append(item)
         self.after_running = waiting
         if self.jobs:
-            self._step_jobs(cluster)
+            self._step_jobs(cluster, now)
+        if self.ray_jobs or self.sidecars:
+            self._step_ray_jobs(cluster, now)
+        if self.cron_jobs:
+            self.run_cron_jobs(cluster, now)
 
-    def _step_jobs(self, cluster: MemoryCluster) -> None:
+    def _step_jobs(self, cluster: MemoryCluster, now: float) -> None:
         for key, made in self.jobs.items():
-            job = cluster.get("Job", key)
+            job = None if key in self.complete else cluster.peek("Job", key)
             if job is None:
                 continue
-            phases = [((cluster.get("Pod", pod) or {}).get("status") or {}).get("phase") for pod in made]
+            # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
+            pods = [pod for one in made if (pod := cluster.peek("Pod", one))]
+            phases = [(pod.get("status") or {}).get("phase") for pod in pods]
             completions = mapping(job, "spec").get("completions")
-            succeeded = phases.count("Succeeded")
+            succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
-            left = job_wanted(job) if completions is None else int(completions) - succeeded
-            wanted = min(job_wanted(job), left) - active
-            if completions is None and succeeded:
-                wanted = 0  # a Job without completions is done when one pod succeeded
-            for pod in job_pods(job, len(made), max(wanted, 0)):
+            busy = frozenset(
+                index
+                for pod, phase in zip(pods, phases, strict=True)
+                if phase != "Failed" and (index := completion_index(pod)) is not None
+            )
+            for pod in job_pods(job, len(made), pods_to_make(job, succeeded, active), busy):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
+            done = succeeded >= (1 if completions is None else int(completions)) and not active
+            if done and not (job.get("status") or {}).get("completionTime"):
+                complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
+                job = json_copy(job)
+                job["status"] = {"succeeded": succeeded, "completionTime": format_time(now), "conditions": [complete]}
+                cluster.update_status("Job", job)
+            if done:
+                self.complete.add(key)
+
+    def run_cron_jobs(self, cluster: MemoryCluster, now: float) -> None:
+        """Each CronJob's pass at ``now`` (``cron_jobs.sync``): the Jobs it makes are made with their pods, the ones
+        it deletes go with their pods and PodGroups, its status is written."""
+        owned: dict[str, list[Raw]] = {}
+        for job in cluster.view("Job"):
+            for ref in job["metadata"].get("ownerReferences") or []:
+                if isinstance(ref, dict) and ref.get("kind") == "CronJob" and ref.get("controller"):
+                    owned.setdefault(str(ref.get("uid")), []).append(job)
+        for key, spec in self.cron_jobs.items():
+            cron_job = cluster.get("CronJob", key)
+            if cron_job is None or cron_job["metadata"].get("deletionTimestamp"):
+                continue
+            decided = sync(cron_job, spec, owned.get(uid(cron_job), []), now, self.start_time)
+            for job in decided.remove:
+                self.complete.discard(object_key(job))
+                self.counted.pop(object_key(job), None)
+                self._delete(cluster, job, self.jobs.pop(object_key(job), None))
+            if decided.job is not None and self._admit(decided.job, cron_job):
+                decided.made()
+                for obj in self._expand([decided.job], set()):
+                    _create_new(cluster, obj)
+            if decided.status != (cron_job.get("status") or {}):
+                cron_job["status"] = decided.status
+                cluster.update_status("CronJob", cron_job)
+
+    def _delete(self, cluster: MemoryCluster, owner: Raw, pods: list[str] | None = None) -> None:
+        """An object gone (a Job, a RayCluster), with its pods and the PodGroups of theirs it owns, as the garbage
+        collector would (at once: no termination grace period). ``pods``: its pods' keys when known (else every pod
+        of the cluster is looked at)."""
+        if pods is None:
+            pods = [object_key(pod) for pod in cluster.list("Pod") if _owned_by(pod, owner)]
+        podgroups = set()
+        for key in pods:
+            pod = cluster.peek("Pod", key)
+            if pod is None:
+                continue
+            group = (pod["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+            if group:
+                podgroups.add(f"{pod['metadata'].get('namespace')}/{group}")
+            cluster.finalize("Pod", key)
+        for key in sorted(podgroups):
+            podgroup = cluster.peek("PodGroup", key)
+            if podgroup is not None and _owned_by(podgroup, owner):
+                cluster.finalize("PodGroup", key)
+        cluster.finalize(owner["kind"], object_key(owner))
+
+    def _submitter(self, ray_job: Raw, made: list[Raw]) -> None:
+        """Which scheduler a RayJob's submitter pod is for, and what kai simulate does of it (``ray_submitter``); in
+        SidecarMode, how long its Ray job runs (its run-time annotation)."""
+        spec = mapping(ray_job, "spec")
+        if spec.get("clusterSelector"):
+            problem = "kai simulate makes no RayCluster and no submitter for a RayJob that selects an existing cluster"
+            self._report(WARNING, ray_job, "spec.clusterSelector", problem)
+        elif submission_mode(ray_job) == "SidecarMode":
+            try:
+                run_time = sidecar_run_time(ray_job)
+            except Invalid as error:
+                self._report(WARNING, ray_job, error.field, f"{error.problem}; its Ray job runs until the end")
+                return
+            if run_time is not None:
+                self.sidecars[object_key(ray_job)] = run_time
+        job = next((obj for obj in made if obj["kind"] == "Job"), None)
+        if job is None:
+            return
+        self.ray_jobs[object_key(ray_job)] = object_key(job)
+        scheduler = job["spec"]["template"]["spec"].get("schedulerName") or "default-scheduler"
+        if scheduler == self.scheduler_name:
+            problem = (
+                f"is {scheduler}: KAI's pod-grouper puts the submitter pod in the RayJob's PodGroup without a "
+                "sub-group, so KAI never schedules it and the RayJob never ends (KubeRay v1.6's KAI integration "
+                "refuses K8sJobMode for this reason); leave it to the default scheduler, or use submissionMode: "
+                "HTTPMode or SidecarMode"
+            )
+            self._report(WARNING, ray_job, "spec.submitterPodTemplate.spec.schedulerName", problem)
+            return
+        self.unplaced.add(object_key(job))
+        problem = (
+            f"the submitter pod is for {scheduler}, not {self.scheduler_name}: kai simulate runs it once the "
+            "RayCluster runs, on no node (its requests take no node's resources)"
+        )
+        self._report(WARNING, ray_job, "spec.submitterPodTemplate", problem)
+
+    def _step_ray_jobs(self, cluster: MemoryCluster, now: float) -> None:
+        """A RayJob is Complete when its submitter Job is, or (SidecarMode) its run time after its Ray job started;
+        with ``shutdownAfterJobFinishes`` its RayCluster (and its pods) is deleted ``ttlSecondsAfterFinished``
+        later."""
+        for key in [*self.ray_jobs, *self.sidecars]:
+            ray_job = cluster.get("RayJob", key)
+            ended = self._ray_job_end(cluster, key, now)
+            if ray_job is None or ended is None:
+                continue
+            status = ray_job.setdefault("status", {})
+            if status.get("jobDeploymentStatus") != "Complete":
+                status.update({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "endTime": ended})
+                cluster.update_status("RayJob", ray_job)
+            spec = mapping(ray_job, "spec")
+            if spec.get("shutdownAfterJobFinishes") is True:
+                ended_at = parse_time(status["endTime"], f"RayJob {key}", "status.endTime")
+                if now < ended_at + int(spec.get("ttlSecondsAfterFinished") or 0):
+                    continue
+                namespace = ray_job["metadata"]["namespace"]
+                ray_cluster = cluster.get("RayCluster", f"{namespace}/{status['rayClusterName']}")
+                if ray_cluster is not None:
+                    self._delete(cluster, ray_cluster)
+            self.ray_jobs.pop(key, None)
+            self.sidecars.pop(key, None)
+
+    def _ray_job_end(self, cluster: MemoryCluster, key: str, now: float) -> str | None:
+        """When the RayJob's Ray job ended (None while it runs)."""
+        if key in self.ray_jobs:
+            job = cluster.peek("Job", self.ray_jobs[key])
+            if job is None or finished(job) is None:
+                return None
+            return str((job.get("status") or {}).get("completionTime") or format_time(now))
+        started = self.sidecar_starts.get(key)
+        if started is None or now < started + self.sidecars[key]:
+            return None
+        return format_time(started + self.sidecars[key])
+
+    def later_pods(self) -> list[Raw]:
+        """Pods made only later (once a pod runs, or a CronJob's time comes), as their templates give them."""
+        pods = [obj for item in self.after_running for obj in item.objects if obj["kind"] == "Pod"]
+        for key in self.cron_jobs:
+            cron_job = next(obj for obj in self.objects if obj["kind"] == "CronJob" and object_key(obj) == key)
+            template = mapping(cron_job, "spec", "jobTemplate", "spec", "template")
+            pods.append({"kind": "Pod", "metadata": {"annotations": template_meta(template, "annotations")}})
+        return pods
 
     def _not_made(self, obj: Raw) -> str:
         return (
@@ -142,16 +348,29 @@ class WorkloadControllers:
         )
 
     def _report(self, severity: str, obj: Raw, field: str, problem: str) -> None:
+        """A problem of ``obj``, once (a CronJob whose Job's name is taken meets it at every step)."""
         key = object_key(obj)
-        self.problems.append(
-            Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
-        )
+        found = Problem.of(severity, obj["kind"], key, InvalidObject(f"{obj['kind']} {key}", field, problem))
+        if found not in self.problems:
+            self.problems.append(found)
+
+
+def _owner_key(obj: Raw, kind: str) -> str:
+    """The key of ``obj``'s controlling owner of ``kind`` ("" when it has none)."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("kind") == kind and ref.get("controller"):
+            return f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+    return ""
+
+
+def _owned_by(obj: Raw, owner: Raw) -> bool:
+    return any(ref.get("uid") == uid(owner) for ref in obj["metadata"].get("ownerReferences") or [])
 
 
 def _create_new(cluster: MemoryCluster, obj: Raw) -> bool:
     """Creates ``obj`` unless an object of its name exists (one a workload made earlier, submitted again); whether
     it did."""
-    if cluster.get(obj["kind"], object_key(obj)) is not None:
+    if cluster.peek(obj["kind"], object_key(obj)) is not None:
         return False
     cluster.create(obj["kind"], obj)
     return True

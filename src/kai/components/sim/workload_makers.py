@@ -1,6 +1,7 @@
 """What each workload controller ``kai simulate`` stands in for makes of a workload (scenario-format.md §9): the
-Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay, the Kubeflow training operator and notebook
-controller, and the LeaderWorkerSet and JobSet controllers, with their names and labels."""
+Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay (with a RayJob's submitter: ``ray_submitter``), the
+Kubeflow training operator, mpi-operator and notebook controller, and the LeaderWorkerSet and JobSet controllers,
+with their names and labels. A CronJob is only checked here: its Jobs come with time (``cron_jobs``)."""
 
 import copy
 import hashlib
@@ -10,6 +11,8 @@ from typing import Any
 
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
+from kai.components.sim.cron_jobs import cron_job_spec, finished
+from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
     child,
@@ -41,6 +44,10 @@ KUBEFLOW_SPECS = {
 }
 KUBEFLOW_ROLES = {"Master": "master", "Chief": "master", "Launcher": "launcher"}
 """Replica types the training operator labels with a ``training.kubeflow.org/job-role``."""
+KUBEFLOW_ROLE = "training.kubeflow.org/job-role"
+KUBEFLOW_INDEX = "training.kubeflow.org/replica-index"
+MPI_V2 = "kubeflow.org/v2beta1"
+MPI_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
 
 
 GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
@@ -52,25 +59,40 @@ def namespaced_kinds() -> frozenset[str]:
     return GROUPED_KINDS | frozenset(MAKERS)
 
 
+@dataclass
+class AfterRunning:
+    """Objects a controller makes only once all the pods ``pods`` (namespace/name) run."""
+
+    pods: list[str]
+    objects: list[Raw]
+    starts: str = ""
+    """A SidecarMode RayJob (key) whose Ray job starts then: the head's submitter container submits it."""
+
+
 # Each maker gives the objects a controller makes for a workload at its start.
 
 
-def job_pods(job: Raw, first: int, count: int) -> Iterator[Raw]:
+def job_pods(job: Raw, first: int, count: int, busy: frozenset[int] = frozenset()) -> Iterator[Raw]:
+    """``count`` more pods of a Job, ``first`` the number of pods it made before (their names differ by it). An
+    Indexed Job's pods take the lowest indexes not ``busy`` (succeeded or running): a lost pod's index is made again."""
     name, template = job["metadata"]["name"], pod_template(job, "spec", "template")
-    indexed = mapping(job, "spec").get("completionMode") == "Indexed"
     labels = {JOB_NAME_LABEL: name, "job-name": name, "batch.kubernetes.io/controller-uid": uid(job)}
     labels["controller-uid"] = uid(job)
-    for n in range(first, first + count):
-        if indexed:
-            yield from_template(
-                job,
-                template,
-                f"{name}-{n}-{suffix(name, str(n))}",
-                {**labels, COMPLETION_INDEX: str(n)},
-                {COMPLETION_INDEX: str(n)},
-            )
-        else:
+    if mapping(job, "spec").get("completionMode") != "Indexed":
+        for n in range(first, first + count):
             yield from_template(job, template, f"{name}-{suffix(name, str(n))}", labels)
+        return
+    completions = whole_number(job, ("spec", "completions"), 1)
+    free = [index for index in range(completions) if index not in busy][:count]
+    for n, index in enumerate(free, start=first):
+        at = {COMPLETION_INDEX: str(index)}
+        yield from_template(job, template, f"{name}-{index}-{suffix(name, str(n))}", {**labels, **at}, at)
+
+
+def completion_index(pod: Raw) -> int | None:
+    """An Indexed Job's pod's index (None for another pod)."""
+    text = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
+    return int(text) if isinstance(text, str) and text.isdigit() else None
 
 
 def job_wanted(job: Raw) -> int:
@@ -82,8 +104,35 @@ def job_wanted(job: Raw) -> int:
     return parallelism if completions is None else min(parallelism, whole_number(job, ("spec", "completions"), 1))
 
 
+def pods_to_make(job: Raw, succeeded: int, active: int) -> int:
+    """Pods a Job makes now, with ``succeeded`` of its pods done and ``active`` running or waiting: as many as its
+    parallelism allows until its completions are met (a Job without completions is done once one pod succeeded)."""
+    completions = mapping(job, "spec").get("completions")
+    if completions is None:
+        return 0 if succeeded else max(job_wanted(job) - active, 0)
+    left = whole_number(job, ("spec", "completions"), 1) - succeeded
+    return max(min(job_wanted(job), left) - active, 0)
+
+
+def counted_successes(job: Raw) -> int:
+    """The successes a Job's status counts (``status.succeeded``)."""
+    counted = (job.get("status") or {}).get("succeeded")
+    return counted if isinstance(counted, int) and counted > 0 else 0
+
+
 def _job(job: Raw) -> list[Raw]:
-    return list(job_pods(job, 0, job_wanted(job)))
+    """A Job's first pods; none for a Job that finished (a cluster's capture), fewer for one whose status already
+    counts successes."""
+    if finished(job) is not None:
+        return []
+    return list(job_pods(job, 0, pods_to_make(job, counted_successes(job), 0)))
+
+
+def _cron_job(cron_job: Raw) -> list[Raw]:
+    """Nothing at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); its fields are
+    checked now."""
+    cron_job_spec(cron_job)
+    return []
 
 
 def _replica_set(replica_set: Raw) -> list[Raw]:
@@ -178,6 +227,29 @@ def _ray_owner(spec_field: str, status_path: tuple[str, ...]) -> Callable[[Raw],
     return make
 
 
+def _ray_job(ray_job: Raw) -> Sequence[Raw | AfterRunning]:
+    """KubeRay's RayJob: its RayCluster, and (K8sJobMode) the submitter Job once every pod of that cluster runs, or
+    (SidecarMode) the submitter as a container of the head (``ray_submitter``)."""
+    mode = submission_mode(ray_job)
+    whole_number(ray_job, ("spec", "ttlSecondsAfterFinished"), 0)
+    made = _ray_owner("rayClusterSpec", ("rayClusterName",))(ray_job)
+    if not made:
+        return []
+    (cluster,) = made
+    try:
+        pods = _ray_cluster(cluster)
+    except Invalid as error:
+        raise Invalid(f"spec.rayClusterSpec.{error.field.removeprefix('spec.')}", error.problem) from None
+    namespace = ray_job["metadata"]["namespace"]
+    ready = [f"{namespace}/{pod['metadata']['name']}" for pod in pods]
+    if mode == "SidecarMode":
+        sidecar = with_sidecar(cluster)
+        return [sidecar, AfterRunning(ready, [], f"{namespace}/{ray_job['metadata']['name']}")] if pods else [sidecar]
+    if mode != "K8sJobMode" or not pods:  # a suspended cluster is never ready
+        return [cluster]
+    return [cluster, AfterRunning(ready, [submitter_job(ray_job, cluster)])]
+
+
 def _kubeflow(owner: Raw) -> list[Raw]:
     """The training operator: ``<job>-<type>-<index>`` per replica of each replica type."""
     kind, name = owner["kind"], owner["metadata"]["name"]
@@ -197,12 +269,48 @@ def _kubeflow(owner: Raw) -> list[Raw]:
                 "training.kubeflow.org/job-name": name,
                 "training.kubeflow.org/operator-name": f"{kind.lower()}-controller",
                 "training.kubeflow.org/replica-type": lower,
-                "training.kubeflow.org/replica-index": str(index),
+                KUBEFLOW_INDEX: str(index),
             }
             if replica_type in KUBEFLOW_ROLES:
-                labels["training.kubeflow.org/job-role"] = KUBEFLOW_ROLES[replica_type]
+                labels[KUBEFLOW_ROLE] = KUBEFLOW_ROLES[replica_type]
             pods.append(from_template(owner, template, f"{name}-{lower}-{index}", labels))
     return pods
+
+
+def _mpi_job(mpi_job: Raw) -> Sequence[Raw | AfterRunning]:
+    """mpi-operator v2 (``kubeflow.org/v2beta1``): ``Worker.replicas`` workers ``<job>-worker-<index>`` and a launcher
+    Job ``<job>-launcher`` (its pod made as a Job's), at once or, with ``launcherCreationPolicy:
+    WaitForWorkersReady``, once every worker runs (is ready). The training operator's v1 MPIJob is a Kubeflow job as
+    the others."""
+    if mpi_job.get("apiVersion") != MPI_V2:
+        return _kubeflow(mpi_job)
+    name, namespace = mpi_job["metadata"]["name"], mpi_job["metadata"]["namespace"]
+    if mapping(mpi_job, "spec", "runPolicy").get("suspend") is True:
+        return []
+    policy = mapping(mpi_job, "spec").get("launcherCreationPolicy") or "AtStartup"
+    if policy not in MPI_LAUNCHER_POLICIES:
+        raise Invalid("spec.launcherCreationPolicy", f"got {policy!r}; allowed: {', '.join(MPI_LAUNCHER_POLICIES)}")
+    specs = ("spec", "mpiReplicaSpecs")
+    launcher = pod_template(mpi_job, *specs, "Launcher", "template")
+    common = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": name}
+    first_index = 1 if mapping(mpi_job, "spec").get("runLauncherAsWorker") is True else 0
+    workers = []
+    count = whole_number(mpi_job, (*specs, "Worker", "replicas"), 0)
+    if count:
+        template = pod_template(mpi_job, *specs, "Worker", "template")
+        for index in range(count):
+            labels = {**common, KUBEFLOW_ROLE: "worker", KUBEFLOW_INDEX: str(first_index + index)}
+            workers.append(from_template(mpi_job, template, f"{name}-worker-{index}", labels))
+    launcher_template = copy.deepcopy(launcher)
+    launcher_labels = {**template_meta(launcher, "labels"), **common, KUBEFLOW_ROLE: "launcher"}
+    if first_index:
+        launcher_labels[KUBEFLOW_INDEX] = "0"
+    launcher_template["metadata"] = {**(launcher.get("metadata") or {}), "labels": launcher_labels}
+    job = child(mpi_job, "batch/v1", "Job", f"{name}-launcher", {"template": launcher_template})
+    job["metadata"]["labels"], job["metadata"]["annotations"] = {"app": name}, {}
+    if policy == "WaitForWorkersReady" and workers:
+        return [*workers, AfterRunning([f"{namespace}/{w['metadata']['name']}" for w in workers], [job])]
+    return [*workers, job]
 
 
 def _notebook(notebook: Raw) -> list[Raw]:
@@ -211,14 +319,6 @@ def _notebook(notebook: Raw) -> list[Raw]:
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
     labels.update({"notebook-name": name, "statefulset": name})
     return [child(notebook, "apps/v1", "StatefulSet", name, {"replicas": 1, "template": template})]
-
-
-@dataclass
-class AfterRunning:
-    """Objects a controller makes only once the pod ``pod`` (namespace/name) runs."""
-
-    pod: str
-    objects: list[Raw]
 
 
 def _leader_worker_set(lws: Raw) -> list[Raw | AfterRunning]:
@@ -251,7 +351,7 @@ def _leader_worker_set(lws: Raw) -> list[Raw | AfterRunning]:
         made.append(leader)
         if size > 1:
             if ready_first:
-                made.append(AfterRunning(f"{namespace}/{leader['metadata']['name']}", [worker_set, *group_workers]))
+                made.append(AfterRunning([f"{namespace}/{leader['metadata']['name']}"], [worker_set, *group_workers]))
             else:
                 made += [worker_set, *group_workers]
     return made
@@ -288,19 +388,22 @@ def _jobset(jobset: Raw) -> list[Raw]:
 
 MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
     "Job": _job,
+    "CronJob": _cron_job,
     "ReplicaSet": _replica_set,
     "Deployment": _deployment,
     "StatefulSet": _stateful_set,
     "RayCluster": _ray_cluster,
-    "RayJob": _ray_owner("rayClusterSpec", ("rayClusterName",)),
+    "RayJob": _ray_job,
     "RayService": _ray_owner("rayClusterConfig", ("activeServiceStatus", "rayClusterName")),
     **dict.fromkeys(KUBEFLOW_SPECS, _kubeflow),
+    "MPIJob": _mpi_job,
     "LeaderWorkerSet": _leader_worker_set,
     "JobSet": _jobset,
     "Notebook": _notebook,
 }
 API_GROUPS = {
     "Job": "batch",
+    "CronJob": "batch",
     "ReplicaSet": "apps",
     "Deployment": "apps",
     "StatefulSet": "apps",

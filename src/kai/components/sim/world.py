@@ -7,18 +7,22 @@ components; pods finishing their run time and jobs submitted again are ``lifecyc
 ``workload_controllers``'s.
 """
 
-from typing import Any
-
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
 from kai.core.model import names
 from kai.core.model.meta import format_time, parse_time
 
 
 def run_workload(cluster: MemoryCluster, podgroups_being_deleted: set[str], stuck_before: float, now: float) -> None:
-    for pod in cluster.list("Pod"):
-        meta: dict[str, Any] = pod["metadata"]
-        spec: dict[str, Any] = pod.setdefault("spec", {})
-        status: dict[str, Any] = pod.setdefault("status", {})
+    for stored in cluster.view("Pod"):
+        meta, spec, status = stored["metadata"], stored.get("spec") or {}, stored.get("status") or {}
+        if not meta.get("deletionTimestamp") and not (
+            spec.get("nodeName") and status.get("phase") in (None, "Pending")
+        ):
+            continue  # most pods: nothing to do (the rest are copied before they change)
+        pod = json_copy(stored)
+        meta = pod["metadata"]
+        spec = pod.setdefault("spec", {})
+        status = pod.setdefault("status", {})
         key = f"{meta['namespace']}/{meta['name']}"
         podgroup = f"{meta['namespace']}/{meta.get('annotations', {}).get(names.POD_GROUP_ANNOTATION, '')}"
         if meta.get("deletionTimestamp"):

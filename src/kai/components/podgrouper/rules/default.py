@@ -34,7 +34,7 @@ def default_grouping(
     (only the top owner unless given: most rules pass none, as KAI's do)."""
     top, pod = workload.top, workload.pod
     owners = chain or (top,)
-    warnings: list[str] = []
+    warnings: list[InvalidObject] = []
     return Grouping(
         name=podgroup_name(top),
         namespace=pod.namespace,
@@ -108,16 +108,18 @@ def queue(top: Obj, pod: Obj, ctx: Context) -> str:
     return f"{project}-{node_pool}" if node_pool is not None else project
 
 
-def priority_class(owners: tuple[Obj, ...], pod: Obj, ctx: Context, fallback: str, warnings: list[str]) -> str:
+def priority_class(
+    owners: tuple[Obj, ...], pod: Obj, ctx: Context, fallback: str, warnings: list[InvalidObject]
+) -> str:
     """The priority class by the chain above; a name that matches no PriorityClass is skipped with a warning."""
-    rejected: list[str] = []
+    rejected: list[tuple[str, str]] = []
     for owner in owners:
-        candidate, source = _priority_candidate(owner, pod)
+        candidate, (source, field) = _priority_candidate(owner, pod)
         if candidate and candidate in ctx.priority_classes:
             return candidate
-        if candidate and source not in rejected:
-            rejected.append(source)
-            warnings.append(f"{source} is {candidate!r}, which is not a PriorityClass; it is ignored")
+        if candidate and (source.ref, field) not in rejected:
+            rejected.append((source.ref, field))
+            warnings.append(InvalidObject(source.ref, field, f"{candidate!r} is not a PriorityClass; it is ignored"))
     for owner in owners:
         defaults = ctx.defaults_for(owner)
         if defaults is not None and defaults.priority_class in ctx.priority_classes:
@@ -125,24 +127,25 @@ def priority_class(owners: tuple[Obj, ...], pod: Obj, ctx: Context, fallback: st
     return fallback
 
 
-def _priority_candidate(owner: Obj, pod: Obj) -> tuple[str, str]:
+def _priority_candidate(owner: Obj, pod: Obj) -> tuple[str, tuple[Obj, str]]:
+    """The priority class the chain names at ``owner``, and the object and field that name it."""
+    label = f"metadata.labels[{keys.PRIORITY_LABEL}]"
     if keys.PRIORITY_LABEL in owner.labels:
-        return owner.labels[keys.PRIORITY_LABEL], f"label {keys.PRIORITY_LABEL} of {owner.ref}"
+        return owner.labels[keys.PRIORITY_LABEL], (owner, label)
     if keys.PRIORITY_LABEL in pod.labels:
-        return pod.labels[keys.PRIORITY_LABEL], f"label {keys.PRIORITY_LABEL} of {pod.ref}"
-    return pod.get("spec", "priorityClassName").text(), f"spec.priorityClassName of {pod.ref}"
+        return pod.labels[keys.PRIORITY_LABEL], (pod, label)
+    return pod.get("spec", "priorityClassName").text(), (pod, "spec.priorityClassName")
 
 
-def preemptibility(owners: tuple[Obj, ...], pod: Obj, ctx: Context, warnings: list[str]) -> str:
+def preemptibility(owners: tuple[Obj, ...], pod: Obj, ctx: Context, warnings: list[InvalidObject]) -> str:
     """The first valid preemptibility label of the owners, then of the pod, then the owners' kinds' defaults."""
     for obj in (*owners, pod):
         if keys.PREEMPTIBILITY_LABEL in obj.labels:
             value = obj.labels[keys.PREEMPTIBILITY_LABEL]
             if value == "" or value in keys.PREEMPTIBILITIES:
                 return value
-            warnings.append(
-                f"label {keys.PREEMPTIBILITY_LABEL} of {obj.ref} is {value!r}; allowed: preemptible, non-preemptible"
-            )
+            field = f"metadata.labels[{keys.PREEMPTIBILITY_LABEL}]"
+            warnings.append(InvalidObject(obj.ref, field, f"got {value!r}; allowed: preemptible, non-preemptible"))
     for owner in owners:
         defaults = ctx.defaults_for(owner)
         if defaults is not None and defaults.preemptibility.lower() in keys.PREEMPTIBILITIES:
@@ -150,7 +153,7 @@ def preemptibility(owners: tuple[Obj, ...], pod: Obj, ctx: Context, warnings: li
     return ""
 
 
-def duration(objs: tuple[Obj, ...], key: str, warnings: list[str], *, negative: bool) -> str | None:
+def duration(objs: tuple[Obj, ...], key: str, warnings: list[InvalidObject], *, negative: bool) -> str | None:
     """The first valid duration annotation of ``objs``, as the PodGroup field writes it."""
     for obj in objs:
         if key not in obj.annotations:
@@ -159,10 +162,12 @@ def duration(objs: tuple[Obj, ...], key: str, warnings: list[str], *, negative: 
         try:
             seconds = parse_duration(text, obj.ref, f"metadata.annotations[{key}]")
         except InvalidObject as error:
-            warnings.append(str(error))
+            warnings.append(error)
             continue
         if seconds < 0 and not negative:
-            warnings.append(f"{obj.ref}: annotation {key} is {text!r}; it must not be negative")
+            warnings.append(
+                InvalidObject(obj.ref, f"metadata.annotations[{key}]", f"got {text!r}; must not be negative")
+            )
             continue
         return go_duration(round(seconds * 1e9))
     return None

@@ -241,8 +241,8 @@ class SubGroup:
 class Grouping:
     """The PodGroup a pod belongs to (name, owner, spec, labels, annotations) and the pod's sub-group in it.
 
-    ``warnings`` are problems the rule worked around (a label naming no PriorityClass, an unparsable duration):
-    the pod is grouped and the owner is told, as the pod's warning event."""
+    ``warnings`` are problems the rule worked around (a label naming no PriorityClass, an unparsable duration), each
+    naming the object (the pod or an owner) and its field: the pod is grouped and told, as its warning event."""
 
     name: str
     namespace: str
@@ -259,7 +259,7 @@ class Grouping:
     preemption_delay: str | None = None
     staleness_grace_period: str | None = None
     pod_subgroup: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[InvalidObject] = field(default_factory=list)
 
     def subgroup(self, name: str) -> SubGroup | None:
         return next((s for s in self.subgroups if s.name == name), None)
