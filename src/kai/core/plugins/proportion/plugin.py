@@ -16,7 +16,7 @@ from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.charges import Charges, pending_quantities, task_quantities
-from kai.core.plugins.proportion.queue_order import queue_order
+from kai.core.plugins.proportion.queue_order import Request, Standings, queue_order
 from kai.core.plugins.proportion.reclaimable import can_reclaim, may_reclaim_from, reclaimable
 from kai.core.plugins.proportion.resource_division import (
     QueueShares,
@@ -32,6 +32,10 @@ from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import CPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
+
+
+def _no_victims() -> list[Request]:
+    return []
 
 
 def _float_arg(arguments: Mapping[str, Any], key: str, default: float) -> float:
@@ -72,6 +76,7 @@ class ProportionPlugin:
         )
         for queue in self.queues.values():
             queue.settle()
+        self.standings = Standings(self.total)
         ssn.queue_order_fns.append(self.queue_order)
         ssn.job_over_capacity_fns.append(self.job_over_capacity)
         ssn.non_preemptible_over_quota_fns.append(self.non_preemptible_over_quota)
@@ -177,9 +182,9 @@ class ProportionPlugin:
             rattr,
             init_request(self.ssn, left_job),
             init_request(self.ssn, right_job),
-            lambda: self._allocated(left_victims),
-            lambda: self._allocated(right_victims),
-            self.total,
+            (lambda: self._allocated(left_victims)) if left_victims else _no_victims,
+            (lambda: self._allocated(right_victims)) if right_victims else _no_victims,
+            self.standings,
         )
 
     def _allocated(self, jobs: list[PodGroupInfo]) -> list[Quantities]:
