@@ -370,7 +370,7 @@ class NodeTable:
             mask = self.fits(task, self.non_allocated() if releasing else self.idle)
         elif cached[0] != version:
             mask = cached[1].copy()
-            columns = np.unique(np.array(self._changes[cached[0] :], dtype=np.intp))
+            columns = np.fromiter(set(self._changes[cached[0] :]), dtype=np.intp)
             available = self.idle[:, columns] + (self.releasing[:, columns] if releasing else 0.0)
             rows = np.flatnonzero(task.req_vec)
             mask[columns] = np.all(task.req_vec[rows, None] <= available[rows] + 1e-9, axis=0)
