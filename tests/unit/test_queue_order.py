@@ -1,12 +1,22 @@
 """The proportion queue order with remembered standings against the rules written out one by one (the order as
-it was before ``Standings``), on random queues whose allocations change and come back between comparisons."""
+it was before ``Standings``), on random queues whose allocations change and come back between comparisons; the
+victims' holdings it remembers against fresh sums."""
 
 import random
 from collections.abc import Callable
+from typing import Any
 
+from core_builders import T0, cluster, node, pod, podgroup, queue
+
+from kai.core.cycle import open_session
+from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.statement import Statement
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, less_equal, strictly_less
+from kai.core.plugins.proportion.plugin import ProportionPlugin, _job_allocated
 from kai.core.plugins.proportion.queue_order import Request, Standings, queue_order
 from kai.core.plugins.proportion.resource_division import UNLIMITED, QueueShares, ResourceShare
+from kai.core.state.pod_status import PodStatus
+from kai.core.state.snapshot import take_snapshot
 
 
 def _with(allocated: list[float], request: Request) -> list[float]:
@@ -91,8 +101,8 @@ def test_remembered_standings_order_as_the_rules_do() -> None:
         states = [[list(_amounts(rng)) for _ in queues] for _ in range(3)]
         for _ in range(300):
             state = rng.choice(states)  # allocations change and come back, as simulations are undone
-            for queue, allocated in zip(queues, state, strict=True):
-                queue.allocated[:] = allocated
+            for attributes, allocated in zip(queues, state, strict=True):
+                attributes.allocated[:] = allocated
             left, right = rng.sample(queues, 2)
             lreq, rreq = _amounts(rng), _amounts(rng)
             lvictims = [_amounts(rng) for _ in range(rng.choice((0, 0, 1, 2)))]
@@ -114,3 +124,33 @@ def test_standings_start_afresh_when_full() -> None:
 
 def _given(victims: list[Request]) -> Callable[[], list[Request]]:
     return lambda: victims
+
+
+def test_remembered_holdings_follow_every_status_change() -> None:
+    """What the proportion plugin remembers each victim holds (jobs and partial representatives) equals a fresh
+    sum through random evictions, re-placements, moves and rollbacks."""
+    objects: list[tuple[str, dict[str, Any]]] = [("Queue", queue("q"))]
+    objects += [("Node", node(f"n{n}", 8)) for n in range(2)]
+    for i in range(5):
+        objects.append(("PodGroup", podgroup(f"g{i}", "q", T0 - i, minMember=1)))
+        objects += [("Pod", pod(f"p{i}-{k}", f"g{i}", 1 + k % 2, f"n{(i + k) % 2}")) for k in range(i % 3 + 1)]
+    config = SchedulerConfig()
+    ssn = open_session(take_snapshot(cluster(*objects), config.scheduler_name, T0), config, T0)
+    plugin = next(fn.__self__ for fn in ssn.queue_order_fns if isinstance(fn.__self__, ProportionPlugin))
+    rng = random.Random(11)
+    jobs = list(ssn.jobs.values())
+    tasks = [task for job in jobs for task in job.tasks.values()]
+    parts = [job.clone_with_tasks(list(job.tasks.values())[:1]) for job in jobs if len(job.tasks) > 1]
+    for _ in range(20):
+        stmt = Statement(ssn)
+        for _ in range(30):
+            task, move = rng.choice(tasks), rng.random()
+            if move < 0.4:
+                stmt.evict(task, "evicted")
+            elif move < 0.8 and task.status is PodStatus.RELEASING:
+                stmt.pipeline(task, rng.choice(("n0", "n1")), update_if_on_node=rng.random() < 0.5)
+            else:
+                stmt.rollback(rng.randrange(stmt.checkpoint() + 1))
+            victims = rng.sample(jobs + parts, 4)
+            assert plugin._allocated(victims) == [_job_allocated(job) for job in victims]
+        stmt.discard()
