@@ -3,14 +3,20 @@
 Built on KAI's preempt scenario "1 train job running, 1 build job pending in the same queue" (the victim started a
 minute before the scenario's clock)."""
 
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
+from kai.core.cycle import open_session
+from kai.core.framework.config import SchedulerConfig
+from kai.core.plugins.minruntime import ScopedFilter
+from kai.core.state.snapshot import take_snapshot
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "conformance" / "kai-v0.17"
 BASE = next((SCENARIOS / "preempt" / "preempt_test").glob("001-*.yaml"))
@@ -45,3 +51,28 @@ def test_young_victims_are_protected(
     result = run_scenario(scenario).cycles[-1].session.result
     assert bool(result.evictions) is evicted
     assert [e.pod_key for e in result.evictions] == (["default/running_job0-0"] if evicted else [])
+
+
+def test_reclaim_involved_as_first_written() -> None:
+    """The jobs a reclaim search asks the filter about (protected first, then not elastic) are those of the test
+    as first written (not elastic, then protected), on jobs started at random times, some elastic."""
+    rng = random.Random(2)
+    objects: list[tuple[str, dict[str, Any]]] = [("Queue", queue("a")), ("Queue", queue("b")), ("Node", node("n", 8))]
+    for i in range(40):
+        name, members = f"g{i}", rng.choice((1, 2))
+        objects.append(("PodGroup", podgroup(name, rng.choice("ab"), T0 - i, minMember=rng.choice((1, members)))))
+        objects += [("Pod", pod(f"{name}-{k}", name, 0, "n")) for k in range(members)]
+    config = SchedulerConfig()
+    ssn = open_session(take_snapshot(cluster(*objects), config.scheduler_name, T0), config, T0)
+    plugin = next(f.involved.__self__ for f in ssn.reclaim_victim_filters if isinstance(f, ScopedFilter))
+    plugin.reclaim_default = 600.0
+    for job in ssn.jobs.values():
+        job.last_start_ts = rng.choice((None, T0 - 1_000, T0 - 100))
+    for reclaimer in ("a", "b"):
+        plain = [
+            key
+            for key, job in ssn.jobs.items()
+            if not plugin._elastic(job) and plugin._protected(job, plugin._queues_reclaim_min(reclaimer, job.queue))
+        ]
+        assert plugin.reclaim_involved(reclaimer) == plain
+        assert plain and len(plain) < len(ssn.jobs)

@@ -1,5 +1,6 @@
 """Statement undo restores the node table exactly; `kai simulate` prints KAI-style check lines and exits non-zero."""
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
-from kai.core.framework.statement import Statement
+from kai.core.framework.statement import Operation, Statement
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.snapshot import take_snapshot
@@ -99,6 +100,53 @@ def test_the_pending_jobs_index_follows_every_statement() -> None:
     assert indexed() == scan() == list(ssn.jobs)
     victim.discard()
     assert indexed() == scan() and first.key not in indexed()
+
+
+def test_the_evictions_index_is_the_journal_s_evictions() -> None:
+    """``Statement.evictions`` (what an un-evict looks up) is the journal's evictions grouped by task, in journal
+    order, through random evictions, re-placements where the task was (un-evictions), moves, checkpoints and
+    rollbacks; undone, the node table is as before."""
+    state = ClusterState()
+    state.apply("Queue", {"metadata": {"name": "q"}, "spec": {"resources": {"gpu": {"quota": -1, "limit": -1}}}})
+    for n in range(2):
+        allocatable = {"nvidia.com/gpu": "8", "pods": "20"}
+        state.apply("Node", {"metadata": {"name": f"n{n}"}, "status": {"allocatable": allocatable}})
+    for i in range(6):
+        state.apply("PodGroup", {"metadata": {"name": f"g{i}", "namespace": "d"}, "spec": {"queue": "q"}})
+        spec = {
+            "schedulerName": "kai-scheduler",
+            "nodeName": f"n{i % 2}",
+            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+        }
+        meta = {"name": f"p{i}", "namespace": "d", "annotations": {"pod-group-name": f"g{i}"}}
+        state.apply("Pod", {"metadata": meta, "spec": spec, "status": {"phase": "Running"}})
+    ssn = open_session(take_snapshot(state, "kai-scheduler"), SchedulerConfig(), 0.0)
+    tasks = [task for job in ssn.jobs.values() for task in job.tasks.values()]
+    idle, releasing = ssn.nodes.idle.copy(), ssn.nodes.releasing.copy()
+    rng = random.Random(5)
+    for _ in range(30):
+        stmt = Statement(ssn)
+        checkpoints = [0]
+        for _ in range(40):
+            task, move = rng.choice(tasks), rng.random()
+            if move < 0.4:
+                stmt.evict(task, "evicted")
+            elif move < 0.7 and task.status is PodStatus.RELEASING:
+                stmt.pipeline(task, task.node_name, update_if_on_node=False)
+            elif move < 0.8 and task.status is PodStatus.RELEASING:
+                stmt.pipeline(task, "n1" if task.node_name == "n0" else "n0", update_if_on_node=False)
+            elif move < 0.9:
+                checkpoints.append(stmt.checkpoint())
+            else:
+                stmt.rollback(checkpoints.pop() if len(checkpoints) > 1 else 0)
+            journal: dict[int, list[Operation]] = {}
+            for op in stmt.operations:
+                if op.kind == "evict":
+                    journal.setdefault(id(op.task), []).append(op)
+            assert stmt.evictions == journal
+        stmt.discard()
+        assert stmt.evictions == {}
+        assert np.array_equal(ssn.nodes.idle, idle) and np.array_equal(ssn.nodes.releasing, releasing)
 
 
 def test_check_output_and_exit_code(tmp_path: Path) -> None:

@@ -212,10 +212,10 @@ def allocate_task(
             excluded.append(filtered)
             feasible &= filtered.allowed
     columns = np.flatnonzero(feasible)
-    if columns.size:  # scored only when some node can take it (most waiting tasks fit nowhere, cycle after cycle)
-        scores = ssn.node_scores(task, candidates)
+    if columns.size:  # scored only when nodes can take it (most waiting tasks fit nowhere, cycle after cycle)
         idle_fit = nodes.fits_idle(task)
-        for column in _by_score(columns, scores):
+        scored = columns.size > 1 or ssn.node_pre_order_fns
+        for column in _by_score(columns, ssn.node_scores(task, candidates) if scored else None):
             node = nodes.infos[column]
             failure = next((r for r in (p(task, job, node) for p in ssn.predicates) if r), None)
             if failure:
@@ -236,9 +236,13 @@ def allocate_task(
     return False
 
 
-def _by_score(columns: np.ndarray, scores: np.ndarray) -> Iterator[int]:
+def _by_score(columns: np.ndarray, scores: np.ndarray | None) -> Iterator[int]:
     """Feasible nodes best score first, ties by name (columns are in name order). The best one usually takes the
-    task, so it is found with one argmax; the full sort happens only if it is refused."""
+    task, so it is found with one argmax; the full sort happens only if it is refused. One node needs no scores
+    (a victim re-placed in a full cluster often has only its own node; node order functions have no effects)."""
+    if scores is None:
+        yield int(columns[0])
+        return
     best = int(np.argmax(scores[columns]))
     yield int(columns[best])
     order = columns[np.argsort(-scores[columns], kind="stable")]

@@ -47,14 +47,14 @@ class NodePlacementPlugin:
             with np.errstate(divide="ignore", invalid="ignore"):
                 result: Vector = np.where(total == 0, 0.0, free / np.where(total == 0, 1.0, total))
             return result
-        overall = nodes.allocatable[row]
-        considered = candidates & (overall != 0)
-        if not considered.any():
+        has = nodes.allocatable[row] != 0
+        considered = free[candidates & has]
+        if not considered.size:
             return np.zeros(len(nodes))
-        low, high = float(free[considered].min()), float(free[considered].max())
+        low, high = float(considered.min()), float(considered.max())
         if high == 0:
             return np.zeros(len(nodes))
         if low == high:
-            return np.where(overall == 0, 0.0, MAX_HIGH_DENSITY)
+            return np.where(has, MAX_HIGH_DENSITY, 0.0)
         scores: Vector = MAX_HIGH_DENSITY * (1 - (free - low) / (high - low))
-        return np.where(overall == 0, 0.0, scores)
+        return np.where(has, scores, 0.0)

@@ -91,7 +91,9 @@ class NodeTable:
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
-        self._fit_cache: dict[tuple[bytes, bool], tuple[int, Mask]] = {}
+        self._fit_cache: dict[tuple[bytes, bool], tuple[int, Mask, npt.NDArray[np.intp]]] = {}
+        """Per request and kind of room: the version it holds for, the mask, and the request's resource rows (as a
+        column, to index the changed columns' rows with)."""
         self.idle: Matrix = self.allocatable.copy()
         self.used: Matrix = np.zeros_like(self.allocatable)
         self.releasing: Matrix = np.zeros_like(self.allocatable)
@@ -366,18 +368,22 @@ class NodeTable:
         key = (task.req_vec.tobytes(), releasing)
         cached = self._fit_cache.get(key)
         version = self.version
-        if cached is None or 4 * (version - cached[0]) > len(self.infos):
-            mask = self.fits(task, self.non_allocated() if releasing else self.idle)
+        if cached is None:
+            rows = np.flatnonzero(task.req_vec)
+            cached = (version, self.fits(task, self.non_allocated() if releasing else self.idle), rows[:, None])
+        elif 4 * (version - cached[0]) > len(self.infos):
+            cached = (version, self.fits(task, self.non_allocated() if releasing else self.idle), cached[2])
         elif cached[0] != version:
             mask = cached[1].copy()
-            columns = np.unique(np.array(self._changes[cached[0] :], dtype=np.intp))
-            available = self.idle[:, columns] + (self.releasing[:, columns] if releasing else 0.0)
-            rows = np.flatnonzero(task.req_vec)
-            mask[columns] = np.all(task.req_vec[rows, None] <= available[rows] + 1e-9, axis=0)
+            rows = cached[2]
+            columns = np.fromiter(set(self._changes[cached[0] :]), dtype=np.intp)
+            available = self.idle[rows, columns] + (self.releasing[rows, columns] if releasing else 0.0)
+            mask[columns] = (task.req_vec[rows] <= available + 1e-9).all(axis=0)
+            cached = (version, mask, rows)
         else:
             return cached[1]
-        self._fit_cache[key] = (version, mask)
-        return mask
+        self._fit_cache[key] = cached
+        return cached[1]
 
     def idle_or_releasing_gpus(self, info: NodeInfo) -> tuple[float, float]:
         """GPUs (and their MiB) of a node that are free or being freed: whole GPUs and MIG slices, the free part of

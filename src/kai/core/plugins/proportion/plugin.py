@@ -16,7 +16,7 @@ from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.charges import Charges, pending_quantities, task_quantities
-from kai.core.plugins.proportion.queue_order import queue_order
+from kai.core.plugins.proportion.queue_order import Request, Standings, queue_order
 from kai.core.plugins.proportion.reclaimable import can_reclaim, may_reclaim_from, reclaimable
 from kai.core.plugins.proportion.resource_division import (
     QueueShares,
@@ -32,6 +32,13 @@ from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import CPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
+
+ALLOCATED_JOBS_LIMIT = 1 << 16
+"""Jobs (and partial representatives) whose holdings are remembered at most, before starting afresh."""
+
+
+def _no_victims() -> list[Request]:
+    return []
 
 
 def _float_arg(arguments: Mapping[str, Any], key: str, default: float) -> float:
@@ -53,8 +60,7 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self._allocated_jobs: dict[int, tuple[PodGroupInfo, Quantities]] = {}
-        self._allocated_version = -1
+        self._allocated_jobs: dict[int, tuple[PodGroupInfo, int, Quantities]] = {}
         self.total = self._total(ssn)
         usage = ssn.cluster.queue_usage
         self.queues = {uid: _attributes(queue, usage.get(uid)) for uid, queue in ssn.queues.items()}
@@ -72,6 +78,7 @@ class ProportionPlugin:
         )
         for queue in self.queues.values():
             queue.settle()
+        self.standings = Standings(self.total)
         ssn.queue_order_fns.append(self.queue_order)
         ssn.job_over_capacity_fns.append(self.job_over_capacity)
         ssn.non_preemptible_over_quota_fns.append(self.non_preemptible_over_quota)
@@ -177,24 +184,25 @@ class ProportionPlugin:
             rattr,
             init_request(self.ssn, left_job),
             init_request(self.ssn, right_job),
-            lambda: self._allocated(left_victims),
-            lambda: self._allocated(right_victims),
-            self.total,
+            (lambda: self._allocated(left_victims)) if left_victims else _no_victims,
+            (lambda: self._allocated(right_victims)) if right_victims else _no_victims,
+            self.standings,
         )
 
     def _allocated(self, jobs: list[PodGroupInfo]) -> list[Quantities]:
-        """What each job holds, remembered until a placement changes: a victim queue compares the same victims
-        again at every pop."""
-        version = self.ssn.nodes.version
-        if version != self._allocated_version:
+        """What each job holds, remembered until one of its tasks changes status: a victim queue compares the same
+        victims again at every pop, and every simulation ends by putting them back. Every status change goes
+        through the session's job (a victim may be a partial representative holding some of its tasks), whose
+        ``status_version`` counts them; a task's GPUs change only with its status (``Statement``)."""
+        if len(self._allocated_jobs) >= ALLOCATED_JOBS_LIMIT:
             self._allocated_jobs.clear()
-            self._allocated_version = version
         amounts = []
         for job in jobs:
+            version = self.ssn.jobs.get(job.key, job).status_version
             known = self._allocated_jobs.get(id(job))
-            if known is None or known[0] is not job:
-                known = self._allocated_jobs[id(job)] = (job, _job_allocated(job))
-            amounts.append(known[1])
+            if known is None or known[0] is not job or known[1] != version:
+                known = self._allocated_jobs[id(job)] = (job, version, _job_allocated(job))
+            amounts.append(known[2])
         return amounts
 
     def job_over_capacity(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> JobFitError | None:
