@@ -2,6 +2,9 @@
 cluster (the same port a real API server sits behind)."""
 
 import datetime
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -9,6 +12,7 @@ import yaml
 from kai.cluster.kube.resources import kind_of
 from kai.cluster.memory import MemoryCluster
 from kai.components.operator import certs
+from kai.components.operator.loop import operate
 from kai.components.operator.rbac import CLUSTER_RULES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
@@ -207,6 +211,71 @@ def test_reconcile_is_idempotent():
     sent = len(cluster.applied)
     restarted.reconcile()
     assert len(cluster.applied) == sent  # nothing changed: nothing is sent
+
+
+def _make_available(cluster: MemoryCluster) -> None:
+    """What the Deployment controller writes once a Deployment's pods are ready."""
+    for deployment in cluster.list("Deployment"):
+        replicas = int(deployment["spec"].get("replicas", 1))
+        generation = deployment["metadata"].get("generation", 1)
+        status = {"observedGeneration": generation, "replicas": replicas, "availableReplicas": replicas}
+        cluster.update_status("Deployment", deployment | {"status": status})
+
+
+def test_a_pass_settles_once_every_deployment_is_available():
+    cluster = Counting([config(), shard()])
+    reconciler = Reconciler(cluster, IMAGE)
+    assert reconciler.reconcile() is False  # made, not available yet: look again soon
+    assert condition(cluster, "Config", "kai-config", "Available")["status"] == "False"
+    _make_available(cluster)
+    assert reconciler.reconcile() is True
+    assert condition(cluster, "Config", "kai-config", "Available")["status"] == "True"
+    assert condition(cluster, "SchedulingShard", "default", "Ready")["status"] == "True"
+    assert Reconciler(Counting([config({"global": {"replicaCount": "two"}})]), IMAGE).reconcile() is True  # waits
+
+
+class AvailableFromPass(MemoryCluster):
+    """Its Deployments become available as the operator's ``available_from``-th pass begins."""
+
+    def __init__(self, objects: list[dict[str, Any]], available_from: int) -> None:
+        super().__init__(objects)
+        self.passes, self.available_from = 0, available_from
+
+    def list(self, kind: str) -> list[dict[str, Any]]:
+        if kind == "SchedulingShard":  # listed once at the start of each pass
+            self.passes += 1
+            if self.passes == self.available_from:
+                _make_available(self)
+        return super().list(kind)
+
+
+def test_the_loop_tells_a_deployment_became_available_well_before_its_period():
+    """The operator does not watch Deployments. Its first pass makes them and writes the Config's status, which wakes
+    a second pass (its own write); they become available after that. An unsettled pass is looked at again after
+    0.5 s, doubling, so the Config is Available about when its Deployments are, not a period (an hour here) later."""
+    cluster = AvailableFromPass([config(), shard()], available_from=3)
+    stop = threading.Event()
+    loop = threading.Thread(target=operate, args=(cluster, IMAGE, 3600.0, stop), daemon=True)
+    loop.start()
+    try:
+        _poll("the Config to be Available", lambda: _condition_status(cluster, "Available") == "True")
+    finally:
+        stop.set()
+        loop.join(10.0)
+    assert not loop.is_alive()
+    assert cluster.passes >= 3
+
+
+def _condition_status(cluster: MemoryCluster, kind_of_condition: str) -> str:
+    conditions = ((cluster.get("Config", "kai-config") or {}).get("status") or {}).get("conditions") or []
+    return next((str(c["status"]) for c in conditions if c["type"] == kind_of_condition), "")
+
+
+def _poll(what: str, check: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
+        time.sleep(0.01)
 
 
 def test_a_bad_config_field_is_named_in_its_condition():

@@ -1,6 +1,8 @@
-"""The operator's loop: a reconcile pass when a Config or SchedulingShard changes, and at least every period (which
-also notices Deployments becoming available). Objects deleted or edited by hand are repaired at the reconciler's
-resync, every 5 minutes, or when the operator restarts: it does not watch what it owns (KAI's operator does)."""
+"""The operator's loop: a reconcile pass when a Config or SchedulingShard changes, and at least every period. A pass
+that did not settle (a Deployment not available yet, a write refused) is looked at again sooner: after 0.5 s,
+doubling up to the period, so the conditions tell a Deployment became available within about the time it took.
+Objects deleted or edited by hand are repaired at the reconciler's resync, every 5 minutes, or when the operator
+restarts: it does not watch what it owns (KAI's operator does)."""
 
 import logging
 import threading
@@ -13,6 +15,7 @@ from kai.components.operator.settings import Image
 
 log = logging.getLogger(__name__)
 WATCHED = ("Config", "SchedulingShard")
+FIRST_RETRY_S = 0.5
 
 
 class WatchedCluster(InstallCluster, Protocol):
@@ -35,10 +38,13 @@ def operate(cluster: WatchedCluster, image: Image, period_s: float, stop: thread
         wake.set()
 
     threading.Thread(target=wake_on_stop, daemon=True).start()
+    soon_s = FIRST_RETRY_S
     while not stop.is_set():
         wake.clear()
         try:
-            reconciler.reconcile()
+            settled = reconciler.reconcile()
         except Exception:  # a failed pass is logged; the next one starts from the objects as they are
             log.exception("operator pass failed")
-        wake.wait(period_s)
+            settled = False
+        woken = wake.wait(period_s if settled else min(soon_s, period_s))
+        soon_s = FIRST_RETRY_S if settled or woken else 2 * soon_s  # a change starts the doubling again

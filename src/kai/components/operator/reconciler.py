@@ -75,17 +75,20 @@ class Reconciler:
         self._sent: dict[tuple[str, str], tuple[str, float]] = {}
         """What was last applied per object (its JSON) and when."""
 
-    def reconcile(self) -> None:
+    def reconcile(self) -> bool:
+        """One pass. Whether it settled: every object written and every Deployment available, or nothing a later
+        look could change (no Config, an invalid one: those wait for an edit). An unsettled pass is looked at again
+        soon, as the Deployments it waits for become available (the operator does not watch them)."""
         config = self.cluster.get("Config", CONFIG_NAME)
         if config is None:
             log.info("no Config %s yet: nothing to deploy", CONFIG_NAME)
-            return
+            return True
         shards = self.cluster.list("SchedulingShard")
         try:
             settings = read_settings(config, self.image)
         except InvalidObject as error:
             self._report(config, "Config", deployed=str(error), available="", invalid=True)
-            return
+            return True
         now = datetime.datetime.fromtimestamp(self.clock(), datetime.UTC)
         ca_key = f"{settings.namespace}/{certs.CA_SECRET}"
         serving_key = f"{settings.namespace}/{WEBHOOK_SECRET}"
@@ -96,7 +99,7 @@ class Reconciler:
             desired = render(config, settings, shards, issued)
         except InvalidObject as error:
             self._report(config, "Config", deployed=str(error), available="", invalid=True)
-            return
+            return True
         failures = self._apply(desired)
         unavailable = [key for key in desired.deployments if not _available(self.cluster.get("Deployment", key))]
         self._report(
@@ -105,6 +108,7 @@ class Reconciler:
             deployed="; ".join(failures),
             available=f"not available yet: {', '.join(unavailable)}" if unavailable else "",
         )
+        settled = not failures and not unavailable
         for outcome, shard in zip(
             desired.shards, sorted(shards, key=lambda s: str(s["metadata"]["name"])), strict=True
         ):
@@ -112,6 +116,7 @@ class Reconciler:
                 self._report(shard, "SchedulingShard", deployed=str(outcome.error), available="", invalid=True)
                 continue
             ready = _available(self.cluster.get("Deployment", outcome.deployment)) if outcome.deployment else False
+            settled = settled and ready
             self._report(
                 shard,
                 "SchedulingShard",
@@ -119,6 +124,7 @@ class Reconciler:
                 available="" if ready else f"not available yet: {outcome.deployment}",
                 warnings=outcome.warnings,
             )
+        return settled
 
     # ------------------------------------------------------------------------------------------- writes
 
