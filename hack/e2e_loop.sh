@@ -3,7 +3,8 @@
 # One line per run in OUT/summary (default build/e2e-loop): its exit code, seconds and pytest's last line. -rP keeps
 # the passing drills' figure lines ("drill <name> recovery_s=...") in OUT/run<N>.log; a failing run's tmp dir (the
 # components' logs) stays in OUT/run<N>. The commit and the hash of src/ and tests/e2e/ head the summary, so runs
-# of several sessions can be counted together only when they tested the same code.
+# of several sessions can be counted together only when they tested the same code. OUT/figures.md has the drills'
+# figures over the runs so far (hack/drill_figures.py), brought up to date after each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-20}
@@ -17,6 +18,7 @@ for i in $(seq 1 "$RUNS"); do
   rc=0
   .venv/bin/pytest -q -rP --durations=30 -p no:cacheprovider --basetemp="$OUT/run$i" tests/e2e > "$OUT/run$i.log" 2>&1 || rc=$?
   echo "run $i rc=$rc seconds=$(( $(date +%s) - start )) $(tail -1 "$OUT/run$i.log") $(date -u +%H:%MZ)" >> "$OUT/summary"
+  .venv/bin/python hack/drill_figures.py "$OUT" > "$OUT/figures.md" || true
   if [ "$rc" -ne 0 ]; then
     echo "run $i failed: $OUT/run$i.log" >&2
     exit "$rc"
