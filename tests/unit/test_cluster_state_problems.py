@@ -83,3 +83,18 @@ def test_a_status_update_keeps_the_queue_problem_and_a_parse_error_replaces_it()
     assert state.invalid[("Queue", "leaf")].field == "spec.priority"
     state.apply("Queue", _queue("leaf"))
     assert not state.invalid
+
+
+def test_the_pods_of_another_schedulers_podgroup_are_not_reported() -> None:
+    """A shard's scheduler keeps another node pool's PodGroup out (``elsewhere``): its pods are that scheduler's,
+    not pods naming a PodGroup that does not exist. Deleted for real, the PodGroup is missing again."""
+    state = ClusterState()
+    podgroup = {"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"queue": "q"}}
+    state.apply("PodGroup", podgroup, elsewhere=True)
+    state.apply("Pod", _pod("p", "pg"))
+    assert not state.invalid and "ns/pg" not in state.podgroups
+    assert take_snapshot(state, "kai-scheduler").jobs == {}
+    state.apply("PodGroup", podgroup, deleted=True)
+    assert ("Pod", "ns/p") in state.invalid
+    state.apply("PodGroup", podgroup)
+    assert not state.invalid and "ns/pg" in state.podgroups

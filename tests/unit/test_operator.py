@@ -17,7 +17,7 @@ from kai.components.operator.rbac import CLUSTER_RULES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
 from kai.components.runtime import KINDS
-from kai.components.scheduler.loop import NodePool
+from kai.components.scheduler.node_pool import NodePool
 from kai.core.framework.config import parse_config
 
 NS = "kai-scheduler"

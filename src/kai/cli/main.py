@@ -31,7 +31,7 @@ from kai.components.operator.loop import WATCHED, operate
 from kai.components.operator.settings import Image
 from kai.components.podgrouper import PodGrouper
 from kai.components.runtime import COMPONENTS, RuntimeOptions
-from kai.components.scheduler.loop import NodePool
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageError
 from kai.components.serve import ServeError, serve, serve_body
 from kai.components.sim.report import as_json, print_tables

@@ -28,7 +28,8 @@ from kai.components.endpoints import Health
 from kai.components.metrics import BinderMetrics, SchedulerMetrics
 from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper, Settings
-from kai.components.scheduler.loop import NodePool, SchedulerLoop
+from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.scheduler.node_pool import NodePool
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model import names
 

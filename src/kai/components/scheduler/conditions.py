@@ -4,12 +4,14 @@ Each function returns whether it changed anything, so callers write only real ch
 unchanged condition is not rewritten, and a transition time moves only when the status does).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from kai.cluster.port import Raw
 from kai.core.model.meta import format_time
 
-NODE_POOL = "default"
+DEFAULT_NODE_POOL = "default"
+"""KAI's name of the pool of a scheduler without a partition, and of an object without the node-pool label."""
 INVALID_OBJECT = "InvalidObject"
 """Reason of the conditions that say an object cannot be used as written (``kai`` only: KAI's webhooks refuse
 such objects)."""
@@ -46,17 +48,20 @@ def remove_condition(obj: Raw, condition_type: str, reason: str) -> bool:
     return True
 
 
-def set_scheduling_condition(podgroup: Raw, message: str, reasons: list[Raw], now: float) -> bool:
-    """KAI's ``UnschedulableOnNodePool`` for this node pool, last in the list, with the next transition ID."""
+def set_scheduling_condition(
+    podgroup: Raw, message: str, reasons: list[Raw], now: float, node_pool: str = DEFAULT_NODE_POOL
+) -> bool:
+    """KAI's ``UnschedulableOnNodePool`` for the podgroup's node pool, last in the list, with the next transition
+    ID."""
     conditions = _conditions(podgroup, "schedulingConditions")
-    current = next((c for c in conditions if c.get("nodePool") == NODE_POOL), None)
+    current = next((c for c in conditions if c.get("nodePool") == node_pool), None)
     unchanged = current is not None and current.get("message") == message and current.get("reasons") == reasons
     if unchanged and conditions[-1] is current:
         return False
     last = conditions[-1] if conditions else {}
     condition = {
         "type": "UnschedulableOnNodePool",
-        "nodePool": NODE_POOL,
+        "nodePool": node_pool,
         "reason": "Unschedulable",
         "message": message,
         "reasons": reasons,
@@ -64,7 +69,7 @@ def set_scheduling_condition(podgroup: Raw, message: str, reasons: list[Raw], no
         "lastTransitionTime": format_time(now),
         "status": "True",
     }
-    podgroup["status"]["schedulingConditions"] = [c for c in conditions if c.get("nodePool") != NODE_POOL] + [condition]
+    podgroup["status"]["schedulingConditions"] = [c for c in conditions if c.get("nodePool") != node_pool] + [condition]
     return True
 
 
@@ -88,3 +93,21 @@ def _transition_id(condition: Raw) -> int:
         return max(0, int(condition.get("transitionID", "0")))
     except (TypeError, ValueError):  # as KAI: an unreadable ID counts as 0
         return 0
+
+
+def last_scheduling_condition(podgroup: Mapping[str, Any]) -> Raw | None:
+    """The scheduling condition of the highest transition ID, the first of equals (KAI's GetLastSchedulingCondition:
+    an unreadable ID counts as -1)."""
+    conditions = (podgroup.get("status") or {}).get("schedulingConditions")
+    last: Raw | None = None
+    last_id = 0
+    for condition in conditions if isinstance(conditions, list) else []:
+        if not isinstance(condition, dict):
+            continue
+        try:
+            condition_id = int(condition.get("transitionID", ""))
+        except (TypeError, ValueError):
+            condition_id = -1
+        if last is None or condition_id > last_id:
+            last, last_id = condition, condition_id
+    return last

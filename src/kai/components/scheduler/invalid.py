@@ -17,6 +17,7 @@ from kai.cluster.port import ClusterClient, Raw
 from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
 from kai.components.scheduler.conditions import (
+    DEFAULT_NODE_POOL,
     INVALID_OBJECT,
     QUEUE_VALID,
     clear_scheduling_conditions,
@@ -46,8 +47,17 @@ class _Report:
 
 
 class InvalidObjectReporter:
-    def __init__(self, cluster: ClusterClient, recorder: EventRecorder, now: Callable[[], float], writes: Writes):
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        recorder: EventRecorder,
+        now: Callable[[], float],
+        writes: Writes,
+        pool_of: Callable[[Raw], str] = lambda _: DEFAULT_NODE_POOL,
+    ):
+        """``pool_of``: the node pool of a PodGroup's condition (the scheduler's ``NodePool.pool_of``)."""
         self.cluster = cluster
+        self.pool_of = pool_of
         self.recorder = recorder
         self.now = now
         self.writes = writes
@@ -124,7 +134,8 @@ class InvalidObjectReporter:
             condition = {"type": "PodScheduled", "status": "False", "reason": INVALID_OBJECT, "message": message}
             return set_condition(obj, condition, now)
         if kind == "PodGroup":
-            return set_scheduling_condition(obj, message, [{"reason": INVALID_OBJECT, "message": message}], now)
+            reasons = [{"reason": INVALID_OBJECT, "message": message}]
+            return set_scheduling_condition(obj, message, reasons, now, self.pool_of(obj))
         if kind == "Queue":
             condition = {"type": QUEUE_VALID, "status": "False", "reason": INVALID_OBJECT, "message": message}
             return set_condition(obj, condition, now)

@@ -11,12 +11,12 @@ process, so the first one's are frozen out of the cyclic GC, as an informer's fi
 its reference cycles broken, so it is freed all the same.
 """
 
+import dataclasses
 import gc
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kai.cluster.port import ClusterClient
@@ -26,17 +26,16 @@ from kai.components.parallel import Writes
 from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.in_flight import BindRequestsInFlight
 from kai.components.scheduler.invalid import InvalidObjectReporter
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageSource, cycle_with_usage, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
-from kai.core.model import names
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import Snapshots, take_snapshot
 
 log = logging.getLogger(__name__)
-PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
 ASSUME_S = 120.0
 """How long a BindRequest this scheduler created counts while its informer does not show it."""
 HOLD_S = 30.0
@@ -45,24 +44,6 @@ EVENT_KEYS = 65_536
 """The event recorder's cache sizes: every waiting pod and podgroup is reported every cycle, and an event that
 left the caches since the last cycle becomes a new Event (client-go's 4,096 is below KAI's field scale; see
 docs/deviations.md)."""
-
-
-@dataclass(frozen=True)
-class NodePool:
-    """A shard (KAI's ``--nodepool-label-key`` / ``--partition-label-value``): its scheduler sees only the nodes,
-    queues and PodGroups whose node-pool label has its value; with no value, only those without the label. An
-    object re-labelled into another pool leaves this scheduler's state as if deleted. An empty key: no shards."""
-
-    label_key: str = names.NODE_POOL_LABEL
-    value: str = ""
-
-    def holds(self, kind: str, obj: Mapping[str, Any]) -> bool:
-        if kind not in PARTITIONED or not self.label_key:
-            return True
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        if self.value:
-            return bool(labels.get(self.label_key) == self.value)
-        return self.label_key not in labels
 
 
 class SchedulerLoop:
@@ -77,8 +58,8 @@ class SchedulerLoop:
         node_pool: NodePool | None = None,
     ) -> None:
         """``usage``: where queues' historical usage comes from (default: what ``config.usage_db`` names)."""
-        self.config = config
         self.node_pool = node_pool or NodePool()
+        self.config = dataclasses.replace(config, node_pool=self.node_pool.name)
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
@@ -88,8 +69,10 @@ class SchedulerLoop:
         self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
         writes = writes or Writes()
         recorder = EventRecorder(cluster, COMPONENT, clock, cache_size=EVENT_KEYS)
-        self.writer = DecisionWriter(cluster, clock, writes, recorder, on_bind_request=self.in_flight.created)
-        self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes)
+        self.writer = DecisionWriter(
+            cluster, clock, writes, recorder, on_bind_request=self.in_flight.created, node_pool=self.node_pool
+        )
+        self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes, self.node_pool.pool_of)
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
         self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
         self.cycles = 0
@@ -101,7 +84,7 @@ class SchedulerLoop:
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         with self._lock:
             if self.in_flight.apply(kind, obj, deleted):
-                self.state.apply(kind, obj, deleted or not self.node_pool.holds(kind, obj))
+                self.state.apply(kind, obj, deleted, elsewhere=not self.node_pool.schedules(kind, obj))
 
     def run_once(self) -> Session:
         started = time.perf_counter()

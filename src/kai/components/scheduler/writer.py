@@ -20,12 +20,8 @@ from typing import Any
 from kai.cluster.port import ClusterClient, Raw
 from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
-from kai.components.scheduler.conditions import (
-    NODE_POOL,
-    clear_scheduling_conditions,
-    set_condition,
-    set_scheduling_condition,
-)
+from kai.components.scheduler.conditions import clear_scheduling_conditions, set_condition, set_scheduling_condition
+from kai.components.scheduler.node_pool import SINGLE_SCHEDULING_BACKOFF, NodePool
 from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
@@ -56,9 +52,12 @@ class DecisionWriter:
         writes: Writes | None = None,
         recorder: EventRecorder | None = None,
         on_bind_request: Callable[[Raw], None] | None = None,
+        node_pool: NodePool | None = None,
     ) -> None:
-        """``on_bind_request``: given each BindRequest created, as the API server returned it."""
+        """``on_bind_request``: given each BindRequest created, as the API server returned it; ``node_pool``: the
+        scheduler's (its name in bind events, its label key for the pool of each podgroup's condition)."""
         self.cluster = cluster
+        self.node_pool = node_pool or NodePool()
         self.on_bind_request = on_bind_request
         self.now = now
         self.writes = writes or Writes()
@@ -118,11 +117,18 @@ class DecisionWriter:
         writes.each(
             "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
         )
-        writes.each("podgroup condition", result.unschedulable.values(), self._podgroup_condition)
+        prefixes, pod_prefixes = self._pool_prefixes(jobs or {})
+        writes.each(
+            "podgroup condition",
+            result.unschedulable.values(),
+            lambda waiting: self._podgroup_condition(waiting, prefixes.get(waiting.podgroup_key, "")),
+        )
         writes.each(
             "pod condition",
             result.pod_errors.items(),
-            lambda item: self._pod_unschedulable(*item, mark=item[0] not in result.events_only),
+            lambda item: self._pod_unschedulable(
+                item[0], pod_prefixes.get(item[0], "") + item[1], mark=item[0] not in result.events_only
+            ),
         )
         writes.each("pipeline event", result.pipelined, self._pipelined)
         writes.each("clear podgroup condition", self._settled(jobs or {}), self._clear_podgroup_conditions)
@@ -174,7 +180,7 @@ class DecisionWriter:
             ObjectRef("v1", "Pod", namespace, pod_name, bind.pod_uid),
             "Normal",
             "Scheduled",
-            f"Successfully assigned pod {bind.pod_key} to node {bind.node} at node-pool {NODE_POOL}",
+            f"Successfully assigned pod {bind.pod_key} to node {bind.node} at node-pool {self.node_pool.name}",
         )
 
     def _evict(self, eviction: Eviction) -> None:
@@ -194,20 +200,32 @@ class DecisionWriter:
         value = None if when is None else format_time(when)
         self.cluster.patch_merge("PodGroup", podgroup_key, {"metadata": {"annotations": {annotation: value}}})
 
-    def _podgroup_condition(self, waiting: Unschedulable) -> None:
-        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition."""
-        key = waiting.podgroup_key
+    def _pool_prefixes(self, jobs: Mapping[str, PodGroupInfo]) -> tuple[dict[str, str], dict[str, str]]:
+        """KAI's ``Node-Pool '<pool>': `` before the unschedulable messages of a podgroup tried once per pool
+        (``schedulingBackoff: 1``) and of its pods: per podgroup and per pod."""
+        prefixes = {
+            key: f"Node-Pool '{self.node_pool.pool_named(job.podgroup.meta.labels)}': "
+            for key, job in jobs.items()
+            if job.podgroup.scheduling_backoff == SINGLE_SCHEDULING_BACKOFF
+        }
+        pod_prefixes = {pod: prefixes[key] for key in prefixes for pod in jobs[key].tasks}
+        return prefixes, pod_prefixes
+
+    def _podgroup_condition(self, waiting: Unschedulable, prefix: str) -> None:
+        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition for the
+        podgroup's pool."""
+        key, message = waiting.podgroup_key, prefix + waiting.message
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
-        says = (waiting.message, waiting.reason, reasons[0]["message"])
+        says = (message, waiting.reason, reasons[0]["message"])
         ref = self._known("PodGroup", key, says)
         if ref is not None:
-            self.recorder.record(ref, "Normal", "Unschedulable", waiting.message)
+            self.recorder.record(ref, "Normal", "Unschedulable", message)
             return
         podgroup = self.cluster.get("PodGroup", key)
         if podgroup is None:
             return
-        self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", waiting.message)
-        if set_scheduling_condition(podgroup, waiting.message, reasons, self.now()):
+        self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", message)
+        if set_scheduling_condition(podgroup, message, reasons, self.now(), self.node_pool.pool_of(podgroup)):
             podgroup = self._write_scheduling_conditions(key, podgroup)
         self._remember("PodGroup", podgroup, says)
 

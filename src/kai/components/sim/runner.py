@@ -18,6 +18,7 @@ from kai.cluster.memory import MemoryCluster
 from kai.components.binder import Binder
 from kai.components.podgrouper import PodGrouper
 from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import BuiltinUsage, cycle_with_usage
 from kai.components.scheduler.writer import DecisionWriter
 from kai.components.sim.clock import SimClock
@@ -35,6 +36,9 @@ from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState, object_key
 from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
+
+_ONE_POOL = NodePool()
+"""kai simulate's pool: no partition (docs/deviations.md), the node-pool label naming each PodGroup's pool."""
 
 
 @dataclass
@@ -101,7 +105,9 @@ class Simulation:
         return self.clock.now
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
-        self.state.apply(kind, obj, deleted)
+        """As the scheduler takes objects, with no partition: a PodGroup that used up its scheduling backoff is kept
+        out (one pool, ``default`` unless its node-pool label names another)."""
+        self.state.apply(kind, obj, deleted, elsewhere=not _ONE_POOL.up_for_scheduling(kind, obj))
 
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()

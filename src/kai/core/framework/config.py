@@ -127,6 +127,9 @@ class SchedulerConfig:
     metrics_namespace: str = "kai"
     usage_db: UsageDBConfig | None = None
     """KAI's ``usageDBConfig``: time-based fair share is on when it is set."""
+    node_pool: str = "default"
+    """The node pool the scheduler schedules, as its texts name it: its shard's partition value, KAI's ``default``
+    without one (set by the component, not the config file)."""
     warnings: tuple[InvalidObject, ...] = ()
     """What the config asks for that kai does not do (KAI plugins it does not implement); reported, not fatal."""
 

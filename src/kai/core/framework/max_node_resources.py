@@ -15,15 +15,16 @@ from kai.core.state.resource_index import CPU_ROW, GPU_ROW, MEMORY_ROW
 from kai.core.state.task import TaskInfo
 
 PREDICATE = "MaxNodePoolResources"
-NODE_POOL = "default"
 _STORAGE = ("ephemeral-storage", "storage")
 
 
 class MaxNodeResources:
     """The largest allocatable amount of every resource over the cluster's nodes, and the check against it."""
 
-    def __init__(self, nodes: NodeTable) -> None:
+    def __init__(self, nodes: NodeTable, node_pool: str) -> None:
+        """``node_pool``: the pool's name in the texts."""
         self.names = nodes.index.names
+        self.node_pool = node_pool
         self.maximum = nodes.allocatable.max(axis=1) if len(nodes) else np.zeros(len(self.names))
 
     def failure(self, task: TaskInfo) -> Refusal | None:
@@ -66,9 +67,11 @@ class MaxNodeResources:
         text = f"The pod {task.namespace}/{task.name} requires {self._requested(task)}. "
         if shown == 0:
             return Refusal(
-                f"{text}No node in the {NODE_POOL} node-pool has {resource} resources", Predicate.TOO_LARGE, evidence
+                f"{text}No node in the {self.node_pool} node-pool has {resource} resources",
+                Predicate.TOO_LARGE,
+                evidence,
             )
-        text += f"Max {resource} resources available in a single node in the {NODE_POOL} node-pool is topped at "
+        text += f"Max {resource} resources available in a single node in the {self.node_pool} node-pool is topped at "
         return Refusal(text + humanize(shown) + (f" {units}" if units else ""), Predicate.TOO_LARGE, evidence)
 
     def _requested(self, task: TaskInfo) -> str:

@@ -77,7 +77,7 @@ class PredicatesPlugin:
         self._version = 0
         self._affinity: dict[str, tuple[int, PodAffinityFilter]] = {}
         self._anti_affinity_placed = bool(ssn.nodes.affinity_columns)
-        self._max_resources = MaxNodeResources(ssn.nodes)
+        self._max_resources = MaxNodeResources(ssn.nodes, ssn.config.node_pool)
         self._conditions: dict[str, str | None] = {}
         ssn.pre_predicates.append(self.max_node_resources)
         ssn.victim_invariant_fns.append(self._max_resources.failure)

@@ -3,7 +3,9 @@
 A malformed object is kept out of the state and recorded in ``invalid`` with its error, so one bad object never
 stops the scheduler and is reported by name (DESIGN.md §8). A parsed object whose reference cannot be resolved is
 kept in its store but also recorded in ``invalid``, and is not scheduled: a queue whose ancestors are missing or
-form a cycle (with its subtree), a pod naming a PodGroup that does not exist (it still occupies its node).
+form a cycle (with its subtree), a pod naming a PodGroup that does not exist (it still occupies its node). An object
+another scheduler has (another node pool's, a PodGroup tried once in this pool: ``apply(..., elsewhere=True)``) is
+kept out like a deleted one, but its pods are not this scheduler's to judge.
 Problems kai works around are in ``warnings``: the object is used and the warning reported. Both are kept up to
 date on every change, never recomputed per cycle.
 """
@@ -95,6 +97,8 @@ class ClusterState:
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
+        self.elsewhere: set[str] = set()
+        """PodGroups that exist but are not this scheduler's (``apply``'s ``elsewhere``)."""
         self.unusable_queues: dict[str, InvalidObject] = {}
         """Parsed queues the hierarchy cannot use (also in ``invalid``), with the reason."""
         self.resource_names: Counter[str] = Counter()
@@ -118,8 +122,9 @@ class ClusterState:
             "ResourceClaim": self.resource_claims,
         }
 
-    def apply(self, kind: str, raw: Raw, deleted: bool = False) -> InvalidObject | None:
-        """Take one added/modified/deleted object; returns the error when the object cannot be used."""
+    def apply(self, kind: str, raw: Raw, deleted: bool = False, elsewhere: bool = False) -> InvalidObject | None:
+        """Take one added/modified/deleted object; returns the error when the object cannot be used. ``elsewhere``:
+        the object exists but is another scheduler's, so it is kept out as if deleted."""
         store = self._stores.get(kind)
         if store is None:
             return None
@@ -128,7 +133,12 @@ class ClusterState:
         parent_before = self._parent_of(kind, key)
         before = store.get(key)
         self.warnings.pop((kind, key), None)
-        if deleted:
+        if kind == "PodGroup":
+            if elsewhere and not deleted:
+                self.elsewhere.add(key)
+            else:
+                self.elsewhere.discard(key)
+        if deleted or elsewhere:
             store.pop(key, None)
             self.invalid.pop((kind, key), None)
         else:
@@ -207,7 +217,7 @@ class ClusterState:
         if pod is None:
             return
         podgroup_key = _podgroup_key(pod)
-        if podgroup_key in self.podgroups or pod.phase in ("Succeeded", "Failed"):
+        if podgroup_key in self.podgroups or podgroup_key in self.elsewhere or pod.phase in ("Succeeded", "Failed"):
             self.invalid.pop(("Pod", pod_key), None)
             return
         state = "is invalid (see its own error)" if ("PodGroup", podgroup_key) in self.invalid else "does not exist"

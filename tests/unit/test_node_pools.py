@@ -1,0 +1,116 @@
+"""Schedulers of several node pools (KAI's shards) on one cluster, and a PodGroup tried once per pool
+(``schedulingBackoff: 1``): each scheduler takes only its pool's nodes, queues and PodGroups, leaves the pods of the
+others alone, and names its pool in its texts as KAI does."""
+
+from typing import Any
+
+from core_builders import T0, node, pod, podgroup, queue
+
+from kai.cluster.memory import MemoryCluster
+from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.scheduler.node_pool import NodePool
+from kai.core.framework.config import SchedulerConfig
+
+POOL_LABEL = "kai.scheduler/node-pool"
+DEFAULT, H100 = NodePool(POOL_LABEL, ""), NodePool(POOL_LABEL, "h100")
+
+
+def _in_pool(obj: dict[str, Any], pool: str) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {})[POOL_LABEL] = pool
+    return obj
+
+
+def _cluster(*objects: tuple[str, dict[str, Any]]) -> MemoryCluster:
+    cluster = MemoryCluster()
+    cluster.create("PriorityClass", {"metadata": {"name": "train"}, "value": 50})
+    for kind, obj in objects:
+        cluster.create(kind, obj)
+    return cluster
+
+
+def _too_big_for_its_pool(pool: str, **spec: Any) -> MemoryCluster:
+    """A pod of 16 GPUs in a pool (``""``: no label) of one 8-GPU node."""
+    objects = [("Node", node("n-0", 8)), ("Queue", queue("q")), ("PodGroup", podgroup("big", "q", T0, **spec))]
+    return _cluster(
+        *[(kind, _in_pool(obj, pool) if pool else obj) for kind, obj in objects], ("Pod", pod("big-0", "big", gpus=16))
+    )
+
+
+def _events(cluster: MemoryCluster, reason: str) -> dict[str, str]:
+    return {e["involvedObject"]["name"]: e["message"] for e in cluster.list("Event") if e["reason"] == reason}
+
+
+def test_each_pools_scheduler_binds_its_own_and_leaves_the_other_pools_pods_alone() -> None:
+    cluster = _cluster(
+        ("Node", node("a-0", 8)),
+        ("Node", _in_pool(node("h-0", 8), "h100")),
+        ("Queue", queue("q")),
+        ("Queue", _in_pool(queue("qh"), "h100")),
+        ("PodGroup", podgroup("pg-a", "q", T0)),
+        ("PodGroup", _in_pool(podgroup("pg-h", "qh", T0), "h100")),
+        ("Pod", pod("a", "pg-a")),
+        ("Pod", pod("h", "pg-h")),
+    )
+    default = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT)
+    h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
+    assert [(b.pod_key, b.node) for b in default.run_once().result.binds] == [("default/a", "a-0")]
+    assert [(b.pod_key, b.node) for b in h100.run_once().result.binds] == [("default/h", "h-0")]
+    assert not default.state.invalid and not h100.state.invalid  # the other pool's pod is not "of no PodGroup"
+    for name in ("a", "h"):
+        stored = cluster.get("Pod", f"default/{name}")
+        assert stored is not None and not (stored.get("status") or {}).get("conditions")
+    assert _events(cluster, "Scheduled") == {
+        "a": "Successfully assigned pod default/a to node a-0 at node-pool default",
+        "h": "Successfully assigned pod default/h to node h-0 at node-pool h100",
+    }
+
+
+def test_a_podgroup_tried_once_per_pool_waits_after_its_first_failure_there() -> None:
+    """``schedulingBackoff: 1``: its condition and messages name its pool; once it has failed there, the pool's
+    scheduler leaves it out (KAI's isPodGroupUpForScheduler) until it is moved to another pool."""
+    cluster = _too_big_for_its_pool("h100", schedulingBackoff=1)
+    h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
+    h100.run_once()
+    stored = cluster.get("PodGroup", "default/big")
+    assert stored is not None
+    (condition,) = stored["status"]["schedulingConditions"]
+    assert condition["nodePool"] == "h100" and condition["message"].startswith("Node-Pool 'h100': ")
+    pod_message = _events(cluster, "Unschedulable")["big-0"]
+    assert pod_message.startswith("Node-Pool 'h100': ") and "in the h100 node-pool" in pod_message
+    h100.run_once()
+    assert "default/big" not in h100.state.podgroups and "default/big" in h100.state.elsewhere
+    assert not h100.state.invalid  # its pod waits for it to move, it is not "of no PodGroup"
+    assert h100.run_once().result.unschedulable == {}
+
+    moved = _in_pool(stored, "a100")
+    cluster.update("PodGroup", moved)
+    a100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=NodePool(POOL_LABEL, "a100"))
+    assert "default/big" in a100.state.podgroups  # its last condition is of h100: up for a100's scheduler
+
+
+def test_without_a_backoff_a_podgroup_is_tried_every_cycle() -> None:
+    cluster = _too_big_for_its_pool("")
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT)
+    loop.run_once()
+    stored = cluster.get("PodGroup", "default/big")
+    assert stored is not None
+    (condition,) = stored["status"]["schedulingConditions"]
+    assert condition["nodePool"] == "default" and not condition["message"].startswith("Node-Pool")
+    assert "default/big" in loop.run_once().result.unschedulable
+
+
+def test_the_last_scheduling_condition_is_the_one_of_the_highest_transition_id() -> None:
+    podgroup_raw = _in_pool(podgroup("pg", "q", T0, schedulingBackoff=1), "h100")
+    podgroup_raw["status"] = {
+        "schedulingConditions": [
+            {"nodePool": "h100", "transitionID": "2"},
+            {"nodePool": "a100", "transitionID": "x"},  # unreadable: -1, as KAI reads it
+        ]
+    }
+    assert not H100.up_for_scheduling("PodGroup", podgroup_raw)
+    podgroup_raw["status"]["schedulingConditions"].append({"nodePool": "a100", "transitionID": "3"})
+    assert H100.up_for_scheduling("PodGroup", podgroup_raw)
+    podgroup_raw["spec"]["schedulingBackoff"] = -1
+    podgroup_raw["status"]["schedulingConditions"] = [{"nodePool": "h100", "transitionID": "1"}]
+    assert H100.up_for_scheduling("PodGroup", podgroup_raw)
+    assert H100.up_for_scheduling("Node", podgroup_raw)
