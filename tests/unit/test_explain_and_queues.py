@@ -293,3 +293,21 @@ def test_a_cron_jobs_podgroups_are_the_ones_its_jobs_own() -> None:
         ]
     )
     assert workload_podgroups(cluster, workload_kind("cj"), "team", "nightly") == ["team/pg-nightly-100-x"]
+
+
+def test_a_podgroup_that_used_up_its_scheduling_backoff_is_explained_as_left_out(tmp_path: Path) -> None:
+    """Tried once in its pool (``schedulingBackoff: 1``) and found unschedulable there: kai leaves it out, and says
+    so of it and of its pods instead of not knowing them."""
+    once = _group("once", "a", 1, schedulingBackoff=1)
+    once["status"] = {
+        "schedulingConditions": [{"type": "UnschedulableOnNodePool", "nodePool": "default", "transitionID": "1"}]
+    }
+    objects = [_queue("a"), _node("n0", 8), once, _pod("once-0", "once", 16)]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"name": "team cluster", "now": NOW, "objects": objects}))
+    told = explain_json(path, "podgroup", "once")
+    assert told["state"] == "left out" and "schedulingBackoff is used up" in told["summary"]
+    pod = explain_json(path, "pod", "once-0")
+    assert pod["summary"].startswith("pod team/once-0: podgroup team/once was found unschedulable")
+    shown = run("explain", "podgroup", "once", "-n", "team", "-f", str(path))
+    assert "moved to another pool" in " ".join(shown.split())

@@ -11,7 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kai.cli.sources import Source, source_options
-from kai.components.explain import NotFound, explain_pod, explain_podgroup, explain_workload
+from kai.components.explain import LEFT_OUT, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.live import history
 from kai.core.state.reason_text import when
 
@@ -67,6 +67,9 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
     if told.get("state") == "invalid":
         console.print(f"[bold]{told['kind']} {told['name']}[/bold]: [red]{told['summary']}[/red]")
         _fix(told, console)
+        return
+    if told.get("state") == LEFT_OUT:
+        console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {told['summary']}")
         return
     preemptible = "preemptible" if told["preemptible"] else "non-preemptible"
     count = len(told["pods"])

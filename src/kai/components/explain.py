@@ -19,6 +19,8 @@ from kai.core.state.reasons import FixKind, Reason, invalid_object, pipelined
 from kai.core.state.task import TaskInfo
 
 WAITING = frozenset({PodStatus.PENDING, PodStatus.GATED})
+LEFT_OUT = "left out"
+"""The state of a podgroup that used up its scheduling backoff in its pool."""
 TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT_FOR_JOB})
 """Fixes that are a wait with a known end: the start can be estimated."""
 
@@ -31,6 +33,8 @@ def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None =
     """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles."""
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
+        if key in ins.state.elsewhere:
+            return _left_out("PodGroup", key, key)
         error = ins.state.invalid.get(("PodGroup", key))
         if error is None:
             raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
@@ -68,11 +72,24 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
     pod = ins.state.pods.get(key)
     if pod is None:
         raise NotFound(f"pod {key} not found in {ins.scenario.name}")
+    podgroup_key = f"{pod.meta.namespace}/{pod.podgroup_name}"
+    if pod.scheduler_name == ins.scenario.config.scheduler_name and podgroup_key in ins.state.elsewhere:
+        return _left_out("Pod", key, podgroup_key)
     if pod.scheduler_name != ins.scenario.config.scheduler_name:
         what = f"pod {key} is scheduled by {pod.scheduler_name or 'the default scheduler'}, not by kai"
     else:
         what = f"pod {key} belongs to no podgroup kai schedules (the pod-grouper has not grouped it)"
     return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
+
+
+def _left_out(kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
+    """A podgroup the scheduler leaves out: it used up its ``schedulingBackoff`` in its node pool."""
+    what = (
+        f"podgroup {podgroup_key} was found unschedulable in its node pool and its spec.schedulingBackoff is used up "
+        "there: kai leaves it out until it is moved to another pool (its scheduling condition says why it failed)"
+    )
+    summary = what if kind == "PodGroup" else f"pod {key}: {what}"
+    return {"kind": kind, "name": key, "state": LEFT_OUT, "summary": summary, "reasons": [], "nearestFix": None}
 
 
 def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[str, Any]:
