@@ -2,13 +2,17 @@
 (``schedulingBackoff: 1``): each scheduler takes only its pool's nodes, queues and PodGroups, leaves the pods of the
 others alone, and names its pool in its texts as KAI does."""
 
+from pathlib import Path
 from typing import Any
 
+import yaml
 from core_builders import T0, node, pod, podgroup, queue
 
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.sim.runner import run_scenario
+from kai.components.sim.scenario import load_scenario
 from kai.core.framework.config import SchedulerConfig
 
 POOL_LABEL = "kai.scheduler/node-pool"
@@ -105,6 +109,7 @@ def test_the_last_scheduling_condition_is_the_one_of_the_highest_transition_id()
         "schedulingConditions": [
             {"nodePool": "h100", "transitionID": "2"},
             {"nodePool": "a100", "transitionID": "x"},  # unreadable: -1, as KAI reads it
+            {"nodePool": "a100", "transitionID": "2"},  # equal: the first stays the last
         ]
     }
     assert not H100.up_for_scheduling("PodGroup", podgroup_raw)
@@ -113,4 +118,92 @@ def test_the_last_scheduling_condition_is_the_one_of_the_highest_transition_id()
     podgroup_raw["spec"]["schedulingBackoff"] = -1
     podgroup_raw["status"]["schedulingConditions"] = [{"nodePool": "h100", "transitionID": "1"}]
     assert H100.up_for_scheduling("PodGroup", podgroup_raw)
-    assert H100.up_for_scheduling("Node", podgroup_raw)
+
+
+def test_a_new_condition_takes_the_id_after_the_highest_wherever_it_stands() -> None:
+    """KAI's setTransitionID: one past the highest ID, so that the new condition is the last one."""
+    cluster = _too_big_for_its_pool("h100", schedulingBackoff=1)
+    stored = cluster.get("PodGroup", "default/big")
+    assert stored is not None
+    stored["status"] = {
+        "schedulingConditions": [{"nodePool": "a100", "transitionID": "5"}, {"nodePool": "b", "transitionID": "2"}]
+    }
+    cluster.update_status("PodGroup", stored)
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100).run_once()
+    written = cluster.get("PodGroup", "default/big")
+    assert written is not None
+    assert [(c["nodePool"], c["transitionID"]) for c in written["status"]["schedulingConditions"]][-1] == ("h100", "6")
+    assert not H100.up_for_scheduling("PodGroup", written)
+
+
+def test_an_elastic_podgroup_with_a_running_pod_gets_no_condition_and_stays() -> None:
+    """As KAI (RUN-20673): with a pod allocated or running, the event only, no condition; so a backoff never leaves
+    out a job that runs."""
+    cluster = _cluster(
+        ("Node", node("n-0", 8)),
+        ("Queue", queue("q")),
+        ("PodGroup", podgroup("el", "q", T0, minMember=1, schedulingBackoff=1)),
+        ("Pod", pod("el-0", "el", gpus=4, node_name="n-0")),
+        ("Pod", pod("el-1", "el", gpus=8)),
+    )
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT)
+    assert "default/el" in loop.run_once().result.unschedulable
+    stored = cluster.get("PodGroup", "default/el")
+    assert stored is not None and not (stored.get("status") or {}).get("schedulingConditions")
+    assert _events(cluster, "Unschedulable")["el"].startswith("Node-Pool 'default': ")
+    loop.run_once()
+    assert "default/el" in loop.state.podgroups
+
+
+def test_kais_own_conditions_do_not_use_up_a_backoff() -> None:
+    """A gang whose pods are still arriving (NotReady) and a PodGroup kai cannot use (InvalidObject) get conditions
+    KAI does not write; they stay up for scheduling, so the gang is scheduled once its pods are there and the invalid
+    PodGroup is reported once, not flapping."""
+    cluster = _cluster(
+        ("Node", node("n-0", 8)),
+        ("Queue", queue("q")),
+        ("PodGroup", podgroup("gang", "q", T0, minMember=2, schedulingBackoff=1)),
+        ("Pod", pod("gang-0", "gang")),
+        ("PodGroup", podgroup("bad", "q", T0, schedulingBackoff=1, subGroups=[{"name": "a", "parent": "nowhere"}])),
+        ("Pod", pod("bad-0", "bad")),
+    )
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT)
+    loop.run_once()
+    for name in ("gang", "bad"):
+        stored = cluster.get("PodGroup", f"default/{name}")
+        assert stored is not None and stored["status"]["schedulingConditions"]
+    versions = []
+    for _ in range(3):
+        loop.run_once()
+        stored = cluster.get("PodGroup", "default/bad")
+        assert stored is not None
+        versions.append(stored["metadata"]["resourceVersion"])
+    assert len(set(versions)) == 1 and ("PodGroup", "default/bad") in loop.state.invalid
+    cluster.create("Pod", pod("gang-1", "gang"))
+    assert sorted(b.pod_key for b in loop.run_once().result.binds) == ["default/gang-0", "default/gang-1"]
+
+
+def test_the_prefix_is_on_a_podgroup_of_a_missing_queue_too() -> None:
+    cluster = _cluster(
+        ("Node", node("n-0", 8)),
+        ("PodGroup", podgroup("lost", "nope", T0, schedulingBackoff=1)),
+        ("Pod", pod("lost-0", "lost")),
+    )
+    SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT).run_once()
+    stored = cluster.get("PodGroup", "default/lost")
+    assert stored is not None
+    (condition,) = stored["status"]["schedulingConditions"]
+    assert condition["message"].startswith("Node-Pool 'default': QueueDoesNotExist")
+
+
+def test_kai_simulate_says_which_podgroups_it_leaves_out(tmp_path: Path) -> None:
+    tried = podgroup("tried", "q", T0, schedulingBackoff=1)
+    tried["status"] = {"schedulingConditions": [{"nodePool": "default", "transitionID": "1", "reasons": []}]}
+    objects = [{"kind": "Queue", **queue("q")}, {"kind": "Node", **node("n-0", 8)}, {"kind": "PodGroup", **tried}]
+    objects.append({"kind": "Pod", **pod("tried-0", "tried")})
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"name": "pools", "now": "2025-01-01T00:00:00Z", "objects": objects}))
+    run = run_scenario(load_scenario(path))
+    (problem,) = [p for p in run.problems if p.kind == "PodGroup"]
+    assert (problem.severity, problem.name, problem.field) == ("warning", "default/tried", "spec.schedulingBackoff")
+    assert "default/tried-0" not in run.cycles[-1].outcome.pods  # left out of the cycle, not bound

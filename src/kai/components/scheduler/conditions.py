@@ -16,6 +16,8 @@ INVALID_OBJECT = "InvalidObject"
 """Reason of the conditions that say an object cannot be used as written (``kai`` only: KAI's webhooks refuse
 such objects)."""
 QUEUE_VALID = "Valid"
+_COMPARED = ("type", "nodePool", "reason", "message", "status")
+"""What KAI compares of two scheduling conditions (equalSchedulingConditions)."""
 
 
 def _conditions(obj: Raw, field: str = "conditions") -> list[dict[str, Any]]:
@@ -48,27 +50,25 @@ def remove_condition(obj: Raw, condition_type: str, reason: str) -> bool:
     return True
 
 
-def set_scheduling_condition(
-    podgroup: Raw, message: str, reasons: list[Raw], now: float, node_pool: str = DEFAULT_NODE_POOL
-) -> bool:
-    """KAI's ``UnschedulableOnNodePool`` for the podgroup's node pool, last in the list, with the next transition
-    ID."""
+def set_scheduling_condition(podgroup: Raw, message: str, reasons: list[Raw], now: float, node_pool: str) -> bool:
+    """KAI's ``UnschedulableOnNodePool`` for the podgroup's node pool, last in the list, its transition ID one past the
+    highest. Not rewritten when the last condition says the same (type, pool, reason, message, status; KAI leaves the
+    reasons out of that) and is this pool's, last in the list."""
     conditions = _conditions(podgroup, "schedulingConditions")
-    current = next((c for c in conditions if c.get("nodePool") == node_pool), None)
-    unchanged = current is not None and current.get("message") == message and current.get("reasons") == reasons
-    if unchanged and conditions[-1] is current:
-        return False
-    last = conditions[-1] if conditions else {}
+    last = last_scheduling_condition(podgroup)
     condition = {
         "type": "UnschedulableOnNodePool",
         "nodePool": node_pool,
         "reason": "Unschedulable",
         "message": message,
         "reasons": reasons,
-        "transitionID": str(_transition_id(last) + 1),
+        "transitionID": str(_transition_id(last) + 1 if last is not None else 1),
         "lastTransitionTime": format_time(now),
         "status": "True",
     }
+    same = last is not None and all(last.get(field) == condition[field] for field in _COMPARED)
+    if same and conditions[-1].get("nodePool") == node_pool:
+        return False
     podgroup["status"]["schedulingConditions"] = [c for c in conditions if c.get("nodePool") != node_pool] + [condition]
     return True
 
@@ -76,14 +76,15 @@ def set_scheduling_condition(
 def clear_scheduling_conditions(podgroup: Raw, reason: str | None = None) -> bool:
     """Removes the scheduling conditions (with ``reason``: only those whose first reason is it)."""
     conditions = _conditions(podgroup, "schedulingConditions")
-    kept = [c for c in conditions if reason is not None and _first_reason(c) != reason]
+    kept = [c for c in conditions if reason is not None and first_reason(c) != reason]
     if len(kept) == len(conditions):
         return False
     podgroup["status"]["schedulingConditions"] = kept
     return True
 
 
-def _first_reason(condition: Raw) -> str:
+def first_reason(condition: Raw) -> str:
+    """The reason of a condition's first explanation (``reasons[0].reason``; "" without one)."""
     reasons = condition.get("reasons") or [{}]
     return str(reasons[0].get("reason", ""))
 

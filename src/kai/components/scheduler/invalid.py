@@ -17,7 +17,6 @@ from kai.cluster.port import ClusterClient, Raw
 from kai.components.events import EventRecorder, ObjectRef
 from kai.components.parallel import Writes
 from kai.components.scheduler.conditions import (
-    DEFAULT_NODE_POOL,
     INVALID_OBJECT,
     QUEUE_VALID,
     clear_scheduling_conditions,
@@ -53,7 +52,7 @@ class InvalidObjectReporter:
         recorder: EventRecorder,
         now: Callable[[], float],
         writes: Writes,
-        pool_of: Callable[[Raw], str] = lambda _: DEFAULT_NODE_POOL,
+        pool_of: Callable[[Raw], str],
     ):
         """``pool_of``: the node pool of a PodGroup's condition (the scheduler's ``NodePool.pool_of``)."""
         self.cluster = cluster

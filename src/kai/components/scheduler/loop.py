@@ -16,6 +16,7 @@ import gc
 import logging
 import threading
 import time
+from collections import ChainMap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,7 +102,7 @@ class SchedulerLoop:
         self.pipelined = session.result.pipelined_podgroups()
         self.cycles += 1
         self.history.add(self.cycles, now, session.result)
-        self.writer.write(session.result, session.jobs)
+        self.writer.write(session.result, ChainMap(session.jobs, session.cluster.unschedulable_jobs))
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:
             self.metrics.observe(session, (time.perf_counter() - started) * 1000)

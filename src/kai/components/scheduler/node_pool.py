@@ -8,11 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kai.components.scheduler.conditions import DEFAULT_NODE_POOL, last_scheduling_condition
+from kai.components.scheduler.conditions import (
+    DEFAULT_NODE_POOL,
+    INVALID_OBJECT,
+    first_reason,
+    last_scheduling_condition,
+)
 from kai.core.model import names
+from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import integer
+from kai.core.state.fit_errors import NOT_READY
 
 PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
 NO_SCHEDULING_BACKOFF = -1
+KAI_ONLY_REASONS = frozenset({NOT_READY, INVALID_OBJECT})
 SINGLE_SCHEDULING_BACKOFF = 1
 """A PodGroup tried once per pool: its unschedulable messages name the pool (KAI's ``Node-Pool '<pool>': ``)."""
 
@@ -45,21 +54,29 @@ class NodePool:
 
     def pool_named(self, labels: Mapping[str, Any]) -> str:
         value = labels.get(self.label_key)
-        return value if isinstance(value, str) and value else DEFAULT_NODE_POOL
+        return DEFAULT_NODE_POOL if value is None or value == "" else str(value)
 
     def schedules(self, kind: str, obj: Mapping[str, Any]) -> bool:
         """Whether this scheduler takes the object: one of its pool, and up for scheduling."""
         return self.holds(kind, obj) and self.up_for_scheduling(kind, obj)
 
     def up_for_scheduling(self, kind: str, obj: Mapping[str, Any]) -> bool:
-        """False for a PodGroup that used up its backoff in its pool (its last scheduling condition is of it)."""
+        """False for a PodGroup that used up its backoff in its pool (its last scheduling condition is of it). The
+        conditions only kai writes do not count as a try: fewer pods than minMember so far, an object kai cannot use
+        (KAI writes none for either)."""
         if kind != "PodGroup" or scheduling_backoff(obj) == NO_SCHEDULING_BACKOFF:
             return True
         last = last_scheduling_condition(obj)
-        return last is None or last.get("nodePool") != self.pool_of(obj)
+        if last is None or first_reason(last) in KAI_ONLY_REASONS:
+            return True
+        return last.get("nodePool") != self.pool_of(obj)
 
 
 def scheduling_backoff(podgroup: Mapping[str, Any]) -> int:
-    """``spec.schedulingBackoff`` (-1 when unset, or unreadable: the scheduler's parse reports that)."""
-    value = (podgroup.get("spec") or {}).get("schedulingBackoff", NO_SCHEDULING_BACKOFF)
-    return value if isinstance(value, int) and not isinstance(value, bool) else NO_SCHEDULING_BACKOFF
+    """``spec.schedulingBackoff`` as the scheduler's parse reads it (-1 when unset, or unreadable: the parse reports
+    that)."""
+    try:
+        value = integer(podgroup.get("spec") or {}, "schedulingBackoff", "PodGroup", "spec.schedulingBackoff", -1)
+    except InvalidObject:
+        return NO_SCHEDULING_BACKOFF
+    return NO_SCHEDULING_BACKOFF if value is None else value

@@ -26,7 +26,7 @@ from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, 
 from kai.core.model import names
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import object_key
-from kai.core.state.pod_status import PodStatus
+from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 
 log = logging.getLogger(__name__)
@@ -117,11 +117,14 @@ class DecisionWriter:
         writes.each(
             "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
         )
-        prefixes, pod_prefixes = self._pool_prefixes(jobs or {})
+        jobs = jobs or {}
+        prefixes, pod_prefixes = self._pool_prefixes(result, jobs)
         writes.each(
             "podgroup condition",
             result.unschedulable.values(),
-            lambda waiting: self._podgroup_condition(waiting, prefixes.get(waiting.podgroup_key, "")),
+            lambda waiting: self._podgroup_condition(
+                waiting, prefixes.get(waiting.podgroup_key, ""), not _allocated(jobs.get(waiting.podgroup_key))
+            ),
         )
         writes.each(
             "pod condition",
@@ -131,7 +134,7 @@ class DecisionWriter:
             ),
         )
         writes.each("pipeline event", result.pipelined, self._pipelined)
-        writes.each("clear podgroup condition", self._settled(jobs or {}), self._clear_podgroup_conditions)
+        writes.each("clear podgroup condition", self._settled(jobs), self._clear_podgroup_conditions)
         self.recorder.flush()
 
     def _bind_request(self, bind: Bind) -> None:
@@ -200,23 +203,25 @@ class DecisionWriter:
         value = None if when is None else format_time(when)
         self.cluster.patch_merge("PodGroup", podgroup_key, {"metadata": {"annotations": {annotation: value}}})
 
-    def _pool_prefixes(self, jobs: Mapping[str, PodGroupInfo]) -> tuple[dict[str, str], dict[str, str]]:
-        """KAI's ``Node-Pool '<pool>': `` before the unschedulable messages of a podgroup tried once per pool
+    def _pool_prefixes(
+        self, result: CycleResult, jobs: Mapping[str, PodGroupInfo]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """KAI's ``Node-Pool '<pool>': `` before the unschedulable messages of a waiting podgroup tried once per pool
         (``schedulingBackoff: 1``) and of its pods: per podgroup and per pod."""
         prefixes = {
             key: f"Node-Pool '{self.node_pool.pool_named(job.podgroup.meta.labels)}': "
-            for key, job in jobs.items()
-            if job.podgroup.scheduling_backoff == SINGLE_SCHEDULING_BACKOFF
+            for key in result.unschedulable
+            if (job := jobs.get(key)) is not None and job.podgroup.scheduling_backoff == SINGLE_SCHEDULING_BACKOFF
         }
         pod_prefixes = {pod: prefixes[key] for key in prefixes for pod in jobs[key].tasks}
         return prefixes, pod_prefixes
 
-    def _podgroup_condition(self, waiting: Unschedulable, prefix: str) -> None:
-        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and its scheduling condition for the
-        podgroup's pool."""
+    def _podgroup_condition(self, waiting: Unschedulable, prefix: str, conditioned: bool) -> None:
+        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and (``conditioned``: none of its pods
+        is allocated, as KAI) its scheduling condition for the podgroup's pool."""
         key, message = waiting.podgroup_key, prefix + waiting.message
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
-        says = (message, waiting.reason, reasons[0]["message"])
+        says = (message, waiting.reason, reasons[0]["message"], conditioned)
         ref = self._known("PodGroup", key, says)
         if ref is not None:
             self.recorder.record(ref, "Normal", "Unschedulable", message)
@@ -225,7 +230,8 @@ class DecisionWriter:
         if podgroup is None:
             return
         self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", message)
-        if set_scheduling_condition(podgroup, message, reasons, self.now(), self.node_pool.pool_of(podgroup)):
+        pool = self.node_pool.pool_of(podgroup)
+        if conditioned and set_scheduling_condition(podgroup, message, reasons, self.now(), pool):
             podgroup = self._write_scheduling_conditions(key, podgroup)
         self._remember("PodGroup", podgroup, says)
 
@@ -280,3 +286,8 @@ class DecisionWriter:
             reason,
             message,
         )
+
+
+def _allocated(job: PodGroupInfo | None) -> bool:
+    """Whether a pod of the podgroup is allocated, binding or running (KAI's GetActiveAllocatedTasksCount > 0)."""
+    return job is not None and any(task.status in ACTIVE_ALLOCATED for task in job.tasks.values())

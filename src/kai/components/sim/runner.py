@@ -10,6 +10,7 @@ again (``lifecycle``), and every cycle adds a sample to the run's timeline of pe
 time), then call ``cycle`` and ``advance`` in turn.
 """
 
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,7 +126,8 @@ class Simulation:
 
     def advance(self, record: CycleRecord) -> None:
         """Write the cycle's decisions back, let the binder and the workloads act, and move the clock on."""
-        self.writer.write(record.session.result, record.session.jobs)
+        session = record.session
+        self.writer.write(session.result, ChainMap(session.jobs, session.cluster.unschedulable_jobs))
         self.binder.reconcile()
         stuck_before = self.clock.now - self.scenario.config.stuck_in_releasing_s
         run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before, self.clock.now)
@@ -165,6 +167,10 @@ class Simulation:
                 found.append(
                     Problem.of(WARNING, "CronJob", key, InvalidObject(f"CronJob {key}", "spec.schedule", frozen))
                 )
+        left_out = "was found unschedulable in its node pool and its backoff is used up there: left out until moved"
+        for key in sorted(self.state.elsewhere):
+            error = InvalidObject(f"PodGroup {key}", "spec.schedulingBackoff", left_out)
+            found.append(Problem.of(WARNING, "PodGroup", key, error))
         found += grouper_warnings(self.cluster)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
