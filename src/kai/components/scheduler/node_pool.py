@@ -22,6 +22,7 @@ from kai.core.state.fit_errors import NOT_READY
 PARTITIONED = frozenset({"Node", "Queue", "PodGroup"})
 NO_SCHEDULING_BACKOFF = -1
 KAI_ONLY_REASONS = frozenset({NOT_READY, INVALID_OBJECT})
+"""Reasons of the PodGroup conditions only kai writes: none of them is a try in the pool."""
 SINGLE_SCHEDULING_BACKOFF = 1
 """A PodGroup tried once per pool: its unschedulable messages name the pool (KAI's ``Node-Pool '<pool>': ``)."""
 
