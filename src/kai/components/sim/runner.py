@@ -84,7 +84,6 @@ class Simulation:
         self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
         pool = scenario.node_pool or NodePool()
         self.takes = pool.up_for_scheduling if scenario.node_pool is None else pool.schedules
-        """Whether the run's scheduler takes an object: as a shard's, or (one pool) all but what used up its backoff."""
         self.writer = DecisionWriter(self.cluster, self._now, node_pool=pool)
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
@@ -103,8 +102,8 @@ class Simulation:
         return self.clock.now
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
-        """As the scheduler takes objects, with no partition: a PodGroup that used up its scheduling backoff is kept
-        out (one pool, ``default`` unless its node-pool label names another)."""
+        """As the scheduler takes objects: a shard's snapshot, its pool's; otherwise every one (one pool), but a
+        PodGroup that used up its scheduling backoff (in the pool its node-pool label names) is kept out."""
         self.state.apply(kind, obj, deleted, elsewhere=not self.takes(kind, obj))
 
     def cycle(self, number: int) -> CycleRecord:
