@@ -2,6 +2,10 @@
 (``schedulingBackoff: 1``): each scheduler takes only its pool's nodes, queues and PodGroups, leaves the pods of the
 others alone, and names its pool in its texts as KAI does."""
 
+import io
+import json
+import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +15,9 @@ from core_builders import T0, node, pod, podgroup, queue
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
-from kai.components.sim.runner import run_scenario
-from kai.components.sim.scenario import load_scenario
+from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.sim.runner import Simulation, run_scenario
+from kai.components.sim.scenario import load_scenario, snapshot_scenario
 from kai.core.framework.config import SchedulerConfig
 
 POOL_LABEL = "kai.scheduler/node-pool"
@@ -207,3 +212,48 @@ def test_kai_simulate_says_which_podgroups_it_leaves_out(tmp_path: Path) -> None
     (problem,) = [p for p in run.problems if p.kind == "PodGroup"]
     assert (problem.severity, problem.name, problem.field) == ("warning", "default/tried", "spec.schedulingBackoff")
     assert "default/tried-0" not in run.cycles[-1].outcome.pods  # left out of the cycle, not bound
+
+
+def test_a_shards_snapshot_holds_its_pool_and_simulates_as_that_pool(tmp_path: Path) -> None:
+    """As KAI's snapshot plugin: the shard's nodes, queues and PodGroups (every pod), and its partitionParams; `kai
+    simulate` of it schedules that pool, and leaves out what a hand-edited snapshot adds of other pools."""
+    cluster = _cluster(
+        ("Node", node("a-0", 8)),
+        ("Node", _in_pool(node("h-0", 8), "h100")),
+        ("Queue", queue("q")),
+        ("Queue", _in_pool(queue("qh"), "h100")),
+        ("PodGroup", podgroup("pg-a", "q", T0)),
+        ("PodGroup", _in_pool(podgroup("pg-h", "qh", T0), "h100")),
+        ("Pod", pod("a", "pg-a")),
+        ("Pod", pod("h", "pg-h")),
+    )
+    h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
+    server = PluginServer(0)
+    try:
+        server.attach(h100, cluster)
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/get-snapshot", timeout=10) as answer:
+            taken = answer.read()
+    finally:
+        server.close()
+    document = json.loads(zipfile.ZipFile(io.BytesIO(taken)).read("snapshot.json"))
+    assert document["schedulerParams"]["partitionParams"] == {
+        "NodePoolLabelKey": POOL_LABEL,
+        "NodePoolLabelValue": "h100",
+    }
+    held = {name: sorted(o["metadata"]["name"] for o in items) for name, items in document["rawObjects"].items()}
+    assert (held["nodes"], held["queues"], held["podGroups"], held["pods"]) == (["h-0"], ["qh"], ["pg-h"], ["a", "h"])
+
+    document["rawObjects"]["nodes"].append(node("stray", 8))  # a hand-edited snapshot: a node of no pool
+    path = tmp_path / "h100.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("snapshot.json", json.dumps(document))
+    scenario = snapshot_scenario(path)
+    assert scenario.node_pool == H100 and scenario.config.node_pool == "h100"
+    (left_out,) = [p for p in scenario.problems if p.field == "schedulerParams.partitionParams"]
+    assert left_out.problem == f"node pool h100 ({POOL_LABEL}=h100): 1 Node, 1 Pod left out"
+    sim = Simulation(scenario)
+    record = sim.cycle(1)
+    assert record.outcome.pods["default/h"]["node"] == "h-0" and "default/a" not in record.outcome.pods
+    assert [p.field for p in sim.problems()] == ["schedulerParams.partitionParams"]  # a is of a PodGroup elsewhere
+    sim.advance(record)
+    assert _events(sim.cluster, "Scheduled")["h"].endswith("to node h-0 at node-pool h100")

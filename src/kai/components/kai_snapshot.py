@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kai.components.scheduler.node_pool import NodePool
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.duration import format_duration
 from kai.core.model.errors import InvalidObject
@@ -46,6 +47,7 @@ SCHEDULED_KINDS = frozenset(
 )
 """The kinds kai's scheduler reads; objects of the other lists are not used."""
 _NANOS = 1e9
+_POOL_KEY, _POOL_VALUE = "NodePoolLabelKey", "NodePoolLabelValue"
 
 
 class SnapshotFormatError(ValueError):
@@ -64,17 +66,27 @@ class KaiSnapshot:
     """Settings of the snapshot kai cannot honour: (field, what kai does instead)."""
     captured_at: float | None = None
     """When kai took it (kai's own ``kai.capturedAt``; KAI's snapshots do not say)."""
+    node_pool: NodePool | None = None
+    """The shard it was taken in (``schedulerParams.partitionParams``); None: the whole cluster."""
 
 
-def write_zip(config: SchedulerConfig, objects: Mapping[str, list[dict[str, Any]]], captured_at: float) -> bytes:
+def write_zip(
+    config: SchedulerConfig,
+    objects: Mapping[str, list[dict[str, Any]]],
+    captured_at: float,
+    node_pool: NodePool | None = None,
+) -> bytes:
     """A zip in KAI's format of ``objects`` (per kind) and ``config``, with kai's note of when it was taken (KAI's
-    reader ignores the extra ``kai`` key)."""
+    reader ignores the extra ``kai`` key); ``node_pool``: the shard whose objects they are, written as KAI's
+    ``partitionParams``."""
     raw: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
     by_kind = {kind: name for name, (kind, _) in LISTS.items()}
     for kind, items in objects.items():
         if kind in by_kind:
             raw[by_kind[kind]] = [dict(item) for item in items]
     kai_config, params = kai_config_of(config)
+    if node_pool is not None:
+        params["partitionParams"] = {_POOL_KEY: node_pool.label_key, _POOL_VALUE: node_pool.value}
     document = {
         "config": kai_config,
         "schedulerParams": params,
@@ -142,6 +154,7 @@ def read_zip(data: bytes, where: str) -> KaiSnapshot:
         raise SnapshotFormatError(f"{where}: {SNAPSHOT_FILE} has no rawObjects mapping (not a KAI snapshot)")
     config, notes = config_from_kai(document, where)
     snapshot = KaiSnapshot(config, [], notes=notes, captured_at=_captured_at(document, where))
+    snapshot.node_pool = _node_pool(document, snapshot.notes)
     for name, items in document["rawObjects"].items():
         if name not in LISTS:
             snapshot.notes.append((f"rawObjects.{name}", "not a list KAI v0.17 writes; ignored"))
@@ -184,16 +197,26 @@ def config_from_kai(document: dict[str, Any], where: str) -> tuple[dict[str, Any
         merged[key] = format_duration(float(params.get(key, 0)) / _NANOS)
     if not params.get("fullHierarchyFairness", False):
         notes.append(("schedulerParams.fullHierarchyFairness", "false or absent; kai divides the whole hierarchy"))
-    partition = params.get("partitionParams") or {}
-    if isinstance(partition, dict) and partition.get("NodePoolLabelValue"):
-        pool = f"{partition.get('NodePoolLabelKey')}={partition['NodePoolLabelValue']}"
-        notes.append(("schedulerParams.partitionParams", f"node pool {pool} not applied (kai has one); all nodes used"))
     for key in ("restrictSchedulingNodes", "scheduleCSIStorage"):
         if params.get(key):
             notes.append((f"schedulerParams.{key}", "true, which kai does not support; ignored"))
     if isinstance(params.get("featureGates"), dict):
         merged["featureGates"] = params["featureGates"]
     return merged, notes
+
+
+def _node_pool(document: dict[str, Any], notes: list[tuple[str, str]]) -> NodePool | None:
+    """The shard of KAI's ``partitionParams`` (SchedulingNodePoolParams: Go field names, no JSON tags); None without
+    a label key, as KAI's selector then takes everything."""
+    partition = (document.get("schedulerParams") or {}).get("partitionParams")
+    if not partition:
+        return None
+    key, value = (partition.get(k, "") if isinstance(partition, dict) else None for k in (_POOL_KEY, _POOL_VALUE))
+    if not isinstance(key, str) or not isinstance(value, str):
+        allowed = f"a mapping of {_POOL_KEY} and {_POOL_VALUE} strings"
+        notes.append(("schedulerParams.partitionParams", f"expected {allowed}; every object is used"))
+        return None
+    return NodePool(key, value) if key else None
 
 
 def _captured_at(document: dict[str, Any], where: str) -> float | None:

@@ -1,6 +1,6 @@
 """The scheduler's plugin server (KAI's ``--plugin-server-port``, on 127.0.0.1 as in KAI): what it sees and did.
 
-- ``/get-snapshot``: the objects a cycle sees and the config, as KAI's snapshot plugin serves them (a zip).
+- ``/get-snapshot``: the objects of its node pool and the config, as KAI's snapshot plugin serves them (a zip).
 - ``/get-job-order``: pending podgroups in the order the next cycle would try them (KAI's reflectjoborder).
 - ``/get-cycles``: kai's own; the last cycles, each with what it decided, or with ``?podgroup=ns/name`` what it
   did for that podgroup, beside the scheduler config (so ``kai explain`` runs the same one).
@@ -55,7 +55,11 @@ class PluginServer:
             return "503 Service Unavailable", b"the scheduler is not running yet (syncing, or standing by)\n", _TEXT
         loop, cluster = self._running
         if path == "/get-snapshot":
-            body = write_zip(loop.config, capture(cluster, loop.config), loop.clock())
+            pool = loop.node_pool
+            objects = {
+                kind: [o for o in items if pool.holds(kind, o)] for kind, items in capture(cluster, loop.config).items()
+            }
+            body = write_zip(loop.config, objects, loop.clock(), pool if pool.label_key else None)
             return "200 OK", body, [("Content-Type", "application/zip"), ("Content-Disposition", _ATTACHMENT)]
         if path == "/get-job-order":
             session = loop.opened_session()

@@ -38,9 +38,6 @@ from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState, object_key
 from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
 
-_ONE_POOL = NodePool()
-"""kai simulate's pool: no partition (docs/deviations.md), the node-pool label naming each PodGroup's pool."""
-
 
 @dataclass
 class CycleRecord:
@@ -85,7 +82,9 @@ class Simulation:
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
         self.state = ClusterState()
         self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
-        self.writer = DecisionWriter(self.cluster, self._now)
+        pool = scenario.node_pool or NodePool()
+        self.takes = pool.up_for_scheduling if scenario.node_pool is None else pool.schedules
+        self.writer = DecisionWriter(self.cluster, self._now, node_pool=pool)
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
@@ -106,9 +105,9 @@ class Simulation:
         return self.clock.now
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
-        """As the scheduler takes objects, with no partition: a PodGroup that used up its scheduling backoff is kept
-        out (one pool, ``default`` unless its node-pool label names another)."""
-        self.state.apply(kind, obj, deleted, elsewhere=not _ONE_POOL.up_for_scheduling(kind, obj))
+        """As the scheduler takes objects: a shard's snapshot, its pool's; otherwise every one (one pool), but a
+        PodGroup that used up its scheduling backoff (in the pool its node-pool label names) is kept out."""
+        self.state.apply(kind, obj, deleted, elsewhere=not self.takes(kind, obj))
 
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()

@@ -11,6 +11,7 @@ from typing import Any
 
 from kai.cluster.yamlfile import YamlFileError, read_documents
 from kai.components.kai_snapshot import SnapshotFormatError
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
 from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
@@ -73,6 +74,9 @@ class Scenario:
     problems: list[Problem] = field(default_factory=list)
     """Entries of the file that are not usable objects (skipped), in file order."""
     clock: ClockSpec = field(default_factory=ClockSpec)
+    node_pool: NodePool | None = None
+    """The shard a snapshot was taken in, whose objects the run schedules as its scheduler would; None: one pool,
+    ``default``, of every object (docs/deviations.md)."""
 
 
 def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> int:
@@ -167,7 +171,9 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
         raise ScenarioError(str(error)) from error
     clock = clock or ClockSpec()
     runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
-    return Scenario(path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems, clock)
+    return Scenario(
+        path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems, clock, loaded.node_pool
+    )
 
 
 def _clock_cycles(clock: ClockSpec) -> int | None:

@@ -6,11 +6,14 @@ problems. The scenario's clock is when the snapshot was taken: kai records it; f
 it is the newest time any object mentions (said in the problems), so that runtimes and delays count from about then.
 """
 
+import dataclasses
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kai.components.kai_snapshot import SnapshotFormatError, read_zip
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import WARNING, Problem
 from kai.core.framework.config import SchedulerConfig, parse_config
@@ -36,6 +39,8 @@ class LoadedSnapshot:
     now: float
     objects: list[dict[str, Any]]
     problems: list[Problem]
+    node_pool: NodePool | None
+    """The shard it was taken in (None: the whole cluster)."""
 
 
 def load_snapshot(path: Path) -> LoadedSnapshot:
@@ -52,6 +57,13 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
     except InvalidObject as error:
         raise SnapshotFormatError(f"{where}: {error}") from error
     notes = list(snapshot.notes)
+    pool = snapshot.node_pool
+    if pool is not None:
+        config = dataclasses.replace(config, node_pool=pool.name)
+        objects, others = _of_pool(objects, pool)
+        if others:
+            said = f"{pool.label_key}={pool.value}" if pool.value else f"no {pool.label_key} label"
+            notes.append(("schedulerParams.partitionParams", f"node pool {pool.name} ({said}): {others} left out"))
     notes += [
         (f"rawObjects.{n}", f"{c} objects kai does not schedule with; not used") for n, c in snapshot.ignored.items()
     ]
@@ -66,7 +78,29 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
         )
     label = f"snapshot {path.name}"
     problems += [Problem.of(WARNING, "Snapshot", path.name, InvalidObject(label, f, p)) for f, p in notes]
-    return LoadedSnapshot(config, now, objects, problems)
+    return LoadedSnapshot(config, now, objects, problems, pool)
+
+
+def _of_pool(objects: list[dict[str, Any]], pool: NodePool) -> tuple[list[dict[str, Any]], str]:
+    """The objects without the pods of PodGroups the snapshot does not hold (KAI's shard lists every pod, but only
+    its pool's PodGroups), and what is of other pools, counted per kind ('' when nothing): those pods, and what a
+    hand-edited snapshot adds of other pools' nodes, queues and PodGroups (the run leaves those out as the shard's
+    scheduler does)."""
+    held = {_key(obj) for obj in objects if obj["kind"] == "PodGroup"}
+
+    def elsewhere(obj: dict[str, Any]) -> bool:
+        if obj["kind"] != "Pod":
+            return not pool.holds(obj["kind"], obj)
+        group = (obj["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+        return bool(group) and (obj["metadata"].get("namespace", "default"), group) not in held
+
+    others = Counter(obj["kind"] for obj in objects if elsewhere(obj))
+    kept = [obj for obj in objects if obj["kind"] != "Pod" or not elsewhere(obj)]
+    return kept, ", ".join(f"{count} {kind}{'s' if count > 1 else ''}" for kind, count in sorted(others.items()))
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
 
 
 def newest_time(objects: list[dict[str, Any]]) -> float:
