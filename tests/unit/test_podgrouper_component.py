@@ -214,7 +214,7 @@ def test_a_malformed_pod_is_reported_on_it_and_the_others_are_grouped(
     mutate(bad)
     job = obj("batch/v1", "Job", "etl")
     cluster, grouper, _ = setup(bad, job, pod("etl-x", job))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger=PodGrouper.__module__):
         grouper.reconcile()
     assert warnings(cluster, "bad") == [message]
     [event] = [e for e in cluster.list("Event") if e["involvedObject"]["name"] == "bad"]
@@ -233,7 +233,7 @@ def test_a_malformed_pod_is_reported_on_it_and_the_others_are_grouped(
 def test_a_pod_without_a_name_is_logged_and_the_others_are_grouped(caplog: pytest.LogCaptureFixture) -> None:
     cluster = MemoryCluster([*PRIORITY_CLASSES, pod("good")])
     cluster.create("Pod", {"kind": "Pod", "metadata": {"namespace": NS}, "spec": {"schedulerName": "kai-scheduler"}})
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger=PodGrouper.__module__):
         PodGrouper(cluster).reconcile()
     assert spec_of(cluster, "good")[0] == "pg-good-uid-good"
     assert any("without metadata.name" in r.getMessage() for r in caplog.records)
@@ -333,7 +333,7 @@ def test_a_podgroup_someone_else_wrote_first_is_a_retry_not_an_error(caplog: pyt
     job = pytorch(1)
     cluster = RacingCluster([*PRIORITY_CLASSES, job, worker(job, 0)])
     grouper = PodGrouper(cluster)
-    with caplog.at_level(logging.DEBUG):
+    with caplog.at_level(logging.DEBUG, logger=PodGrouper.__module__):
         assert grouper.reconcile() == 0
         scaled = cluster.get("PyTorchJob", f"{NS}/bert")
         assert scaled is not None
