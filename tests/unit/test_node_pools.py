@@ -45,12 +45,9 @@ def _too_big_for_its_pool(pool: str, **spec: Any) -> MemoryCluster:
     )
 
 
-def _events(cluster: MemoryCluster, reason: str) -> dict[str, str]:
-    return {e["involvedObject"]["name"]: e["message"] for e in cluster.list("Event") if e["reason"] == reason}
-
-
-def test_each_pools_scheduler_binds_its_own_and_leaves_the_other_pools_pods_alone() -> None:
-    cluster = _cluster(
+def _two_pools() -> MemoryCluster:
+    """A node, a queue, a PodGroup and its pod in the default pool (``a``) and in ``h100`` (``h``)."""
+    return _cluster(
         ("Node", node("a-0", 8)),
         ("Node", _in_pool(node("h-0", 8), "h100")),
         ("Queue", queue("q")),
@@ -60,6 +57,14 @@ def test_each_pools_scheduler_binds_its_own_and_leaves_the_other_pools_pods_alon
         ("Pod", pod("a", "pg-a")),
         ("Pod", pod("h", "pg-h")),
     )
+
+
+def _events(cluster: MemoryCluster, reason: str) -> dict[str, str]:
+    return {e["involvedObject"]["name"]: e["message"] for e in cluster.list("Event") if e["reason"] == reason}
+
+
+def test_each_pools_scheduler_binds_its_own_and_leaves_the_other_pools_pods_alone() -> None:
+    cluster = _two_pools()
     default = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=DEFAULT)
     h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
     assert [(b.pod_key, b.node) for b in default.run_once().result.binds] == [("default/a", "a-0")]
@@ -217,16 +222,7 @@ def test_kai_simulate_says_which_podgroups_it_leaves_out(tmp_path: Path) -> None
 def test_a_shards_snapshot_holds_its_pool_and_simulates_as_that_pool(tmp_path: Path) -> None:
     """As KAI's snapshot plugin: the shard's nodes, queues and PodGroups (every pod), and its partitionParams; `kai
     simulate` of it schedules that pool, and leaves out what a hand-edited snapshot adds of other pools."""
-    cluster = _cluster(
-        ("Node", node("a-0", 8)),
-        ("Node", _in_pool(node("h-0", 8), "h100")),
-        ("Queue", queue("q")),
-        ("Queue", _in_pool(queue("qh"), "h100")),
-        ("PodGroup", podgroup("pg-a", "q", T0)),
-        ("PodGroup", _in_pool(podgroup("pg-h", "qh", T0), "h100")),
-        ("Pod", pod("a", "pg-a")),
-        ("Pod", pod("h", "pg-h")),
-    )
+    cluster = _two_pools()
     h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
     server = PluginServer(0)
     try:
