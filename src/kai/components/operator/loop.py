@@ -47,4 +47,4 @@ def operate(cluster: WatchedCluster, image: Image, period_s: float, stop: thread
             log.exception("operator pass failed")
             settled = False
         woken = wake.wait(period_s if settled else min(soon_s, period_s))
-        soon_s = FIRST_RETRY_S if settled or woken else 2 * soon_s  # a change starts the doubling again
+        soon_s = FIRST_RETRY_S if settled or woken else min(2 * soon_s, period_s)  # a change starts the doubling again
