@@ -13,11 +13,13 @@ import yaml
 from core_builders import T0, node, pod, podgroup, queue
 
 from kai.cluster.memory import MemoryCluster
+from kai.components.explain import explain_pod, explain_podgroup
+from kai.components.inspect import inspect
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_server import PluginServer
 from kai.components.sim.runner import Simulation, run_scenario
-from kai.components.sim.scenario import load_scenario, snapshot_scenario
+from kai.components.sim.scenario import Scenario, load_scenario, snapshot_scenario
 from kai.core.framework.config import SchedulerConfig
 
 POOL_LABEL = "kai.scheduler/node-pool"
@@ -219,19 +221,33 @@ def test_kai_simulate_says_which_podgroups_it_leaves_out(tmp_path: Path) -> None
     assert "default/tried-0" not in run.cycles[-1].outcome.pods  # left out of the cycle, not bound
 
 
-def test_a_shards_snapshot_holds_its_pool_and_simulates_as_that_pool(tmp_path: Path) -> None:
-    """As KAI's snapshot plugin: the shard's nodes, queues and PodGroups (every pod), and its partitionParams; `kai
-    simulate` of it schedules that pool, and leaves out what a hand-edited snapshot adds of other pools."""
-    cluster = _two_pools()
-    h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
+def _shard_snapshot(loop: SchedulerLoop, cluster: MemoryCluster) -> dict[str, Any]:
+    """The loop's ``/get-snapshot``, as its snapshot.json document."""
     server = PluginServer(0)
     try:
-        server.attach(h100, cluster)
+        server.attach(loop, cluster)
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/get-snapshot", timeout=10) as answer:
             taken = answer.read()
     finally:
         server.close()
-    document = json.loads(zipfile.ZipFile(io.BytesIO(taken)).read("snapshot.json"))
+    return dict(json.loads(zipfile.ZipFile(io.BytesIO(taken)).read("snapshot.json")))
+
+
+def _as_zip(document: dict[str, Any], path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("snapshot.json", json.dumps(document))
+    return path
+
+
+def _pool_notes(scenario: Scenario) -> list[str]:
+    return [p.problem for p in scenario.problems if p.field == "schedulerParams.partitionParams"]
+
+
+def test_a_shards_snapshot_holds_its_pool_and_simulates_as_that_pool(tmp_path: Path) -> None:
+    """As KAI's snapshot plugin: the shard's nodes, queues and PodGroups (every pod), and its partitionParams; `kai
+    simulate` of it schedules that pool, and leaves out what a hand-edited snapshot adds of other pools."""
+    cluster = _two_pools()
+    document = _shard_snapshot(SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100), cluster)
     assert document["schedulerParams"]["partitionParams"] == {
         "NodePoolLabelKey": POOL_LABEL,
         "NodePoolLabelValue": "h100",
@@ -240,16 +256,50 @@ def test_a_shards_snapshot_holds_its_pool_and_simulates_as_that_pool(tmp_path: P
     assert (held["nodes"], held["queues"], held["podGroups"], held["pods"]) == (["h-0"], ["qh"], ["pg-h"], ["a", "h"])
 
     document["rawObjects"]["nodes"].append(node("stray", 8))  # a hand-edited snapshot: a node of no pool
-    path = tmp_path / "h100.zip"
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("snapshot.json", json.dumps(document))
-    scenario = snapshot_scenario(path)
+    scenario = snapshot_scenario(_as_zip(document, tmp_path / "h100.zip"))
     assert scenario.node_pool == H100 and scenario.config.node_pool == "h100"
-    (left_out,) = [p for p in scenario.problems if p.field == "schedulerParams.partitionParams"]
-    assert left_out.problem == f"node pool h100 ({POOL_LABEL}=h100): 1 Node, 1 Pod left out"
+    assert _pool_notes(scenario) == [
+        f"node pool h100 ({POOL_LABEL}=h100): 1 Node of other pools left out",
+        f"node pool h100 ({POOL_LABEL}=h100): the pods of other pools' PodGroups (1) only take room on their nodes",
+    ]
     sim = Simulation(scenario)
     record = sim.cycle(1)
     assert record.outcome.pods["default/h"]["node"] == "h-0" and "default/a" not in record.outcome.pods
-    assert [p.field for p in sim.problems()] == ["schedulerParams.partitionParams"]  # a is of a PodGroup elsewhere
+    assert {p.field for p in sim.problems()} == {"schedulerParams.partitionParams"}  # a is not "missing its PodGroup"
     sim.advance(record)
     assert _events(sim.cluster, "Scheduled")["h"].endswith("to node h-0 at node-pool h100")
+
+
+def test_a_pod_of_another_pool_on_a_shards_node_takes_its_room_in_the_snapshots_run_too(tmp_path: Path) -> None:
+    """A node moved into h100 while a default-pool pod runs on it: neither h100's scheduler nor the run of its
+    snapshot places h there; `kai explain` says the pod's PodGroup is another pool's (not that it backed off)."""
+    cluster = _cluster(
+        ("Node", _in_pool(node("h-0", 8), "h100")),
+        ("Queue", queue("q")),
+        ("Queue", _in_pool(queue("qh"), "h100")),
+        ("PodGroup", podgroup("pg-a", "q", T0)),
+        ("PodGroup", _in_pool(podgroup("pg-h", "qh", T0), "h100")),
+        ("Pod", pod("a", "pg-a", gpus=8, node_name="h-0")),
+        ("Pod", pod("h", "pg-h", gpus=8)),
+    )
+    h100 = SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100)
+    assert h100.run_once().result.binds == []
+    document = _shard_snapshot(h100, cluster)
+    document["rawObjects"]["podGroups"].append(podgroup("pg-b", "q", T0))  # hand-added, of the default pool
+    inspection = inspect(snapshot_scenario(_as_zip(document, tmp_path / "h100.zip")))
+    assert inspection.session.result.binds == [] and inspection.backed_off == frozenset()
+    assert [p.kind for p in inspection.problems] == ["Snapshot", "Snapshot"]  # nothing of a backoff used up
+    for key, podgroup_key in (("default/a", "default/pg-a"), ("default/pg-b", "default/pg-b")):
+        told = explain_pod(inspection, key) if key.endswith("/a") else explain_podgroup(inspection, key)
+        assert told["state"] == "other pool", told
+        assert told["summary"].endswith(f"podgroup {podgroup_key} is of another node pool than h100"), told
+
+
+def test_unreadable_scheduling_conditions_count_as_no_reason() -> None:
+    """Whatever a PodGroup's status holds, deciding whether it is up for scheduling never fails."""
+    for reasons in ("x", ["x"], None, [{}], [{"reason": 3}]):
+        tried = _in_pool(podgroup("pg", "q", T0, schedulingBackoff=1), "h100")
+        tried["status"] = {"schedulingConditions": [{"nodePool": "h100", "transitionID": "1", "reasons": reasons}]}
+        assert H100.up_for_scheduling("PodGroup", tried) is False, reasons
+    for status in ("x", None, {"schedulingConditions": "x"}, {"schedulingConditions": ["x"]}):
+        assert H100.up_for_scheduling("PodGroup", {"metadata": {}, "spec": {"schedulingBackoff": 1}, "status": status})

@@ -11,7 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kai.cli.sources import Source, source_options
-from kai.components.explain import LEFT_OUT, NotFound, explain_pod, explain_podgroup, explain_workload
+from kai.components.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.live import history
 from kai.core.state.reason_text import when
 
@@ -68,7 +68,7 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         console.print(f"[bold]{told['kind']} {told['name']}[/bold]: [red]{told['summary']}[/red]")
         _fix(told, console)
         return
-    if told.get("state") == LEFT_OUT:
+    if told.get("state") in NOT_HERE:
         console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {told['summary']}")
         return
     preemptible = "preemptible" if told["preemptible"] else "non-preemptible"

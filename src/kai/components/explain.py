@@ -21,6 +21,10 @@ from kai.core.state.task import TaskInfo
 WAITING = frozenset({PodStatus.PENDING, PodStatus.GATED})
 LEFT_OUT = "left out"
 """The state of a podgroup that used up its scheduling backoff in its pool."""
+OTHER_POOL = "other pool"
+"""The state of a podgroup of another node pool than the run's (a shard's snapshot)."""
+NOT_HERE = frozenset({LEFT_OUT, OTHER_POOL})
+"""States of podgroups the run does not schedule: a summary says why."""
 TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT_FOR_JOB})
 """Fixes that are a wait with a known end: the start can be estimated."""
 
@@ -34,7 +38,7 @@ def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None =
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
         if key in ins.state.elsewhere:
-            return _left_out("PodGroup", key, key)
+            return _left_out(ins, "PodGroup", key, key)
         error = ins.state.invalid.get(("PodGroup", key))
         if error is None:
             raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
@@ -74,7 +78,7 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
         raise NotFound(f"pod {key} not found in {ins.scenario.name}")
     podgroup_key = f"{pod.meta.namespace}/{pod.podgroup_name}"
     if pod.scheduler_name == ins.scenario.config.scheduler_name and podgroup_key in ins.state.elsewhere:
-        return _left_out("Pod", key, podgroup_key)
+        return _left_out(ins, "Pod", key, podgroup_key)
     if pod.scheduler_name != ins.scenario.config.scheduler_name:
         what = f"pod {key} is scheduled by {pod.scheduler_name or 'the default scheduler'}, not by kai"
     else:
@@ -82,14 +86,19 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
     return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
 
 
-def _left_out(kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
-    """A podgroup the scheduler leaves out: it used up its ``schedulingBackoff`` in its node pool."""
-    what = (
-        f"podgroup {podgroup_key} was found unschedulable in its node pool and its spec.schedulingBackoff is used up "
-        "there: kai leaves it out until it is moved to another pool (its scheduling condition says why it failed)"
-    )
+def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
+    """A podgroup the run leaves out: it used up its ``schedulingBackoff`` in its node pool, or it is another
+    pool's."""
+    state, what = OTHER_POOL, f"podgroup {podgroup_key} is of another node pool than {ins.scenario.config.node_pool}"
+    if podgroup_key in ins.backed_off:
+        state = LEFT_OUT
+        what = (
+            f"podgroup {podgroup_key} was found unschedulable in its node pool and its spec.schedulingBackoff is used "
+            "up there: kai leaves it out until it is moved to another pool (its scheduling condition says why it "
+            "failed)"
+        )
     summary = what if kind == "PodGroup" else f"pod {key}: {what}"
-    return {"kind": kind, "name": key, "state": LEFT_OUT, "summary": summary, "reasons": [], "nearestFix": None}
+    return {"kind": kind, "name": key, "state": state, "summary": summary, "reasons": [], "nearestFix": None}
 
 
 def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[str, Any]:

@@ -33,6 +33,9 @@ class Inspection:
     problems: list[Problem]
     cluster: MemoryCluster
     """The embedded cluster after the last cycle (the objects as the components left them)."""
+    backed_off: frozenset[str]
+    """The podgroups left out for their used-up scheduling backoff (the others the state keeps out are other
+    pools')."""
 
     @property
     def now(self) -> float:
@@ -54,4 +57,6 @@ def inspect(scenario: Scenario) -> Inspection:
     opened = open_session(snapshot, config, scenario.now)
     order = job_order(opened)
     records.append(sim.cycle(total))
-    return Inspection(scenario, sim.state, opened, order, records[-1].session, records, sim.problems(), sim.cluster)
+    backed_off = frozenset(key for key in sim.state.elsewhere if sim.backed_off(key))
+    session = records[-1].session
+    return Inspection(scenario, sim.state, opened, order, session, records, sim.problems(), sim.cluster, backed_off)

@@ -85,8 +85,9 @@ def clear_scheduling_conditions(podgroup: Raw, reason: str | None = None) -> boo
 
 def first_reason(condition: Raw) -> str:
     """The reason of a condition's first explanation (``reasons[0].reason``; "" without one)."""
-    reasons = condition.get("reasons") or [{}]
-    return str(reasons[0].get("reason", ""))
+    reasons = condition.get("reasons")
+    first = reasons[0] if isinstance(reasons, list) and reasons else None
+    return str(first.get("reason", "")) if isinstance(first, dict) else ""
 
 
 def _transition_id(condition: Raw) -> int:
@@ -99,7 +100,8 @@ def _transition_id(condition: Raw) -> int:
 def last_scheduling_condition(podgroup: Mapping[str, Any]) -> Raw | None:
     """The scheduling condition of the highest transition ID, the first of equals (KAI's GetLastSchedulingCondition:
     an unreadable ID counts as -1)."""
-    conditions = (podgroup.get("status") or {}).get("schedulingConditions")
+    status = podgroup.get("status")
+    conditions = status.get("schedulingConditions") if isinstance(status, dict) else None
     last: Raw | None = None
     last_id = 0
     for condition in conditions if isinstance(conditions, list) else []:

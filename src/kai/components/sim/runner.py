@@ -28,6 +28,7 @@ from kai.components.sim.lifecycle import WorkloadLifecycle
 from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
+from kai.components.sim.snapshot_file import podgroups_elsewhere
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
@@ -82,9 +83,12 @@ class Simulation:
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
         self.state = ClusterState()
         self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
-        pool = scenario.node_pool or NodePool()
-        self.takes = pool.up_for_scheduling if scenario.node_pool is None else pool.schedules
-        self.writer = DecisionWriter(self.cluster, self._now, node_pool=pool)
+        self.pool = scenario.node_pool or NodePool()
+        self.partitioned = scenario.node_pool is not None
+        if self.partitioned:
+            for key in podgroups_elsewhere(scenario.objects):
+                self.state.mark_elsewhere(key)
+        self.writer = DecisionWriter(self.cluster, self._now, node_pool=self.pool)
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
@@ -107,7 +111,16 @@ class Simulation:
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         """As the scheduler takes objects: a shard's snapshot, its pool's; otherwise every one (one pool), but a
         PodGroup that used up its scheduling backoff (in the pool its node-pool label names) is kept out."""
-        self.state.apply(kind, obj, deleted, elsewhere=not self.takes(kind, obj))
+        takes = self.pool.schedules if self.partitioned else self.pool.up_for_scheduling
+        self.state.apply(kind, obj, deleted, elsewhere=not takes(kind, obj))
+
+    def backed_off(self, podgroup_key: str) -> bool:
+        """Whether a PodGroup the run leaves out is of its pool, and left out for its used-up scheduling backoff
+        (not another pool's)."""
+        podgroup = self.cluster.get("PodGroup", podgroup_key)
+        if podgroup is None or (self.partitioned and not self.pool.holds("PodGroup", podgroup)):
+            return False
+        return not self.pool.up_for_scheduling("PodGroup", podgroup)
 
     def cycle(self, number: int) -> CycleRecord:
         self.grouper.reconcile()
@@ -168,6 +181,8 @@ class Simulation:
                 )
         left_out = "was found unschedulable in its node pool and its backoff is used up there: left out until moved"
         for key in sorted(self.state.elsewhere):
+            if not self.backed_off(key):
+                continue  # another pool's: the snapshot's problems count those
             error = InvalidObject(f"PodGroup {key}", "spec.schedulingBackoff", left_out)
             found.append(Problem.of(WARNING, "PodGroup", key, error))
         found += grouper_warnings(self.cluster)

@@ -20,6 +20,7 @@ from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
+from kai.core.state.cluster_state import object_key
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -60,10 +61,7 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
     pool = snapshot.node_pool
     if pool is not None:
         config = dataclasses.replace(config, node_pool=pool.name)
-        objects, others = _of_pool(objects, pool)
-        if others:
-            said = f"{pool.label_key}={pool.value}" if pool.value else f"no {pool.label_key} label"
-            notes.append(("schedulerParams.partitionParams", f"node pool {pool.name} ({said}): {others} left out"))
+        notes += _pool_notes(objects, pool)
     notes += [
         (f"rawObjects.{n}", f"{c} objects kai does not schedule with; not used") for n, c in snapshot.ignored.items()
     ]
@@ -81,26 +79,34 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
     return LoadedSnapshot(config, now, objects, problems, pool)
 
 
-def _of_pool(objects: list[dict[str, Any]], pool: NodePool) -> tuple[list[dict[str, Any]], str]:
-    """The objects without the pods of PodGroups the snapshot does not hold (KAI's shard lists every pod, but only
-    its pool's PodGroups), and what is of other pools, counted per kind ('' when nothing): those pods, and what a
-    hand-edited snapshot adds of other pools' nodes, queues and PodGroups (the run leaves those out as the shard's
-    scheduler does)."""
-    held = {_key(obj) for obj in objects if obj["kind"] == "PodGroup"}
-
-    def elsewhere(obj: dict[str, Any]) -> bool:
-        if obj["kind"] != "Pod":
-            return not pool.holds(obj["kind"], obj)
-        group = (obj["metadata"].get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
-        return bool(group) and (obj["metadata"].get("namespace", "default"), group) not in held
-
-    others = Counter(obj["kind"] for obj in objects if elsewhere(obj))
-    kept = [obj for obj in objects if obj["kind"] != "Pod" or not elsewhere(obj)]
-    return kept, ", ".join(f"{count} {kind}{'s' if count > 1 else ''}" for kind, count in sorted(others.items()))
+def podgroups_elsewhere(objects: list[dict[str, Any]]) -> set[str]:
+    """The PodGroups a shard's snapshot names in its pods' annotations but does not hold: KAI's shard lists every pod
+    and only its own pool's PodGroups, so those are other pools' (their pods only take room on their nodes)."""
+    held = {object_key(obj) for obj in objects if obj["kind"] == "PodGroup"}
+    named = {_podgroup_of(obj) for obj in objects if obj["kind"] == "Pod"}
+    return {key for key in named if key and key not in held}
 
 
-def _key(obj: dict[str, Any]) -> tuple[str, str]:
-    return obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]
+def _pool_notes(objects: list[dict[str, Any]], pool: NodePool) -> list[tuple[str, str]]:
+    """What of the snapshot its pool's run leaves out: pods of other pools' PodGroups, and the nodes, queues and
+    PodGroups of other pools a hand-edited snapshot adds (KAI's own hold none: its partition selector)."""
+    said = f"{pool.label_key}={pool.value}" if pool.value else f"no {pool.label_key} label"
+    where = ("schedulerParams.partitionParams", f"node pool {pool.name} ({said})")
+    others = Counter(obj["kind"] for obj in objects if obj["kind"] != "Pod" and not pool.holds(obj["kind"], obj))
+    notes = []
+    if others:
+        counted = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}" for kind, count in sorted(others.items()))
+        notes.append((where[0], f"{where[1]}: {counted} of other pools left out"))
+    elsewhere = podgroups_elsewhere(objects)
+    if pods := sum(_podgroup_of(obj) in elsewhere for obj in objects if obj["kind"] == "Pod"):
+        notes.append((where[0], f"{where[1]}: the pods of other pools' PodGroups ({pods}) only take room on their nodes"))
+    return notes
+
+
+def _podgroup_of(pod: dict[str, Any]) -> str:
+    meta = pod["metadata"]
+    name = (meta.get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+    return f"{meta.get('namespace', 'default')}/{name}" if name else ""
 
 
 def newest_time(objects: list[dict[str, Any]]) -> float:

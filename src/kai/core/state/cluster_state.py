@@ -212,6 +212,13 @@ class ClusterState:
             self._pods_by_podgroup.setdefault(podgroup_key, set()).add(key)
             self._check_podgroup_of(key)
 
+    def mark_elsewhere(self, podgroup_key: str) -> None:
+        """A PodGroup known to be another scheduler's that the state is given no object of (a shard's snapshot lists
+        every pod but only its own pool's PodGroups): its pods only occupy their nodes, as with ``elsewhere``."""
+        self.elsewhere.add(podgroup_key)
+        for pod_key in self._pods_by_podgroup.get(podgroup_key, ()):
+            self._check_podgroup_of(pod_key)
+
     def _check_podgroup_of(self, pod_key: str) -> None:
         pod = self.pods.get(pod_key)
         if pod is None:
