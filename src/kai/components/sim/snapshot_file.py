@@ -99,7 +99,8 @@ def _pool_notes(objects: list[dict[str, Any]], pool: NodePool) -> list[tuple[str
         notes.append((where[0], f"{where[1]}: {counted} of other pools left out"))
     elsewhere = podgroups_elsewhere(objects)
     if pods := sum(_podgroup_of(obj) in elsewhere for obj in objects if obj["kind"] == "Pod"):
-        notes.append((where[0], f"{where[1]}: the pods of other pools' PodGroups ({pods}) only take room on their nodes"))
+        told = f"the pods of other pools' PodGroups ({pods}) only take room on their nodes"
+        notes.append((where[0], f"{where[1]}: {told}"))
     return notes
 
 
