@@ -5,6 +5,7 @@ cluster; plain manifests run as on a cluster with KAI installed (its stock prior
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from sim_support import QUEUE, node
 
@@ -269,6 +270,38 @@ def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_it
     (done,) = cluster.list("Job")
     assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (3, "Complete")
     assert len(cluster.list("Pod")) == 1
+
+
+def _owned_pod(name: str, job: dict[str, Any]) -> dict[str, Any]:
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": "u-1", "controller": True}
+    meta = {"name": name, "labels": {"kai.scheduler/queue": "team"}, "ownerReferences": [owner]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": _template()["spec"]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "said"),
+    [
+        ({"completions": 2}, "spec.template", "pod template with spec.containers"),
+        ({"completions": "x", "template": _template()}, "spec.completions", "got 'x'"),
+        ({"parallelism": -1, "template": _template()}, "spec.parallelism", "got -1"),
+        ({"completionMode": "indexed", "template": _template()}, "spec.completionMode", "NonIndexed, Indexed"),
+    ],
+)
+def test_a_job_with_pods_in_the_input_and_a_spec_kai_cannot_read_is_an_error_and_its_pods_run_as_they_are(
+    tmp_path: Path, spec: dict[str, Any], field: str, said: str
+) -> None:
+    """Its spec is checked as a Job's without pods is: the Job makes no pods, its pod of the input is scheduled, and
+    the rest of the run (another Job) goes on."""
+    job = _workload("batch/v1", "Job", "j1", spec)
+    job["metadata"]["uid"] = "u-1"
+    other = _workload("batch/v1", "Job", "other", {"template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job, _owned_pod("j1-abcde", job), other), cycles=3)
+    (problem,) = [p for p in sim.problems() if p.kind == "Job"]
+    assert (problem.severity, problem.name, problem.field) == ("error", "default/j1", field)
+    assert said in problem.problem and "its pods in the input run as they are" in problem.problem
+    pods = {p["metadata"]["labels"].get("job-name", p["metadata"]["name"]): p for p in sim.cluster.list("Pod")}
+    assert sorted(pods) == ["j1-abcde", "other"]
+    assert {p["status"]["phase"] for p in pods.values()} == {"Running"}
 
 
 def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:

@@ -37,7 +37,14 @@ from kai.components.sim.workload_makers import (
     job_pods,
     pods_to_make,
 )
-from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
+from kai.components.sim.workload_objects import (
+    Invalid,
+    check_job_spec,
+    mapping,
+    template_meta,
+    uid,
+    whole_number,
+)
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
@@ -101,6 +108,17 @@ class WorkloadControllers:
         return controllers
 
     def _adopt(self, job: Raw, pods: list[Raw]) -> None:
+        """A Job of the input that owns pods goes on from them (``_follow``) if its spec can be read, as the Job
+        maker reads a Job that owns none; else it is an error and its pods run as they are."""
+        try:
+            check_job_spec(job, "spec")
+        except Invalid as error:
+            problem = f"{error.problem}; no more pods are made from it (its pods in the input run as they are)"
+            self._report(ERROR, job, error.field, problem)
+            return
+        self._follow(job, pods)
+
+    def _follow(self, job: Raw, pods: list[Raw]) -> None:
         """A Job goes on from its pods as its controller would: it makes more if its completions ask for them and is
         Complete once they are done. A captured Job's status may count successes of pods no longer there."""
         key = object_key(job)
@@ -142,7 +160,7 @@ class WorkloadControllers:
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
-                self._adopt(obj, admitted)
+                self._follow(obj, admitted)
             elif kind == "CronJob":
                 self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
             elif kind == "RayJob":
@@ -193,7 +211,6 @@ class WorkloadControllers:
             # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
             pods = [pod for one in made if (pod := cluster.peek("Pod", one))]
             phases = [(pod.get("status") or {}).get("phase") for pod in pods]
-            completions = mapping(job, "spec").get("completions")
             succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
             busy = frozenset(
@@ -204,7 +221,7 @@ class WorkloadControllers:
             for pod in job_pods(job, len(made), pods_to_make(job, succeeded, active), busy):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
-            done = succeeded >= (1 if completions is None else int(completions)) and not active
+            done = succeeded >= whole_number(job, ("spec", "completions"), 1) and not active
             if done and not (job.get("status") or {}).get("completionTime"):
                 complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
                 job = json_copy(job)

@@ -15,6 +15,7 @@ from kai.components.sim.cron_jobs import cron_job_spec, finished
 from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
+    check_job_spec,
     child,
     from_template,
     mapping,
@@ -123,6 +124,7 @@ def counted_successes(job: Raw) -> int:
 def _job(job: Raw) -> list[Raw]:
     """A Job's first pods; none for a Job that finished (a cluster's capture), fewer for one whose status already
     counts successes."""
+    check_job_spec(job, "spec")
     if finished(job) is not None:
         return []
     return list(job_pods(job, 0, pods_to_make(job, counted_successes(job), 0)))
