@@ -180,6 +180,28 @@ def test_a_cron_job_kai_cannot_read_is_an_error_naming_the_field(
     assert sim.cluster.list("Job") == []
 
 
+@pytest.mark.parametrize(
+    ("job_spec", "field", "said"),
+    [
+        ({"completions": "x"}, "spec.jobTemplate.spec.completions", "got 'x'"),
+        ({"parallelism": -1}, "spec.jobTemplate.spec.parallelism", "got -1"),
+        ({"template": {"spec": {}}}, "spec.jobTemplate.spec.template", "pod template with spec.containers"),
+    ],
+)
+def test_a_job_template_kai_cannot_read_is_one_error_of_the_cron_job(
+    tmp_path: Path, job_spec: dict[str, Any], field: str, said: str
+) -> None:
+    """Checked once as the CronJob is read, as a Job's spec is: no broken Job at every scheduled time."""
+    cron_job = _cron_job("*/5 * * * *")
+    cron_job["spec"]["jobTemplate"]["spec"].update(job_spec)
+    sim = _simulation(tmp_path, cron_job, minutes=30)
+    _run(sim)
+    (problem,) = sim.problems()
+    assert (problem.severity, problem.kind, problem.field) == ("error", "CronJob", field)
+    assert said in problem.problem and "no Jobs are made" in problem.problem
+    assert sim.cluster.list("Job") == []
+
+
 def test_a_cron_job_on_a_frozen_clock_says_it_makes_no_later_jobs(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([QUEUE, NODE, _cron_job("*/5 * * * *")]))

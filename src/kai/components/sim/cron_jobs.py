@@ -18,9 +18,9 @@ from kai.cluster.port import Raw
 from kai.components.sim.cron_schedule import CronSchedule, parse_schedule
 from kai.components.sim.workload_objects import (
     Invalid,
+    check_job_spec,
     child,
     mapping,
-    pod_template,
     template_meta,
     uid,
     whole_number,
@@ -68,7 +68,7 @@ def cron_job_spec(cron_job: Raw) -> CronJobSpec:
     """What the controller reads of a CronJob; what it cannot use is ``Invalid`` naming the field."""
     spec = mapping(cron_job, "spec")
     schedule = parse_schedule(spec.get("schedule"), spec.get("timeZone"))
-    pod_template(cron_job, "spec", "jobTemplate", "spec", "template")
+    check_job_spec(cron_job, "spec", "jobTemplate", "spec")  # once here, not at every Job made from it
     policy = spec.get("concurrencyPolicy") or "Allow"
     if policy not in POLICIES:
         raise Invalid("spec.concurrencyPolicy", f"got {policy!r}; allowed: {', '.join(POLICIES)}")
