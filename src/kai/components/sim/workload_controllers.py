@@ -22,7 +22,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
-from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
+from kai.components.sim.cron_jobs import CronJobSpec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.ray_submitter import sidecar_run_time, submission_mode
 from kai.components.sim.workload_makers import (
@@ -157,12 +157,12 @@ class WorkloadControllers:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
                     self.after_running.append(AfterRunning(item.pods, self._expand(later, owned), item.starts))
+                elif isinstance(item, CronJobSpec):
+                    self.cron_jobs[object_key(obj)] = item
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
                 self._follow(obj, admitted)
-            elif kind == "CronJob":
-                self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
             elif kind == "RayJob":
                 self._submitter(obj, [o for item in self.after_running for o in item.objects if _owned_by(o, obj)])
             pending.extend(admitted)

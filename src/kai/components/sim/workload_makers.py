@@ -1,7 +1,7 @@
 """What each workload controller ``kai simulate`` stands in for makes of a workload (scenario-format.md §9): the
 Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay (with a RayJob's submitter: ``ray_submitter``), the
 Kubeflow training operator, mpi-operator and notebook controller, and the LeaderWorkerSet and JobSet controllers,
-with their names and labels. A CronJob is only checked here: its Jobs come with time (``cron_jobs``)."""
+with their names and labels. A CronJob is only read here: its Jobs come with time (``cron_jobs``)."""
 
 import copy
 import hashlib
@@ -11,7 +11,7 @@ from typing import Any
 
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
-from kai.components.sim.cron_jobs import cron_job_spec, finished
+from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished
 from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
@@ -70,7 +70,8 @@ class AfterRunning:
     """A SidecarMode RayJob (key) whose Ray job starts then: the head's submitter container submits it."""
 
 
-# Each maker gives the objects a controller makes for a workload at its start.
+# Each maker gives the objects a controller makes for a workload at its start (and, for a CronJob, what its
+# controller reads of it).
 
 
 def job_pods(job: Raw, first: int, count: int, busy: frozenset[int] = frozenset()) -> Iterator[Raw]:
@@ -130,11 +131,10 @@ def _job(job: Raw) -> list[Raw]:
     return list(job_pods(job, 0, pods_to_make(job, counted_successes(job), 0)))
 
 
-def _cron_job(cron_job: Raw) -> list[Raw]:
-    """Nothing at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); its fields are
-    checked now."""
-    cron_job_spec(cron_job)
-    return []
+def _cron_job(cron_job: Raw) -> list[CronJobSpec]:
+    """No object at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); what its
+    controller reads of it, checked now, is handed over."""
+    return [cron_job_spec(cron_job)]
 
 
 def _replica_set(replica_set: Raw) -> list[Raw]:
@@ -388,7 +388,7 @@ def _jobset(jobset: Raw) -> list[Raw]:
     return jobs
 
 
-MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
+MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning | CronJobSpec]]] = {
     "Job": _job,
     "CronJob": _cron_job,
     "ReplicaSet": _replica_set,
