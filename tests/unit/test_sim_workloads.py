@@ -272,6 +272,55 @@ def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_it
     assert len(cluster.list("Pod")) == 1
 
 
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def _indexed_job(**status: Any) -> dict[str, Any]:
+    spec = {"completions": 5, "parallelism": 5, "completionMode": "Indexed", "template": _template()}
+    job = _workload("batch/v1", "Job", "idx", spec)
+    job["metadata"].update(namespace="default", uid="u-1")
+    job["status"] = status
+    return job
+
+
+def _indexes(cluster: MemoryCluster) -> list[str]:
+    return sorted(p["metadata"]["annotations"][INDEX] for p in cluster.list("Pod"))
+
+
+def test_a_captured_indexed_job_makes_only_the_indexes_its_status_has_not_completed() -> None:
+    """Captured with indexes 0, 2 and 3 done (their pods gone; 7-9 are past its completions) and index 1 running:
+    only index 4 is made, and the Job is Complete with 5 succeeded once 1 and 4 are; without pods, 1 and 4 are
+    made at the start."""
+    job = _indexed_job(succeeded=3, active=1, completedIndexes="0,2-3,7-9")
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "idx", "uid": "u-1", "controller": True}
+    meta = {"name": "idx-1-abcde", "namespace": "default", "ownerReferences": [owner], "annotations": {INDEX: "1"}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "status": {"phase": "Running"}}
+    controllers = WorkloadControllers.start([job, pod])
+    cluster = MemoryCluster(controllers.objects)
+    controllers.step(cluster, 60.0)
+    assert _indexes(cluster) == ["1", "4"]
+    for made in cluster.list("Pod"):
+        made["status"] = {"phase": "Succeeded"}
+        cluster.update_status("Pod", made)
+    controllers.step(cluster, 120.0)
+    (done,) = cluster.list("Job")
+    assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (5, "Complete")
+    assert _indexes(cluster) == ["1", "4"]
+    fresh = WorkloadControllers.start([_indexed_job(succeeded=3, completedIndexes="0,2-3")])
+    assert _indexes(MemoryCluster(fresh.objects)) == ["1", "4"]
+    assert fresh.problems == []
+
+
+@pytest.mark.parametrize("completed", ["0-x", "3-1", "0,,2", 3])
+def test_completed_indexes_kai_cannot_read_are_a_warning_and_taken_as_none(completed: object) -> None:
+    """Its status.succeeded still counts: 2 of 5 are left, made at the lowest indexes."""
+    controllers = WorkloadControllers.start([_indexed_job(succeeded=3, completedIndexes=completed)])
+    assert _indexes(MemoryCluster(controllers.objects)) == ["0", "1"]
+    (problem,) = controllers.problems
+    assert (problem.severity, problem.name, problem.field) == ("warning", "default/idx", "status.completedIndexes")
+    assert f"got {completed!r}" in problem.problem and "no index is taken as done" in problem.problem
+
+
 def _owned_pod(name: str, job: dict[str, Any]) -> dict[str, Any]:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": "u-1", "controller": True}
     meta = {"name": name, "labels": {"kai.scheduler/queue": "team"}, "ownerReferences": [owner]}
