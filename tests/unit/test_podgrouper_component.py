@@ -233,7 +233,8 @@ def test_a_malformed_pod_is_reported_on_it_and_the_others_are_grouped(
 def test_a_pod_without_a_name_is_logged_and_the_others_are_grouped(caplog: pytest.LogCaptureFixture) -> None:
     cluster = MemoryCluster([*PRIORITY_CLASSES, pod("good")])
     cluster.create("Pod", {"kind": "Pod", "metadata": {"namespace": NS}, "spec": {"schedulerName": "kai-scheduler"}})
-    with caplog.at_level(logging.WARNING):
+    # its own logger's level too: `kai simulate` (run by CLI tests in this process) sets it to ERROR
+    with caplog.at_level(logging.WARNING, logger=PodGrouper.__module__):
         PodGrouper(cluster).reconcile()
     assert spec_of(cluster, "good")[0] == "pg-good-uid-good"
     assert any("without metadata.name" in r.getMessage() for r in caplog.records)
