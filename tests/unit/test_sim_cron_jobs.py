@@ -180,6 +180,28 @@ def test_a_cron_job_kai_cannot_read_is_an_error_naming_the_field(
     assert sim.cluster.list("Job") == []
 
 
+@pytest.mark.parametrize(
+    ("job_spec", "field", "said"),
+    [
+        ({"completions": "x"}, "spec.jobTemplate.spec.completions", "got 'x'"),
+        ({"parallelism": -1}, "spec.jobTemplate.spec.parallelism", "got -1"),
+        ({"template": {"spec": {}}}, "spec.jobTemplate.spec.template", "pod template with spec.containers"),
+    ],
+)
+def test_a_job_template_kai_cannot_read_is_one_error_of_the_cron_job(
+    tmp_path: Path, job_spec: dict[str, Any], field: str, said: str
+) -> None:
+    """Checked once as the CronJob is read, as a Job's spec is: no broken Job at every scheduled time."""
+    cron_job = _cron_job("*/5 * * * *")
+    cron_job["spec"]["jobTemplate"]["spec"].update(job_spec)
+    sim = _simulation(tmp_path, cron_job, minutes=30)
+    _run(sim)
+    (problem,) = sim.problems()
+    assert (problem.severity, problem.kind, problem.field) == ("error", "CronJob", field)
+    assert said in problem.problem and "no Jobs are made" in problem.problem
+    assert sim.cluster.list("Job") == []
+
+
 def test_a_cron_job_on_a_frozen_clock_says_it_makes_no_later_jobs(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([QUEUE, NODE, _cron_job("*/5 * * * *")]))
@@ -348,3 +370,26 @@ def test_a_job_name_another_object_holds_is_reported_once_and_its_time_stays_unm
     assert "Job default/report-5, which already exists" in problem.problem
     cron_job_now = sim.cluster.get("CronJob", "default/report")
     assert cron_job_now is not None and "lastScheduleTime" not in (cron_job_now.get("status") or {})
+
+
+def test_replace_keeps_the_job_of_the_time_it_runs_and_replaces_it_at_the_next_time(tmp_path: Path) -> None:
+    """Captured at 00:05:30, the Job of 00:05 made and running but the CronJob's status not yet written: the
+    controller finds that time's Job before it looks at the policy, so the time is met and nothing is replaced;
+    at 00:10 Replace deletes it (with its pod) for the Job of 00:10."""
+    cron_job = _cron_job("*/5 * * * *", run_time="12m", concurrencyPolicy="Replace")
+    cron_job["metadata"].update(uid="cron-uid", creationTimestamp="1970-01-01T00:00:00Z")
+    cron_job["status"] = {"lastScheduleTime": "1970-01-01T00:00:00Z"}
+    job = _job_named("report-5", "cron-uid")
+    job["spec"] = cron_job["spec"]["jobTemplate"]["spec"]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([QUEUE, NODE, cron_job, job]))
+    scenario = load_scenario(path, clock=ClockSpec(60, 5 * 60))
+    scenario.now = 5 * 60 + 30
+    sim = Simulation(scenario)
+    cron_job_now = sim.cluster.get("CronJob", "default/report")
+    assert cron_job_now is not None
+    assert cron_job_now["status"]["lastScheduleTime"] == "1970-01-01T00:05:00Z"
+    assert [ref["name"] for ref in cron_job_now["status"]["active"]] == ["report-5"]
+    steps = _run(sim)
+    assert [existing for existing, _ in steps] == [{"report-5"}] * 4 + [{"report-10"}]
+    assert [p["metadata"]["labels"]["job-name"] for p in sim.cluster.list("Pod")] == ["report-10"]

@@ -5,6 +5,7 @@ cluster; plain manifests run as on a cluster with KAI installed (its stock prior
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from sim_support import QUEUE, node
 
@@ -269,6 +270,87 @@ def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_it
     (done,) = cluster.list("Job")
     assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (3, "Complete")
     assert len(cluster.list("Pod")) == 1
+
+
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def _indexed_job(**status: Any) -> dict[str, Any]:
+    spec = {"completions": 5, "parallelism": 5, "completionMode": "Indexed", "template": _template()}
+    job = _workload("batch/v1", "Job", "idx", spec)
+    job["metadata"].update(namespace="default", uid="u-1")
+    job["status"] = status
+    return job
+
+
+def _indexes(cluster: MemoryCluster) -> list[str]:
+    return sorted(p["metadata"]["annotations"][INDEX] for p in cluster.list("Pod"))
+
+
+def test_a_captured_indexed_job_makes_only_the_indexes_its_status_has_not_completed() -> None:
+    """Captured with indexes 0, 2 and 3 done (their pods gone; 7-9 are past its completions) and index 1 running:
+    only index 4 is made, and the Job is Complete with 5 succeeded once 1 and 4 are; without pods, 1 and 4 are
+    made at the start."""
+    job = _indexed_job(succeeded=3, active=1, completedIndexes="0,2-3,7-9")
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "idx", "uid": "u-1", "controller": True}
+    meta = {"name": "idx-1-abcde", "namespace": "default", "ownerReferences": [owner], "annotations": {INDEX: "1"}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "status": {"phase": "Running"}}
+    controllers = WorkloadControllers.start([job, pod])
+    cluster = MemoryCluster(controllers.objects)
+    controllers.step(cluster, 60.0)
+    assert _indexes(cluster) == ["1", "4"]
+    for made in cluster.list("Pod"):
+        made["status"] = {"phase": "Succeeded"}
+        cluster.update_status("Pod", made)
+    controllers.step(cluster, 120.0)
+    (done,) = cluster.list("Job")
+    assert (done["status"]["succeeded"], done["status"]["conditions"][0]["type"]) == (5, "Complete")
+    assert _indexes(cluster) == ["1", "4"]
+    fresh = WorkloadControllers.start([_indexed_job(succeeded=3, completedIndexes="0,2-3")])
+    assert _indexes(MemoryCluster(fresh.objects)) == ["1", "4"]
+    assert fresh.problems == []
+
+
+@pytest.mark.parametrize("completed", ["0-x", "3-1", "0,,2", 3])
+def test_completed_indexes_kai_cannot_read_are_a_warning_and_taken_as_none(completed: object) -> None:
+    """Its status.succeeded still counts: 2 of 5 are left, made at the lowest indexes."""
+    controllers = WorkloadControllers.start([_indexed_job(succeeded=3, completedIndexes=completed)])
+    assert _indexes(MemoryCluster(controllers.objects)) == ["0", "1"]
+    (problem,) = controllers.problems
+    assert (problem.severity, problem.name, problem.field) == ("warning", "default/idx", "status.completedIndexes")
+    assert f"got {completed!r}" in problem.problem and "no index is taken as done" in problem.problem
+
+
+def _owned_pod(name: str, job: dict[str, Any]) -> dict[str, Any]:
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"], "uid": "u-1", "controller": True}
+    meta = {"name": name, "labels": {"kai.scheduler/queue": "team"}, "ownerReferences": [owner]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": _template()["spec"]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "said"),
+    [
+        ({"completions": 2}, "spec.template", "pod template with spec.containers"),
+        ({"completions": "x", "template": _template()}, "spec.completions", "got 'x'"),
+        ({"parallelism": -1, "template": _template()}, "spec.parallelism", "got -1"),
+        ({"completionMode": "indexed", "template": _template()}, "spec.completionMode", "NonIndexed, Indexed"),
+    ],
+)
+def test_a_job_with_pods_in_the_input_and_a_spec_kai_cannot_read_is_an_error_and_its_pods_run_as_they_are(
+    tmp_path: Path, spec: dict[str, Any], field: str, said: str
+) -> None:
+    """Its spec is checked as a Job's without pods is: the Job makes no pods, its pod of the input is scheduled, and
+    the rest of the run (another Job) goes on."""
+    job = _workload("batch/v1", "Job", "j1", spec)
+    job["metadata"]["uid"] = "u-1"
+    other = _workload("batch/v1", "Job", "other", {"template": _template()})
+    sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job, _owned_pod("j1-abcde", job), other), cycles=3)
+    (problem,) = [p for p in sim.problems() if p.kind == "Job"]
+    assert (problem.severity, problem.name, problem.field) == ("error", "default/j1", field)
+    assert said in problem.problem and "its pods in the input run as they are" in problem.problem
+    pods = {p["metadata"]["labels"].get("job-name", p["metadata"]["name"]): p for p in sim.cluster.list("Pod")}
+    assert sorted(pods) == ["j1-abcde", "other"]
+    assert {p["status"]["phase"] for p in pods.values()} == {"Running"}
 
 
 def test_a_pod_the_input_already_names_is_not_made_again(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ At each step the controller runs the latest scheduled time not yet run (since ``
 CronJob's creation, else the simulation's start), as the real one does when it wakes: times missed in between are
 not run, and with ``startingDeadlineSeconds`` nothing older than that is run. ``suspend`` runs nothing;
 ``concurrencyPolicy: Forbid`` runs nothing while a Job of it is active (the time stays unmet, so it runs late once
-the Job is done, if the deadline allows), ``Replace`` deletes the active Jobs first. A Job is ``<cronjob>-<scheduled
+the Job is done, if the deadline allows), ``Replace`` deletes the active Jobs first; neither acts when the Job of
+that time is already active (its time was run). A Job is ``<cronjob>-<scheduled
 minutes since the epoch>`` from ``spec.jobTemplate`` (its labels and annotations, not the CronJob's), owned by the
 CronJob, with the ``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation; finished Jobs beyond
 ``successfulJobsHistoryLimit`` (3) and ``failedJobsHistoryLimit`` (1) are deleted, oldest first. ``sync`` decides;
@@ -18,9 +19,9 @@ from kai.cluster.port import Raw
 from kai.components.sim.cron_schedule import CronSchedule, parse_schedule
 from kai.components.sim.workload_objects import (
     Invalid,
+    check_job_spec,
     child,
     mapping,
-    pod_template,
     template_meta,
     uid,
     whole_number,
@@ -68,7 +69,7 @@ def cron_job_spec(cron_job: Raw) -> CronJobSpec:
     """What the controller reads of a CronJob; what it cannot use is ``Invalid`` naming the field."""
     spec = mapping(cron_job, "spec")
     schedule = parse_schedule(spec.get("schedule"), spec.get("timeZone"))
-    pod_template(cron_job, "spec", "jobTemplate", "spec", "template")
+    check_job_spec(cron_job, "spec", "jobTemplate", "spec")  # once here, not at every Job made from it
     policy = spec.get("concurrencyPolicy") or "Allow"
     if policy not in POLICIES:
         raise Invalid("spec.concurrencyPolicy", f"got {policy!r}; allowed: {', '.join(POLICIES)}")
@@ -118,18 +119,26 @@ def sync(cron_job: Raw, spec: CronJobSpec, jobs: list[Raw], now: float, start: f
     if complete:
         status["lastSuccessfulTime"] = max(str((job.get("status") or {}).get("completionTime", "")) for job in complete)
     scheduled = None if spec.suspend else _unmet(cron_job, spec, now, start, name)
-    if scheduled is not None and not (spec.policy == "Forbid" and active):
-        if spec.policy == "Replace":
-            decided.remove += active
-            active = []
+    if scheduled is not None:
         job = job_for(cron_job, spec.schedule, scheduled, now)
-        if not any(made["metadata"]["name"] == job["metadata"]["name"] for made in jobs):
-            decided.job, decided.scheduled = job, scheduled
-        else:  # it made that Job before (its status was not written then): the time is met
+        if _named(job, active):  # the controller's inActiveListByName: that time's Job runs, nothing else is done
             status["lastScheduleTime"] = format_time(scheduled)
+        elif not (spec.policy == "Forbid" and active):
+            if spec.policy == "Replace":
+                decided.remove += active
+                active = []
+            if _named(job, jobs):  # it made that Job before, now finished (its AlreadyExists): the time is met
+                status["lastScheduleTime"] = format_time(scheduled)
+            else:
+                decided.job, decided.scheduled = job, scheduled
     decided.active = active
     _set_active(status, active)
     return decided
+
+
+def _named(job: Raw, jobs: list[Raw]) -> bool:
+    """Whether ``jobs`` has one of ``job``'s name (the name of its scheduled time)."""
+    return any(other["metadata"]["name"] == job["metadata"]["name"] for other in jobs)
 
 
 def _unmet(cron_job: Raw, spec: CronJobSpec, now: float, start: float, name: str) -> float | None:

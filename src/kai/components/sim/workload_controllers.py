@@ -22,7 +22,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
-from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec, finished, sync
+from kai.components.sim.cron_jobs import CronJobSpec, finished, sync
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.ray_submitter import sidecar_run_time, submission_mode
 from kai.components.sim.workload_makers import (
@@ -32,12 +32,20 @@ from kai.components.sim.workload_makers import (
     MAKERS,
     AfterRunning,
     api_group,
+    completed_indexes,
     completion_index,
     counted_successes,
     job_pods,
     pods_to_make,
 )
-from kai.components.sim.workload_objects import Invalid, mapping, template_meta, uid
+from kai.components.sim.workload_objects import (
+    Invalid,
+    check_job_spec,
+    mapping,
+    template_meta,
+    uid,
+    whole_number,
+)
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
@@ -74,6 +82,8 @@ class WorkloadControllers:
     counted: dict[str, int] = field(default_factory=dict)
     """Per captured Job, the successes its status counts of pods no longer in the input (Kubernetes' Job
     controller keeps counting a pod that succeeded after it is gone)."""
+    completed: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Per captured Indexed Job, the indexes its status counts as done (``status.completedIndexes``)."""
 
     @classmethod
     def start(
@@ -101,15 +111,50 @@ class WorkloadControllers:
         return controllers
 
     def _adopt(self, job: Raw, pods: list[Raw]) -> None:
+        """A Job of the input that owns pods goes on from them (``_follow``) if its spec can be read, as the Job
+        maker reads a Job that owns none; else it is an error and its pods run as they are."""
+        try:
+            check_job_spec(job, "spec")
+        except Invalid as error:
+            problem = f"{error.problem}; no more pods are made from it (its pods in the input run as they are)"
+            self._report(ERROR, job, error.field, problem)
+            return
+        self._follow(job, pods)
+
+    def _follow(self, job: Raw, pods: list[Raw]) -> None:
         """A Job goes on from its pods as its controller would: it makes more if its completions ask for them and is
-        Complete once they are done. A captured Job's status may count successes of pods no longer there."""
+        Complete once they are done. A captured Job's status may count successes of pods no longer there: an Indexed
+        Job's ``completedIndexes`` (the controller counts those, and makes no pod of them again), another's
+        ``succeeded``."""
         key = object_key(job)
         self.jobs[key] = [object_key(pod) for pod in pods]
-        present = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded")
-        if counted_successes(job) > present:
-            self.counted[key] = counted_successes(job) - present
+        succeeded = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded"]
+        try:
+            done = completed_indexes(job)
+        except Invalid as error:
+            done = frozenset()
+            self._report(WARNING, job, error.field, f"{error.problem}; no index is taken as done")
+        if done:
+            self.completed[key] = done
+            gone = len(done - {completion_index(pod) for pod in succeeded})
+        else:
+            gone = counted_successes(job) - len(succeeded)
+        if gone > 0:
+            self.counted[key] = gone
         if finished(job) is not None:
             self.complete.add(key)
+
+    def _first_pods(self, job: Raw) -> list[Raw]:
+        """The pods a Job has at the start: none once it finished (a cluster's capture), fewer when its status counts
+        successes (an Indexed Job's of the indexes it does not count as done)."""
+        self._follow(job, [])
+        key = object_key(job)
+        if key in self.complete:
+            return []
+        count = pods_to_make(job, self.counted.get(key, 0), 0)
+        made = [pod for pod in job_pods(job, 0, count, self.completed.get(key, frozenset())) if self._admit(pod, job)]
+        self.jobs[key] = [object_key(pod) for pod in made]
+        return made
 
     def _expand(self, objects: list[Raw], owned: set[tuple[Any, Any, Any]]) -> list[Raw]:
         """``objects`` and all their controllers make of them, now; what they make later goes to ``after_running``."""
@@ -139,12 +184,12 @@ class WorkloadControllers:
                 if isinstance(item, AfterRunning):
                     later = [one for one in item.objects if self._admit(one, obj)]
                     self.after_running.append(AfterRunning(item.pods, self._expand(later, owned), item.starts))
+                elif isinstance(item, CronJobSpec):
+                    self.cron_jobs[object_key(obj)] = item
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
-                self._adopt(obj, admitted)
-            elif kind == "CronJob":
-                self.cron_jobs[object_key(obj)] = cron_job_spec(obj)
+                admitted = self._first_pods(obj)
             elif kind == "RayJob":
                 self._submitter(obj, [o for item in self.after_running for o in item.objects if _owned_by(o, obj)])
             pending.extend(admitted)
@@ -193,10 +238,9 @@ class WorkloadControllers:
             # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
             pods = [pod for one in made if (pod := cluster.peek("Pod", one))]
             phases = [(pod.get("status") or {}).get("phase") for pod in pods]
-            completions = mapping(job, "spec").get("completions")
             succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
-            busy = frozenset(
+            busy = self.completed.get(key, frozenset()) | frozenset(
                 index
                 for pod, phase in zip(pods, phases, strict=True)
                 if phase != "Failed" and (index := completion_index(pod)) is not None
@@ -204,7 +248,7 @@ class WorkloadControllers:
             for pod in job_pods(job, len(made), pods_to_make(job, succeeded, active), busy):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
-            done = succeeded >= (1 if completions is None else int(completions)) and not active
+            done = succeeded >= whole_number(job, ("spec", "completions"), 1) and not active
             if done and not (job.get("status") or {}).get("completionTime"):
                 complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
                 job = json_copy(job)
@@ -229,6 +273,7 @@ class WorkloadControllers:
             for job in decided.remove:
                 self.complete.discard(object_key(job))
                 self.counted.pop(object_key(job), None)
+                self.completed.pop(object_key(job), None)
                 self._delete(cluster, job, self.jobs.pop(object_key(job), None))
             if decided.job is not None and self._admit(decided.job, cron_job):
                 decided.made()

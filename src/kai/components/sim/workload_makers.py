@@ -1,7 +1,7 @@
 """What each workload controller ``kai simulate`` stands in for makes of a workload (scenario-format.md §9): the
 Job, ReplicaSet, Deployment and StatefulSet controllers, KubeRay (with a RayJob's submitter: ``ray_submitter``), the
 Kubeflow training operator, mpi-operator and notebook controller, and the LeaderWorkerSet and JobSet controllers,
-with their names and labels. A CronJob is only checked here: its Jobs come with time (``cron_jobs``)."""
+with their names and labels. A CronJob is only read here: its Jobs come with time (``cron_jobs``)."""
 
 import copy
 import hashlib
@@ -11,10 +11,11 @@ from typing import Any
 
 from kai.cluster.port import Raw
 from kai.components.podgrouper.rules.hub import RULES, SKIPPED
-from kai.components.sim.cron_jobs import cron_job_spec, finished
+from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec
 from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
     Invalid,
+    check_job_spec,
     child,
     from_template,
     mapping,
@@ -69,12 +70,14 @@ class AfterRunning:
     """A SidecarMode RayJob (key) whose Ray job starts then: the head's submitter container submits it."""
 
 
-# Each maker gives the objects a controller makes for a workload at its start.
+# Each maker gives the objects a controller makes for a workload at its start (and, for a CronJob, what its
+# controller reads of it).
 
 
-def job_pods(job: Raw, first: int, count: int, busy: frozenset[int] = frozenset()) -> Iterator[Raw]:
+def job_pods(job: Raw, first: int, count: int, busy: frozenset[int]) -> Iterator[Raw]:
     """``count`` more pods of a Job, ``first`` the number of pods it made before (their names differ by it). An
-    Indexed Job's pods take the lowest indexes not ``busy`` (succeeded or running): a lost pod's index is made again."""
+    Indexed Job's pods take the lowest indexes not ``busy`` (succeeded, running or waiting, or done by its status): a
+    lost pod's index is made again."""
     name, template = job["metadata"]["name"], pod_template(job, "spec", "template")
     labels = {JOB_NAME_LABEL: name, "job-name": name, "batch.kubernetes.io/controller-uid": uid(job)}
     labels["controller-uid"] = uid(job)
@@ -92,7 +95,24 @@ def job_pods(job: Raw, first: int, count: int, busy: frozenset[int] = frozenset(
 def completion_index(pod: Raw) -> int | None:
     """An Indexed Job's pod's index (None for another pod)."""
     text = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
-    return int(text) if isinstance(text, str) and text.isdigit() else None
+    return int(text) if isinstance(text, str) and text.isdecimal() else None
+
+
+def completed_indexes(job: Raw) -> frozenset[int]:
+    """The indexes an Indexed Job's status counts as succeeded (``status.completedIndexes``, such as "1,3-5"), whose
+    pods may be gone; those past its completions are left out, as the Job controller leaves them. ``Invalid`` when it
+    cannot be read."""
+    text = (job.get("status") or {}).get("completedIndexes")
+    if not text or mapping(job, "spec").get("completionMode") != "Indexed":
+        return frozenset()
+    last_index = whole_number(job, ("spec", "completions"), 1) - 1
+    done: set[int] = set()
+    for interval in text.split(",") if isinstance(text, str) else [""]:
+        first, dash, last = interval.partition("-")
+        if not first.isdecimal() or (dash and not (last.isdecimal() and int(last) >= int(first))):
+            raise Invalid("status.completedIndexes", f"got {text!r}; expected indexes and intervals such as '1,3-5'")
+        done.update(range(int(first), min(int(last or first), last_index) + 1))
+    return frozenset(done)
 
 
 def job_wanted(job: Raw) -> int:
@@ -121,18 +141,16 @@ def counted_successes(job: Raw) -> int:
 
 
 def _job(job: Raw) -> list[Raw]:
-    """A Job's first pods; none for a Job that finished (a cluster's capture), fewer for one whose status already
-    counts successes."""
-    if finished(job) is not None:
-        return []
-    return list(job_pods(job, 0, pods_to_make(job, counted_successes(job), 0)))
-
-
-def _cron_job(cron_job: Raw) -> list[Raw]:
-    """Nothing at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); its fields are
-    checked now."""
-    cron_job_spec(cron_job)
+    """No pods here: the Job stand-in makes them from the start on, as far as the Job's status says it is done
+    (``WorkloadControllers``); its spec is checked now."""
+    check_job_spec(job, "spec")
     return []
+
+
+def _cron_job(cron_job: Raw) -> list[CronJobSpec]:
+    """No object at the start: a CronJob's Jobs come as the clock passes their times (``cron_jobs``); what its
+    controller reads of it, checked now, is handed over."""
+    return [cron_job_spec(cron_job)]
 
 
 def _replica_set(replica_set: Raw) -> list[Raw]:
@@ -386,7 +404,7 @@ def _jobset(jobset: Raw) -> list[Raw]:
     return jobs
 
 
-MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning]]] = {
+MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning | CronJobSpec]]] = {
     "Job": _job,
     "CronJob": _cron_job,
     "ReplicaSet": _replica_set,

@@ -80,6 +80,20 @@ def pod_template(obj: Raw, *path: str) -> dict[str, Any]:
     return template
 
 
+COMPLETION_MODES = ("NonIndexed", "Indexed")
+
+
+def check_job_spec(obj: Raw, *path: str) -> None:
+    """The fields of the Job spec at ``path`` (a Job's ``spec``, a CronJob's ``spec.jobTemplate.spec``) that the Job
+    stand-in reads at every step, checked once before it reads them: ``Invalid`` naming the first it cannot use."""
+    pod_template(obj, *path, "template")
+    whole_number(obj, (*path, "completions"), 1)
+    whole_number(obj, (*path, "parallelism"), 1)
+    mode = mapping(obj, *path).get("completionMode")
+    if mode is not None and mode not in COMPLETION_MODES:
+        raise Invalid(".".join((*path, "completionMode")), f"got {mode!r}; allowed: {', '.join(COMPLETION_MODES)}")
+
+
 def template_meta(template: dict[str, Any], key: str) -> dict[str, str]:
     return dict(mapping(template, "metadata", key))
 
