@@ -5,11 +5,11 @@ CronJob's creation, else the simulation's start), as the real one does when it w
 not run, and with ``startingDeadlineSeconds`` nothing older than that is run. ``suspend`` runs nothing;
 ``concurrencyPolicy: Forbid`` runs nothing while a Job of it is active (the time stays unmet, so it runs late once
 the Job is done, if the deadline allows), ``Replace`` deletes the active Jobs first; neither acts when the Job of
-that time is already active (its time was run). A Job is ``<cronjob>-<scheduled
-minutes since the epoch>`` from ``spec.jobTemplate`` (its labels and annotations, not the CronJob's), owned by the
-CronJob, with the ``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation; finished Jobs beyond
-``successfulJobsHistoryLimit`` (3) and ``failedJobsHistoryLimit`` (1) are deleted, oldest first. ``sync`` decides;
-``workload_controllers`` makes and deletes.
+that time is already active (its time was run). A Job is ``<cronjob>-<scheduled minutes since the epoch>`` from
+``spec.jobTemplate`` (its labels and annotations, not the CronJob's), owned by the CronJob, with the
+``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation; finished Jobs beyond ``successfulJobsHistoryLimit``
+(3) and ``failedJobsHistoryLimit`` (1) are deleted, oldest first. ``sync`` decides; ``workload_controllers`` makes and
+deletes.
 """
 
 from dataclasses import dataclass, field
