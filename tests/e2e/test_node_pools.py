@@ -6,6 +6,7 @@ to the other, which then takes it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,10 @@ def test_two_shards_each_schedule_their_own_pool(
         assert node_of(cp, namespace, "c-0") == ""
         assert events(cp, namespace, "InvalidObject") == []
 
-        # Its owner moves c to the default pool, where it was never tried: that scheduler takes it.
-        cp.kubectl("label", "podgroup", "c", "-n", namespace, f"{NODE_POOL}-")
+        # Its owner moves c to the default pool, where it was never tried, and to a queue of that pool (a pool's
+        # scheduler sees only its own queues): that scheduler takes it.
+        moved = {"metadata": {"labels": {NODE_POOL: None}}, "spec": {"queue": default_queue}}
+        cp.kubectl("patch", "podgroup", "c", "-n", namespace, "--type=merge", "-p", json.dumps(moved))
         wait_until("c-0 bound", lambda: node_of(cp, namespace, "c-0"))
         assert node_of(cp, namespace, "c-0") == default_node
         assert events(cp, namespace, "InvalidObject") == []
