@@ -10,9 +10,11 @@ import yaml
 from sim_support import QUEUE, node
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.sim.runner import Simulation, run_scenario
+from kai.components.podgrouper import PodGrouper
+from kai.components.sim.runner import Simulation, grouper_warnings, run_scenario
 from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
 from kai.components.sim.workload_controllers import WorkloadControllers
+from kai.core.model import names
 from kai.core.state.cluster_state import object_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -247,6 +249,28 @@ def test_a_workload_that_already_owns_pods_is_taken_as_it_stands() -> None:
     pod["metadata"]["ownerReferences"] = [owner]
     controllers = WorkloadControllers.start([job, pod])
     assert [o["metadata"]["name"] for o in controllers.objects] == ["train", "train-x"]
+
+
+def test_owners_written_by_hand_are_linked_to_their_pods_by_name() -> None:
+    """A scenario written by hand names a pod's Job but leaves out one uid or the other: the pod is the Job's (the
+    pod-grouper groups it, and the Job makes no second pod), as the API server's uids would have it."""
+    for job_uid, ref_uid in (("", ""), ("", "u-1"), ("u-1", "")):
+        job = _workload("batch/v1", "Job", "train", {"parallelism": 1, "template": _template()})
+        job["metadata"].update(namespace="default", **({"uid": job_uid} if job_uid else {}))
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "controller": True}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-x", "namespace": "default"}}
+        pod["metadata"]["ownerReferences"] = [{**owner, **({"uid": ref_uid} if ref_uid else {})}]
+        pod["spec"] = _template()["spec"]
+        controllers = WorkloadControllers.start([job, pod])
+        linked_job, linked_pod = controllers.objects
+        assert linked_pod["metadata"]["ownerReferences"][0]["uid"] == linked_job["metadata"]["uid"] != ""
+        assert "uid" not in pod["metadata"]["ownerReferences"][0] or ref_uid  # the input is not written
+        cluster = MemoryCluster(controllers.objects)
+        controllers.step(cluster, 60.0)
+        assert [p["metadata"]["name"] for p in cluster.list("Pod")] == ["train-x"]
+        grouper = PodGrouper(cluster, names.SCHEDULER_NAME)
+        grouper.reconcile()
+        assert grouper_warnings(cluster) == [] and len(cluster.list("PodGroup")) == 1
 
 
 def test_a_captured_job_counts_the_successes_of_its_status_and_completes_when_its_last_pod_does() -> None:

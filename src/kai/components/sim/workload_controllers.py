@@ -41,6 +41,7 @@ from kai.components.sim.workload_makers import (
 from kai.components.sim.workload_objects import (
     Invalid,
     check_job_spec,
+    link_owners,
     mapping,
     template_meta,
     uid,
@@ -97,12 +98,7 @@ class WorkloadControllers:
         }
         taken = {(obj["kind"], object_key(obj)) for obj in objects}
         controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
-        inputs = []
-        for obj in objects:
-            if obj["kind"] in MAKERS:  # a copy with its uid, as the API server stores it: reads later set none
-                obj = json_copy(obj)
-                uid(obj)
-            inputs.append(obj)
+        inputs = link_owners(objects, MAKERS)  # with the uids the API server sets: reads later set none
         controllers.objects = controllers._expand(inputs, owned)
         pods = [obj for obj in inputs if obj["kind"] == "Pod"]
         for job in inputs:

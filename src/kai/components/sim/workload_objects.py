@@ -6,8 +6,10 @@ each problem naming the field."""
 import copy
 import hashlib
 import uuid
+from collections.abc import Container
 from typing import Any
 
+from kai.cluster.memory import json_copy
 from kai.cluster.port import Raw
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -34,6 +36,42 @@ def uid(obj: Raw) -> str:
     if not meta.get("uid"):
         meta["uid"] = str(uuid.uuid5(_UID_NAMESPACE, f"{obj['kind']}/{meta.get('namespace')}/{meta['name']}"))
     return str(meta["uid"])
+
+
+def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
+    """The input as the API server stores it, its owners linked by uid: each object of a ``given_uids`` kind gets a
+    uid (``uid``), an owner without one takes the uid its dependents' ownerReferences give, and a reference without
+    one takes its owner's. Hand-written scenarios link owners by name; the pod-grouper, as in a cluster, by uid. The
+    objects it changes are copies (the input is never written)."""
+    linked = list(objects)
+    index = {
+        (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"].get("name")): i for i, obj in enumerate(linked)
+    }
+
+    def refs_to_owners(obj: Raw) -> list[tuple[dict[str, Any], int]]:
+        namespace = obj["metadata"].get("namespace")
+        found = []
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            if isinstance(ref, dict) and (at := index.get((ref.get("kind"), namespace, ref.get("name")))) is not None:
+                found.append((ref, at))
+        return found
+
+    for obj in objects:
+        for ref, at in refs_to_owners(obj):
+            given = ref.get("uid")
+            if isinstance(given, str) and given and not linked[at]["metadata"].get("uid"):
+                linked[at] = json_copy(linked[at])
+                linked[at]["metadata"]["uid"] = given
+    for i, obj in enumerate(linked):
+        if obj["kind"] in given_uids:
+            linked[i] = json_copy(obj)
+            uid(linked[i])
+    for i, obj in enumerate(linked):
+        if any(not ref.get("uid") for ref, _ in refs_to_owners(obj)):
+            linked[i] = json_copy(obj)
+            for ref, at in refs_to_owners(linked[i]):
+                ref["uid"] = ref.get("uid") or linked[at]["metadata"].get("uid") or ""
+    return linked
 
 
 def owner_ref(owner: Raw) -> dict[str, Any]:
