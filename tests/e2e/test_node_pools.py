@@ -1,17 +1,29 @@
 """Two schedulers sharding one cluster by node pool (KAI's ``--partition-label-value``), on a real kube-apiserver:
 each binds only its pool's PodGroups onto its pool's nodes, neither reports the other's objects as bad, and a
 PodGroup that used up its ``schedulingBackoff`` in one pool waits there, named by its pool, until its owner moves it
-to the other, which then takes it.
+to the other, which then takes it. ``kai explain`` and ``kai snapshot`` look at the pool of the scheduler they ask.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from controlplane import ControlPlane
-from kai_support import PRIORITY_CLASSES, Kai, apply, gpu_pod, kubectl_json, pods, queue, wait_cycles, wait_until
+from kai_support import (
+    PRIORITY_CLASSES,
+    Kai,
+    apply,
+    gpu_pod,
+    kai_cli,
+    kubectl_json,
+    pods,
+    queue,
+    wait_cycles,
+    wait_until,
+)
 from testcluster import Kwok
 
 NODE_POOL = "kai.scheduler/node-pool"
@@ -104,6 +116,18 @@ def test_two_shards_each_schedule_their_own_pool(
         wait_cycles(shard_kai, 3)
         assert node_of(cp, namespace, "c-0") == ""
         assert events(cp, namespace, "InvalidObject") == []
+        # Asked of each pool's scheduler, `kai explain` says c is left out in its pool, or names c's pool and the flag
+        # that looks there; `kai snapshot` of the shard holds the shard's node only, and says which pool it is.
+        told = json.loads(kai_cli(cp, shard_kai, "explain", "podgroup", "c", "-n", namespace, "-o", "json"))
+        assert told["state"] == "left out", told
+        told = json.loads(kai_cli(cp, default_kai, "explain", "podgroup", "c", "-n", namespace, "-o", "json"))
+        assert (told["state"], told["partitionLabelValue"]) == ("other pool", shard), told
+        snapshot = tmp_path / "shard.zip"
+        kai_cli(cp, default_kai, "snapshot", "-o", str(snapshot), f"--partition-label-value={shard}")
+        document = json.loads(zipfile.ZipFile(snapshot).read("snapshot.json"))
+        partition = {"NodePoolLabelKey": NODE_POOL, "NodePoolLabelValue": shard}
+        assert document["schedulerParams"]["partitionParams"] == partition
+        assert [node["metadata"]["name"] for node in document["rawObjects"]["nodes"]] == [shard_node]
 
         # Its owner moves c to the default pool, where it was never tried, and to a queue of that pool (a pool's
         # scheduler sees only its own queues): that scheduler takes it.

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from click.testing import CliRunner
 from core_builders import T0, node, pod, podgroup, queue
 
+from kai.cli.main import main
 from kai.cluster.memory import MemoryCluster
 from kai.components.explain import explain_pod, explain_podgroup
 from kai.components.inspect import inspect
+from kai.components.live import read, scheduler_side
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_server import PluginServer
@@ -48,8 +51,12 @@ def _too_big_for_its_pool(pool: str, **spec: Any) -> MemoryCluster:
 
 
 def _two_pools() -> MemoryCluster:
+    return _cluster(*_two_pools_objects())
+
+
+def _two_pools_objects() -> list[tuple[str, dict[str, Any]]]:
     """A node, a queue, a PodGroup and its pod in the default pool (``a``) and in ``h100`` (``h``)."""
-    return _cluster(
+    return [
         ("Node", node("a-0", 8)),
         ("Node", _in_pool(node("h-0", 8), "h100")),
         ("Queue", queue("q")),
@@ -58,7 +65,7 @@ def _two_pools() -> MemoryCluster:
         ("PodGroup", _in_pool(podgroup("pg-h", "qh", T0), "h100")),
         ("Pod", pod("a", "pg-a")),
         ("Pod", pod("h", "pg-h")),
-    )
+    ]
 
 
 def _events(cluster: MemoryCluster, reason: str) -> dict[str, str]:
@@ -289,10 +296,14 @@ def test_a_pod_of_another_pool_on_a_shards_node_takes_its_room_in_the_snapshots_
     inspection = inspect(snapshot_scenario(_as_zip(document, tmp_path / "h100.zip")))
     assert inspection.session.result.binds == [] and inspection.backed_off == frozenset()
     assert [p.kind for p in inspection.problems] == ["Snapshot", "Snapshot"]  # nothing of a backoff used up
-    for key, podgroup_key in (("default/a", "default/pg-a"), ("default/pg-b", "default/pg-b")):
-        told = explain_pod(inspection, key) if key.endswith("/a") else explain_podgroup(inspection, key)
-        assert told["state"] == "other pool", told
-        assert told["summary"].endswith(f"podgroup {podgroup_key} is of another node pool than h100"), told
+    told = explain_pod(inspection, "default/a")  # the snapshot has not pg-a: its pool is not known
+    assert told["state"] == "other pool" and "partitionLabelValue" not in told, told
+    assert told["summary"].endswith("podgroup default/pg-a is of another node pool than h100"), told
+    told = explain_podgroup(inspection, "default/pg-b")
+    assert told["state"] == "other pool" and told["partitionLabelValue"] == "", told
+    assert (
+        told["summary"] == "podgroup default/pg-b is of node pool default, not h100: that pool's scheduler schedules it"
+    )
 
 
 def test_unreadable_scheduling_conditions_count_as_no_reason() -> None:
@@ -303,3 +314,72 @@ def test_unreadable_scheduling_conditions_count_as_no_reason() -> None:
         assert H100.up_for_scheduling("PodGroup", tried) is False, reasons
     for status in ("x", None, {"schedulingConditions": "x"}, {"schedulingConditions": ["x"]}):
         assert H100.up_for_scheduling("PodGroup", {"metadata": {}, "spec": {"schedulingBackoff": 1}, "status": status})
+
+
+def _plugin_server(loop: SchedulerLoop, cluster: MemoryCluster) -> PluginServer:
+    server = PluginServer(0)
+    server.attach(loop, cluster)
+    return server
+
+
+def test_kai_explain_and_queues_look_at_the_running_schedulers_pool() -> None:
+    """A live look runs as the pool of the scheduler that answers: its nodes and queues only, and a PodGroup of
+    another pool is named by that pool, with the flag that looks there."""
+    cluster = _two_pools()
+    cluster.create("Pod", _in_pool(pod("orphan", "pg-gone"), "h100"))  # a live look holds every PodGroup there is
+    server = _plugin_server(SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100), cluster)
+    try:
+        side = scheduler_side(None, f"127.0.0.1:{server.port}")
+    finally:
+        server.close()
+    assert side.reachable and side.node_pool == H100
+    scenario = read(cluster, side, "the cluster")  # type: ignore[arg-type]  # the memory cluster lists as a KubeCluster
+    assert scenario.name == "the cluster, node pool h100"
+    assert (scenario.node_pool, scenario.config.node_pool) == (H100, "h100")
+    inspection = inspect(scenario)
+    assert [(b.pod_key, b.node) for b in inspection.session.result.binds] == [("default/h", "h-0")]
+    told = explain_pod(inspection, "default/a")
+    assert (told["state"], told["partitionLabelValue"]) == ("other pool", ""), told
+    assert "pod default/a: podgroup default/pg-a is of node pool default, not h100" in told["summary"]
+    told = explain_pod(inspection, "default/orphan")
+    assert told["state"] == "invalid" and "pg-gone" in told["summary"], told
+
+
+def test_the_pool_given_wins_and_without_an_answer_it_is_the_default_schedulers() -> None:
+    """``--partition-label-value`` wins over the running scheduler's pool; with no scheduler answering, a live look
+    is the pool a scheduler with the default flags schedules (the objects without the label); a scheduler without
+    shards (an empty label key) has one pool of every object."""
+    cluster = _two_pools()
+    server = _plugin_server(SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=H100), cluster)
+    try:
+        assert scheduler_side(None, f"127.0.0.1:{server.port}", DEFAULT).node_pool == DEFAULT
+    finally:
+        server.close()
+    nowhere = f"127.0.0.1:{server.port}"  # closed now
+    assert scheduler_side(None, nowhere).node_pool == DEFAULT
+    assert scheduler_side(None, nowhere, NodePool("", "")).node_pool is None
+    server = _plugin_server(
+        SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: T0, node_pool=NodePool("")), cluster
+    )
+    try:
+        side = scheduler_side(None, f"127.0.0.1:{server.port}")
+    finally:
+        server.close()
+    assert side.reachable and side.node_pool is None
+
+
+def test_kai_explain_of_a_file_runs_as_the_pool_given(tmp_path: Path) -> None:
+    """``kai explain -f`` of a whole cluster's manifests, as one pool's scheduler sees it: the other pool's pod is
+    named by its pool, with the flag to look there; in that pool it is placed."""
+    objects = [{"kind": kind, **obj} for kind, obj in _two_pools_objects()]
+    objects.append({"kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50})
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    told = CliRunner().invoke(main, ["explain", "pod", "a", "-f", str(path), "--partition-label-value=h100"])
+    assert told.exit_code == 0, told.output
+    assert "podgroup default/pg-a is of node pool default, not h100" in told.output
+    assert "Look at it in its pool: add --partition-label-value=''" in told.output
+    told = CliRunner().invoke(main, ["explain", "pod", "a", "-f", str(path), "--partition-label-value="])
+    assert told.exit_code == 0 and "placed default/a on a-0" in told.output, told.output
+    told = CliRunner().invoke(main, ["explain", "pod", "h", "-f", str(path), "--partition-label-value="])
+    assert "of node pool h100, not default" in told.output and "--partition-label-value=h100" in told.output

@@ -2,6 +2,7 @@
 did."""
 
 import json
+import shlex
 from typing import Any
 
 import click
@@ -70,6 +71,7 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         return
     if told.get("state") in NOT_HERE:
         console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {told['summary']}")
+        _pool_hint(told, console)
         return
     preemptible = "preemptible" if told["preemptible"] else "non-preemptible"
     count = len(told["pods"])
@@ -103,6 +105,7 @@ def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
     if "explanation" not in told:
         console.print(f"[bold]Pod {told['name']}[/bold]: {told.get('summary', '')}")
         _fix(told, console)
+        _pool_hint(told, console)
         return
     console.print(f"[bold]Pod {told['name']}[/bold] of podgroup {told['podgroup']}")
     if told["reason"]:
@@ -121,6 +124,12 @@ def _fix(told: dict[str, Any], console: Console) -> None:
     fix = told.get("nearestFix")
     if fix is not None:
         console.print(f"Nearest fix: [bold green]{fix['text']}[/bold green]")
+
+
+def _pool_hint(told: dict[str, Any], console: Console) -> None:
+    value = told.get("partitionLabelValue")
+    if value is not None:
+        console.print(f"Look at it in its pool: add [bold]--partition-label-value={shlex.quote(value)}[/bold]")
 
 
 def _ordinal(n: int) -> str:

@@ -66,7 +66,7 @@ def _looks(source: Source) -> Iterator[Callable[[], Inspection]]:
     side = source.scheduler_side()
     try:
         with connect(source.kubeconfig, source.context, side.config, watch=True) as cluster:
-            yield lambda: run_inspection(read(cluster, side.config, source.label))
+            yield lambda: run_inspection(read(cluster, side, source.label))
     except LiveError as error:
         raise click.ClickException(str(error)) from error
 

@@ -2,10 +2,11 @@
 
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from kai.cli.sources import DEFAULT_SCHEDULER
+from kai.cli.sources import DEFAULT_SCHEDULER, given_node_pool, node_pool_options
 from kai.components.capture import capture
 from kai.components.kai_snapshot import write_zip
 from kai.components.live import LiveError, connect, scheduler_side
@@ -27,6 +28,7 @@ from kai.components.scheduler.plugin_client import Unreachable, fetch
     "--scheduler-address", default=DEFAULT_SCHEDULER, show_default=True, help="The scheduler's plugin server."
 )
 @click.option("--from-scheduler", is_flag=True, help="Ask the running scheduler for its snapshot (/get-snapshot).")
+@node_pool_options
 def snapshot(
     output: Path,
     kubeconfig: str | None,
@@ -34,9 +36,11 @@ def snapshot(
     scheduler_conf: Path | None,
     scheduler_address: str,
     from_scheduler: bool,
+    **pool: Any,
 ) -> None:
     """Capture the cluster state a cycle sees (pods, nodes, queues, podgroups, bind requests, priority classes,
-    topologies, DRA objects) and the scheduler config, as KAI's snapshot plugin does, into a zip."""
+    topologies, DRA objects) and the scheduler config, as KAI's snapshot plugin does, into a zip. With node pools,
+    a pool's: its nodes, queues and PodGroups, and every pod (as KAI's shard snapshot)."""
     if from_scheduler:
         try:
             data = fetch(scheduler_address, "/get-snapshot")
@@ -46,14 +50,18 @@ def snapshot(
         click.echo(f"wrote {output}: the snapshot of the scheduler at {scheduler_address}")
         return
     try:
-        side = scheduler_side(scheduler_conf, scheduler_address)
+        side = scheduler_side(scheduler_conf, scheduler_address, given_node_pool(pool))
         with connect(kubeconfig, context, side.config, watch=False) as cluster:
             objects = capture(cluster, side.config)
     except LiveError as error:
         raise click.ClickException(str(error)) from error
-    _write(output, write_zip(side.config, objects, time.time()))
+    shard = side.node_pool
+    if shard is not None:
+        objects = {kind: [obj for obj in items if shard.holds(kind, obj)] for kind, items in objects.items()}
+    _write(output, write_zip(side.config, objects, time.time(), shard))
     counts = ", ".join(f"{len(items)} {kind}" for kind, items in objects.items())
-    click.echo(f"wrote {output}: {counts}; scheduler config: {side.source}")
+    of_pool = f"node pool {shard.name}; " if shard is not None else ""
+    click.echo(f"wrote {output}: {counts}; {of_pool}scheduler config: {side.source}")
 
 
 def _write(path: Path, data: bytes) -> None:

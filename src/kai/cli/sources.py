@@ -12,8 +12,10 @@ import click
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.inspect import Inspection, inspect
 from kai.components.live import LiveError, SchedulerSide, connect, read, scheduler_side
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios
 from kai.core.framework.config import parse_config
+from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,12 +47,34 @@ def source_options(command: F) -> F:
             "--scheduler-address",
             default=DEFAULT_SCHEDULER,
             show_default=True,
-            help="HOST:PORT of the scheduler's plugin server (its last cycles and config).",
+            help="HOST:PORT of the scheduler's plugin server (its last cycles, config and node pool).",
         ),
     ]
+    command = node_pool_options(command)
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def node_pool_options(command: F) -> F:
+    """The node pool to look at, with the scheduler's own flags."""
+    command = click.option(
+        "--nodepool-label-key",
+        default=names.NODE_POOL_LABEL,
+        show_default=True,
+        help="The label that assigns nodes, queues and PodGroups to a pool ('' = no pools).",
+    )(command)
+    return click.option(
+        "--partition-label-value",
+        help="Look at this node pool as its scheduler does ('' = the objects without the label). Default: the "
+        "running scheduler's pool; with -f, the snapshot's (else one pool of every object); else ''.",
+    )(command)
+
+
+def given_node_pool(options: dict[str, Any]) -> NodePool | None:
+    """The pool of the node-pool flags (popped from ``options``); None when no value was given."""
+    key, value = options.pop("nodepool_label_key"), options.pop("partition_label_value")
+    return None if value is None else NodePool(key, value)
 
 
 @dataclass
@@ -61,11 +85,14 @@ class Source:
     context: str | None
     scheduler_conf: Path | None
     scheduler_address: str
+    node_pool: NodePool | None
+    """The pool the user gave (``--partition-label-value``); None: the running scheduler's, or the file's."""
 
     @classmethod
     def of(cls, options: dict[str, Any]) -> "Source":
-        names = ("files", "cycles", "kubeconfig", "context", "scheduler_conf", "scheduler_address")
-        return cls(*(options.pop(name) for name in names))
+        pool = given_node_pool(options)
+        fields = ("files", "cycles", "kubeconfig", "context", "scheduler_conf", "scheduler_address")
+        return cls(**{name: options.pop(name) for name in fields}, node_pool=pool)
 
     @property
     def label(self) -> str:
@@ -80,14 +107,14 @@ class Source:
         side = self.scheduler_side()
         try:
             with connect(self.kubeconfig, self.context, side.config, watch=False) as cluster:
-                scenario = read(cluster, side.config, self.label)
+                scenario = read(cluster, side, self.label)
         except LiveError as error:
             raise click.ClickException(str(error)) from error
         return run_inspection(scenario), side
 
     def scheduler_side(self) -> SchedulerSide:
         try:
-            return scheduler_side(self.scheduler_conf, self.scheduler_address)
+            return scheduler_side(self.scheduler_conf, self.scheduler_address, self.node_pool)
         except LiveError as error:
             raise click.ClickException(str(error)) from error
 
@@ -104,6 +131,8 @@ class Source:
             except (InvalidObject, YamlFileError) as error:
                 raise click.ClickException(str(error)) from error
             scenario = dataclasses.replace(scenario, config=config)
+        if self.node_pool is not None:
+            scenario = scenario.in_pool(self.node_pool.shard)
         return scenario
 
 

@@ -9,6 +9,7 @@ and in the whole cluster), an estimated start where one can be known, and what t
 from typing import Any
 
 from kai.components.inspect import Inspection
+from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.history import outcome
 from kai.components.workload_podgroups import workload_kind, workload_podgroups
 from kai.core.cycle import typed_reasons
@@ -89,7 +90,13 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
 def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
     """A podgroup the run leaves out: it used up its ``schedulingBackoff`` in its node pool, or it is another
     pool's."""
-    state, what = OTHER_POOL, f"podgroup {podgroup_key} is of another node pool than {ins.scenario.config.node_pool}"
+    state, its_pool = OTHER_POOL, _pool_of(ins, podgroup_key)
+    what = f"podgroup {podgroup_key} is of another node pool than {ins.scenario.config.node_pool}"
+    if its_pool is not None:
+        what = (
+            f"podgroup {podgroup_key} is of node pool {its_pool or DEFAULT_NODE_POOL}, not "
+            f"{ins.scenario.config.node_pool}: that pool's scheduler schedules it"
+        )
     if podgroup_key in ins.backed_off:
         state = LEFT_OUT
         what = (
@@ -98,7 +105,26 @@ def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[s
             "failed)"
         )
     summary = what if kind == "PodGroup" else f"pod {key}: {what}"
-    return {"kind": kind, "name": key, "state": state, "summary": summary, "reasons": [], "nearestFix": None}
+    told: dict[str, Any] = {
+        "kind": kind,
+        "name": key,
+        "state": state,
+        "summary": summary,
+        "reasons": [],
+        "nearestFix": None,
+    }
+    if state == OTHER_POOL and its_pool is not None:
+        told["partitionLabelValue"] = its_pool
+    return told
+
+
+def _pool_of(ins: Inspection, podgroup_key: str) -> str | None:
+    """The node-pool label value of a podgroup the run has the object of but leaves to another pool ('' for none);
+    None when the run has no pools or no object (a shard's snapshot lists only its own pool's PodGroups)."""
+    podgroup, pool = ins.cluster.get("PodGroup", podgroup_key), ins.scenario.node_pool
+    if podgroup is None or pool is None:
+        return None
+    return str(((podgroup.get("metadata") or {}).get("labels") or {}).get(pool.label_key) or "")
 
 
 def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[str, Any]:

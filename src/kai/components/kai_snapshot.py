@@ -84,9 +84,7 @@ def write_zip(
     for kind, items in objects.items():
         if kind in by_kind:
             raw[by_kind[kind]] = [dict(item) for item in items]
-    kai_config, params = kai_config_of(config)
-    if node_pool is not None:
-        params["partitionParams"] = {_POOL_KEY: node_pool.label_key, _POOL_VALUE: node_pool.value}
+    kai_config, params = kai_config_of(config, node_pool)
     document = {
         "config": kai_config,
         "schedulerParams": params,
@@ -99,8 +97,9 @@ def write_zip(
     return buffer.getvalue()
 
 
-def kai_config_of(config: SchedulerConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """KAI's ``SchedulerConfiguration`` and ``SchedulerParams`` for a kai config (durations in Go's forms)."""
+def kai_config_of(config: SchedulerConfig, node_pool: NodePool | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """KAI's ``SchedulerConfiguration`` and ``SchedulerParams`` for a kai config (durations in Go's forms), with the
+    shard's ``partitionParams`` when ``node_pool`` is given."""
     tiers = [
         {
             "plugins": [
@@ -132,6 +131,8 @@ def kai_config_of(config: SchedulerConfig) -> tuple[dict[str, Any], dict[str, An
     }
     if config.feature_gates:
         params["featureGates"] = dict(config.feature_gates)  # kai's own; KAI takes gates as a flag and ignores it
+    if node_pool is not None:
+        params["partitionParams"] = {_POOL_KEY: node_pool.label_key, _POOL_VALUE: node_pool.value}
     return kai_config, params
 
 
@@ -154,7 +155,7 @@ def read_zip(data: bytes, where: str) -> KaiSnapshot:
         raise SnapshotFormatError(f"{where}: {SNAPSHOT_FILE} has no rawObjects mapping (not a KAI snapshot)")
     config, notes = config_from_kai(document, where)
     snapshot = KaiSnapshot(config, [], notes=notes, captured_at=_captured_at(document, where))
-    snapshot.node_pool = _node_pool(document, snapshot.notes)
+    snapshot.node_pool = node_pool_of(document, snapshot.notes)
     for name, items in document["rawObjects"].items():
         if name not in LISTS:
             snapshot.notes.append((f"rawObjects.{name}", "not a list KAI v0.17 writes; ignored"))
@@ -205,7 +206,7 @@ def config_from_kai(document: dict[str, Any], where: str) -> tuple[dict[str, Any
     return merged, notes
 
 
-def _node_pool(document: dict[str, Any], notes: list[tuple[str, str]]) -> NodePool | None:
+def node_pool_of(document: dict[str, Any], notes: list[tuple[str, str]]) -> NodePool | None:
     """The shard of KAI's ``partitionParams`` (SchedulingNodePoolParams: Go field names, no JSON tags); None without
     a label key, as KAI's selector then takes everything."""
     partition = (document.get("schedulerParams") or {}).get("partitionParams")

@@ -2,7 +2,9 @@
 scheduler config it runs, for ``kai explain``, ``kai queues`` and ``kai snapshot``.
 
 Nothing is written to the cluster. The config is the one given (``--scheduler-conf``), else the running
-scheduler's (asked on its plugin server), else KAI's default, and the answer says which.
+scheduler's (asked on its plugin server), else KAI's default, and the answer says which. The node pool is the one
+given (``--partition-label-value``), else the running scheduler's, else the pool a scheduler started with the default
+flags schedules: the objects without a node-pool label.
 """
 
 import time
@@ -15,7 +17,8 @@ from typing import Any
 from kai.cluster.kube import ApiError, KubeCluster, KubeconfigError
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.capture import as_scenario, capture, scheduler_kinds
-from kai.components.kai_snapshot import config_from_kai
+from kai.components.kai_snapshot import config_from_kai, node_pool_of
+from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
 from kai.components.sim.scenario import Scenario
 from kai.core.framework.config import SchedulerConfig, parse_config
@@ -37,27 +40,33 @@ class SchedulerSide:
     address: str
     reachable: bool
     why_not: str = ""
+    node_pool: NodePool | None = None
+    """The shard to look at as its scheduler does; None: one pool of every object (a scheduler without shards)."""
 
 
-def scheduler_side(scheduler_conf: Path | None, address: str) -> SchedulerSide:
+def scheduler_side(scheduler_conf: Path | None, address: str, node_pool: NodePool | None = None) -> SchedulerSide:
+    """``node_pool``: the one the user gave, which wins over the running scheduler's."""
     try:
         answer = fetch_json(address, "/get-cycles")
     except Unreachable as error:
         answer, why_not = None, str(error)
     else:
         why_not = ""
+    answered = isinstance(answer, dict)
+    if node_pool is None:
+        node_pool = node_pool_of(answer, []) if isinstance(answer, dict) else NodePool()
+    pool = node_pool.shard if node_pool is not None else None
     try:
         if scheduler_conf is not None:
             config = parse_config(read_mapping(scheduler_conf, "a scheduler config"))
-            return SchedulerSide(config, str(scheduler_conf), address, answer is not None, why_not)
+            return SchedulerSide(config, str(scheduler_conf), address, answered, why_not, pool)
         if isinstance(answer, dict):
             merged, _ = config_from_kai(answer, f"the scheduler at {address}")
-            return SchedulerSide(parse_config(merged), f"the scheduler at {address}", address, True)
+            return SchedulerSide(parse_config(merged), f"the scheduler at {address}", address, True, node_pool=pool)
     except (InvalidObject, YamlFileError, ValueError) as error:
         raise LiveError(str(error)) from error
-    return SchedulerSide(
-        parse_config({}), "KAI's default (no --scheduler-conf, no scheduler answered)", address, False, why_not
-    )
+    default = "KAI's default (no --scheduler-conf, no scheduler answered)"
+    return SchedulerSide(parse_config({}), default, address, False, why_not, pool)
 
 
 def history(side: SchedulerSide, podgroup: str) -> dict[str, Any]:
@@ -90,9 +99,11 @@ def connect(kubeconfig: str | None, context: str | None, config: SchedulerConfig
         cluster.close()
 
 
-def read(cluster: KubeCluster, config: SchedulerConfig, label: str) -> Scenario:
-    """What the scheduler sees now, as a one-cycle scenario at the current time."""
+def read(cluster: KubeCluster, side: SchedulerSide, label: str) -> Scenario:
+    """What the scheduler sees now, as a one-cycle scenario at the current time, run as the side's node pool."""
+    if side.node_pool is not None:
+        label = f"{label}, node pool {side.node_pool.name}"
     try:
-        return as_scenario(capture(cluster, config), config, time.time(), label)
+        return as_scenario(capture(cluster, side.config), side.config, time.time(), label).in_pool(side.node_pool)
     except ApiError as error:
         raise LiveError(f"reading the cluster failed: {error}") from error

@@ -37,6 +37,11 @@ class NodePool:
     value: str = ""
 
     @property
+    def shard(self) -> "NodePool | None":
+        """This pool when the cluster is sharded (a label key), else None: one pool of every object."""
+        return self if self.label_key else None
+
+    @property
     def name(self) -> str:
         """The pool in this scheduler's texts: its value, KAI's ``default`` without one."""
         return self.value or DEFAULT_NODE_POOL

@@ -59,13 +59,13 @@ class PluginServer:
             objects = {
                 kind: [o for o in items if pool.holds(kind, o)] for kind, items in capture(cluster, loop.config).items()
             }
-            body = write_zip(loop.config, objects, loop.clock(), pool if pool.label_key else None)
+            body = write_zip(loop.config, objects, loop.clock(), pool.shard)
             return "200 OK", body, [("Content-Type", "application/zip"), ("Content-Disposition", _ATTACHMENT)]
         if path == "/get-job-order":
             session = loop.opened_session()
             return "200 OK", *_json(reflect(session, job_order(session)))
         podgroup = query.get("podgroup", [""])[0]
-        kai_config, params = kai_config_of(loop.config)
+        kai_config, params = kai_config_of(loop.config, loop.node_pool.shard)
         cycles = loop.history.for_podgroup(podgroup) if podgroup else loop.history.summary()
         document = {"config": kai_config, "schedulerParams": params, "podgroup": podgroup, "cycles": cycles}
         return "200 OK", *_json(document)

@@ -28,7 +28,6 @@ from kai.components.sim.lifecycle import WorkloadLifecycle
 from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
-from kai.components.sim.snapshot_file import podgroups_elsewhere
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
@@ -85,9 +84,8 @@ class Simulation:
         self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
         self.pool = scenario.node_pool or NodePool()
         self.partitioned = scenario.node_pool is not None
-        if self.partitioned:
-            for key in podgroups_elsewhere(scenario.objects):
-                self.state.mark_elsewhere(key)
+        for key in scenario.podgroups_elsewhere:
+            self.state.mark_elsewhere(key)
         self.writer = DecisionWriter(self.cluster, self._now, node_pool=self.pool)
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)

@@ -4,6 +4,7 @@ A file that cannot be used gets one clear error naming the file, the field and w
 that cannot be used is reported in ``Scenario.problems`` and skipped (``envelope``).
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,10 +12,11 @@ from typing import Any
 
 from kai.cluster.yamlfile import YamlFileError, read_documents
 from kai.components.kai_snapshot import SnapshotFormatError
+from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
-from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
+from kai.components.sim.snapshot_file import is_snapshot, load_snapshot, podgroups_elsewhere
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -77,6 +79,14 @@ class Scenario:
     node_pool: NodePool | None = None
     """The shard a snapshot was taken in, whose objects the run schedules as its scheduler would; None: one pool,
     ``default``, of every object (docs/deviations.md)."""
+    podgroups_elsewhere: frozenset[str] = frozenset()
+    """PodGroups its pods name that it does not hold, known to be other pools' (a shard's snapshot lists every pod but
+    only its own pool's PodGroups): their pods only take room on their nodes."""
+
+    def in_pool(self, pool: NodePool | None) -> "Scenario":
+        """This scenario run as the scheduler of ``pool`` would run it (None: one pool of every object)."""
+        config = dataclasses.replace(self.config, node_pool=pool.name if pool is not None else DEFAULT_NODE_POOL)
+        return dataclasses.replace(self, config=config, node_pool=pool)
 
 
 def _expect_int(block: dict[str, Any], key: str, default: int, where: str) -> int:
@@ -171,8 +181,19 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
         raise ScenarioError(str(error)) from error
     clock = clock or ClockSpec()
     runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
+    elsewhere = frozenset(podgroups_elsewhere(loaded.objects)) if loaded.node_pool is not None else frozenset()
     return Scenario(
-        path, path.stem, loaded.config, loaded.now, loaded.objects, {}, runner, loaded.problems, clock, loaded.node_pool
+        path,
+        path.stem,
+        loaded.config,
+        loaded.now,
+        loaded.objects,
+        {},
+        runner,
+        loaded.problems,
+        clock,
+        loaded.node_pool,
+        elsewhere,
     )
 
 
