@@ -383,3 +383,8 @@ def test_kai_explain_of_a_file_runs_as_the_pool_given(tmp_path: Path) -> None:
     assert told.exit_code == 0 and "placed default/a on a-0" in told.output, told.output
     told = CliRunner().invoke(main, ["explain", "pod", "h", "-f", str(path), "--partition-label-value="])
     assert "of node pool h100, not default" in told.output and "--partition-label-value=h100" in told.output
+
+
+def test_a_schedulers_snapshot_is_of_its_own_pool() -> None:
+    told = CliRunner().invoke(main, ["snapshot", "--from-scheduler", "--partition-label-value=h100"])
+    assert told.exit_code == 1 and "does not go with --from-scheduler" in told.output, told.output

@@ -41,7 +41,13 @@ def snapshot(
     """Capture the cluster state a cycle sees (pods, nodes, queues, podgroups, bind requests, priority classes,
     topologies, DRA objects) and the scheduler config, as KAI's snapshot plugin does, into a zip. With node pools,
     a pool's: its nodes, queues and PodGroups, and every pod (as KAI's shard snapshot)."""
+    given = given_node_pool(pool)
     if from_scheduler:
+        if given is not None:
+            raise click.ClickException(
+                "--partition-label-value does not go with --from-scheduler: a scheduler's snapshot is of its own pool "
+                "(ask that pool's scheduler, with --scheduler-address)"
+            )
         try:
             data = fetch(scheduler_address, "/get-snapshot")
         except Unreachable as error:
@@ -50,7 +56,7 @@ def snapshot(
         click.echo(f"wrote {output}: the snapshot of the scheduler at {scheduler_address}")
         return
     try:
-        side = scheduler_side(scheduler_conf, scheduler_address, given_node_pool(pool))
+        side = scheduler_side(scheduler_conf, scheduler_address, given)
         with connect(kubeconfig, context, side.config, watch=False) as cluster:
             objects = capture(cluster, side.config)
     except LiveError as error:
