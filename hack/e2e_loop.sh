@@ -4,12 +4,13 @@
 # the passing drills' figure lines ("drill <name> recovery_s=...") in OUT/run<N>.log; a failing run's tmp dir (the
 # components' logs) stays in OUT/run<N>. The commit and the hash of src/ and tests/e2e/ head the summary, so runs
 # of several sessions can be counted together only when they tested the same code. OUT/figures.md has the drills'
-# figures over the runs so far (hack/drill_figures.py), brought up to date after each run.
+# figures over this loop's runs so far (hack/drill_figures.py), brought up to date after each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-20}
 OUT=${OUT:-build/e2e-loop}
 mkdir -p "$OUT"
+rm -f "$OUT"/run*.log  # a loop's figures are of its own runs; the summary keeps the earlier loops' lines
 tested=$(git rev-parse HEAD:src):$(git rev-parse HEAD:tests/e2e)
 dirty=$(git status --porcelain -- src tests/e2e | head -1)
 echo "commit $(git rev-parse --short HEAD) trees $tested${dirty:+ (uncommitted changes)} $(date -u +%FT%TZ)" >> "$OUT/summary"
