@@ -299,6 +299,7 @@ def test_malformed_envelopes_are_skipped(tmp_path: Path, shape: str, field: str)
 def test_broken_kubeconfig_is_one_line(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nclusters: []\n")
-    result = CliRunner().invoke(main, ["all", "--kubeconfig", str(kubeconfig)])
+    no_ports = ["--plugin-server-port=0", "--metrics-bind-address=0", "--health-probe-bind-address=0"]
+    result = CliRunner().invoke(main, ["all", "--kubeconfig", str(kubeconfig), *no_ports])  # the ports may be taken
     assert "Traceback" not in result.output
     assert _line(result) == f"Error: kubeconfig {kubeconfig}: field contexts: is required: a list of {{name, context}}"
