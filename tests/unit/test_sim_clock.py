@@ -204,3 +204,39 @@ def test_a_resubmitted_job_skips_names_the_input_already_uses(tmp_path: Path) ->
     run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 1800)))
     assert sorted(run.cycles[-1].outcome.podgroups) == ["ml/train-2", "ml/train-4"]
     assert run.completed == 2
+
+
+def _failing(name: str, fail_after: str, restart_policy: str = "Never", run_time: str = "") -> list[dict[str, Any]]:
+    podgroup, pod = job(name, "a", run_time=run_time)
+    pod["metadata"]["annotations"]["simulate.kai.scheduler/fail-after"] = fail_after
+    pod["spec"]["restartPolicy"] = restart_policy
+    return [podgroup, pod]
+
+
+def test_a_pod_fails_after_its_fail_after_and_frees_its_gpus(tmp_path: Path) -> None:
+    """fail-after 20m before a run time of 1h: the pod fails at +20m and the next job takes the node; a run time
+    that ends first wins (the pod succeeds)."""
+    objects = [queue("a"), *_failing("crash", "20m", run_time="1h"), *job("next", "a", run_time="2h")]
+    objects += _failing("quick", "1h", run_time="10m")
+    objects[-1]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "0"
+    run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 3600)))
+    pods = run.cycles[-1].outcome.pods
+    assert (pods["ml/crash-0"]["status"], pods["ml/quick-0"]["status"]) == ("Failed", "Succeeded")
+    assert pods["ml/next-0"]["status"] == "Running"
+    assert (run.failed, run.completed) == (1, 1)
+    assert [s.binds for s in run.timeline][:3] == [2, 0, 1]  # crash and quick at 0, next once crash failed at +20m
+
+
+def test_fail_after_fails_only_pods_of_restart_policy_never(tmp_path: Path) -> None:
+    objects = [queue("a"), *_failing("restarts", "10m", restart_policy="OnFailure")]
+    run = run_scenario(load_scenario(scenario_file(tmp_path, objects), clock=ClockSpec(600, 3600)))
+    assert run.failed == 0 and run.cycles[-1].outcome.pods["ml/restarts-0"]["status"] == "Running"
+    (problem,) = run.problems
+    assert problem.field == "metadata.annotations[simulate.kai.scheduler/fail-after]"
+    assert problem.problem.startswith("the pod's restartPolicy is OnFailure: its containers restart in place")
+    run = run_scenario(
+        load_scenario(scenario_file(tmp_path, [queue("a"), *_failing("x", "later")]), clock=ClockSpec(600, 1200))
+    )
+    assert [p.problem for p in run.problems] == [
+        "got 'later'; expected a duration such as 60s, 1m30s, 2h or -1s; the pod does not fail"
+    ]

@@ -393,3 +393,14 @@ def test_replace_keeps_the_job_of_the_time_it_runs_and_replaces_it_at_the_next_t
     steps = _run(sim)
     assert [existing for existing, _ in steps] == [{"report-5"}] * 4 + [{"report-10"}]
     assert [p["metadata"]["labels"]["job-name"] for p in sim.cluster.list("Pod")] == ["report-10"]
+
+
+def test_job_fields_kai_simulate_does_not_apply_are_said_once_of_the_cron_job(tmp_path: Path) -> None:
+    """A deadline in the jobTemplate: one warning on the CronJob, none on each Job it makes."""
+    cron_job = _cron_job("*/5 * * * *")
+    cron_job["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] = 600
+    sim = _simulation(tmp_path, cron_job, minutes=20)
+    _run(sim)
+    assert len(sim.cluster.list("Job")) >= 3
+    warned = [(p.kind, p.field) for p in sim.problems() if "does not apply it" in p.problem]
+    assert warned == [("CronJob", "spec.jobTemplate.spec.activeDeadlineSeconds")]

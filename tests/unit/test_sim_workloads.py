@@ -593,3 +593,65 @@ def test_a_sidecar_mode_rayjob_ends_its_run_time_after_its_cluster_runs(tmp_path
     (problem,) = [p for p in told if p.kind == "RayJob"]
     assert (problem.severity, problem.field) == ("warning", "metadata.annotations[simulate.kai.scheduler/run-time]")
     assert "runs until the end" in problem.problem
+
+
+def _fail_pods(cluster: MemoryCluster) -> None:
+    for pod in cluster.list("Pod"):
+        if pod["status"]["phase"] != "Failed":
+            pod["status"]["phase"] = "Failed"
+            cluster.update_status("Pod", pod)
+
+
+def test_a_job_replaces_failed_pods_after_a_back_off_until_its_backoff_limit() -> None:
+    """backoffLimit 2: each failed pod is made again 10 s, then 20 s after the failure; the third failure fails the
+    Job (BackoffLimitExceeded), and no pod is made again."""
+    job = _workload("batch/v1", "Job", "train", {"backoffLimit": 2, "template": _template()})
+    job["metadata"]["namespace"] = "default"
+    controllers = WorkloadControllers.start([job])
+    cluster = MemoryCluster(controllers.objects)
+    made = []
+    for failed_at, delay in ((100.0, 10.0), (200.0, 20.0)):
+        _fail_pods(cluster)
+        controllers.step(cluster, failed_at)
+        controllers.step(cluster, failed_at + delay - 1)
+        made.append(len(cluster.list("Pod")))
+        controllers.step(cluster, failed_at + delay)
+        made.append(len(cluster.list("Pod")))
+    assert made == [1, 2, 2, 3]
+    _fail_pods(cluster)
+    controllers.step(cluster, 300.0)
+    controllers.step(cluster, 900.0)
+    assert [p["status"]["phase"] for p in cluster.list("Pod")] == ["Failed"] * 3
+    (failed,) = cluster.list("Job")
+    assert failed["status"]["failed"] == 3
+    assert [(c["type"], c["reason"]) for c in failed["status"]["conditions"]] == [("Failed", "BackoffLimitExceeded")]
+
+
+def test_a_failed_job_deletes_its_running_pods() -> None:
+    job = _workload("batch/v1", "Job", "train", {"parallelism": 2, "backoffLimit": 0, "template": _template()})
+    job["metadata"]["namespace"] = "default"
+    controllers = WorkloadControllers.start([job])
+    cluster = MemoryCluster(controllers.objects)
+    first, second = cluster.list("Pod")
+    first["status"]["phase"] = "Failed"
+    cluster.update_status("Pod", first)
+    second["status"]["phase"] = "Running"
+    cluster.update_status("Pod", second)
+    controllers.step(cluster, 60.0)
+    assert [p["metadata"]["name"] for p in cluster.list("Pod")] == [first["metadata"]["name"]]
+    assert cluster.list("Job")[0]["status"]["conditions"][0]["type"] == "Failed"
+
+
+def test_a_job_backoff_limit_kai_cannot_read_is_an_error_naming_the_field() -> None:
+    job = _workload("batch/v1", "Job", "train", {"backoffLimit": -1, "template": _template()})
+    job["metadata"]["namespace"] = "default"
+    controllers = WorkloadControllers.start([job])
+    assert [(p.severity, p.field) for p in controllers.problems] == [("error", "spec.backoffLimit")]
+
+
+def test_job_fields_that_decide_failure_which_kai_simulate_does_not_apply_are_said() -> None:
+    job = _workload("batch/v1", "Job", "train", {"podFailurePolicy": {"rules": []}, "template": _template()})
+    job["metadata"]["namespace"] = "default"
+    controllers = WorkloadControllers.start([job])
+    assert [(p.severity, p.field) for p in controllers.problems] == [("warning", "spec.podFailurePolicy")]
+    assert len(controllers.objects) == 2  # the Job and its pod: it is simulated all the same

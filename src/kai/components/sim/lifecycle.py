@@ -6,6 +6,10 @@
   gives a default run time (what-if runs: a snapshot has no run times), which counts from the pod's start or the
   simulation's start, whichever is later, so that the pods of a snapshot do not all finish at once. An evicted pod
   starts from zero when it runs again.
+- A pod with the annotation ``simulate.kai.scheduler/fail-after`` fails (phase ``Failed``, its resources free) that
+  long after it started running, unless its run time is over first. Only a pod of ``restartPolicy: Never`` fails: the
+  kubelet restarts the others' containers in place, so they keep running (a warning says so). A Job replaces its
+  failed pods until its ``backoffLimit`` (``workload_controllers``).
 - A PodGroup with the annotation ``simulate.kai.scheduler/resubmit: "true"`` is submitted again, as a fresh
   PodGroup with fresh pods (names ``<podgroup>-2``, ``-3``, …, created at that time), once every pod of the
   previous one has finished; the finished one is removed. So a queue's demand stays steady. The same annotation on
@@ -29,6 +33,7 @@ from kai.core.model.meta import format_time, parse_time
 from kai.core.state.cluster_state import object_key
 
 RUN_TIME_ANNOTATION = "simulate.kai.scheduler/run-time"
+FAIL_AFTER_ANNOTATION = "simulate.kai.scheduler/fail-after"
 RESUBMIT_ANNOTATION = "simulate.kai.scheduler/resubmit"
 FINISHED = ("Succeeded", "Failed")
 _SCHEDULING_STATE = (names.GPU_GROUP_LABEL,)
@@ -61,13 +66,15 @@ class WorkloadLifecycle:
         self.problems: list[Problem] = []
         self.templates = self._templates(objects)
         self.timed = default_run_time_s is not None or any(
-            RUN_TIME_ANNOTATION in (o["metadata"].get("annotations") or {})
+            not {RUN_TIME_ANNOTATION, FAIL_AFTER_ANNOTATION}.isdisjoint(o["metadata"].get("annotations") or {})
             for o in (*objects, *later_pods)
             if o["kind"] == "Pod"
         )
-        self._reported: set[str] = set()
+        self._reported: set[tuple[str, str]] = set()
         self.completed = 0
         """Pods that finished their run time so far."""
+        self.failed = 0
+        """Pods that failed so far (``fail-after``)."""
 
     @property
     def active(self) -> bool:
@@ -82,34 +89,68 @@ class WorkloadLifecycle:
             key = object_key(pod)
             phase = (pod.get("status") or {}).get("phase", "Pending")
             if self.timed and phase == "Running" and not pod["metadata"].get("deletionTimestamp"):
-                run_time, given = self._run_time(pod, key)
-                started = _started(pod, key, self.start)
-                if not given:  # a guess for a pod that says nothing: its run begins no earlier than the run's
-                    started = max(started, self.start)
-                if run_time is not None and now - started >= run_time:
-                    phase = "Succeeded"
-                    finished = json_copy(pod)
-                    finished["status"]["phase"] = phase
-                    cluster.update_status("Pod", finished)
-                    self.completed += 1
+                phase = self._finish(cluster, pod, key, now)
             phases[key] = phase
         for template in self.templates:
             if all(phases.get(key, "Succeeded") in FINISHED for key in template.current):
                 self._resubmit(cluster, template, now)
 
-    def _run_time(self, pod: Raw, key: str) -> tuple[float | None, bool]:
-        """The pod's run time, and whether the pod gives it (else it is the default)."""
-        text = (pod["metadata"].get("annotations") or {}).get(RUN_TIME_ANNOTATION)
+    def _finish(self, cluster: MemoryCluster, pod: Raw, key: str, now: float) -> str:
+        """A running pod's phase at ``now``: ``Succeeded`` once its run time is over, ``Failed`` once its fail-after
+        is, whichever comes first (written to the cluster), else still ``Running``."""
+        started = _started(pod, key, self.start)
+        run_time = self._duration(pod, key, RUN_TIME_ANNOTATION, "the pod runs until evicted")
+        ends: list[tuple[float, str]] = []
+        if run_time is not None:
+            ends.append((run_time + started, "Succeeded"))
+        elif self.default_run_time_s is not None and RUN_TIME_ANNOTATION not in _annotations(pod):
+            # a guess for a pod that says nothing: its run begins no earlier than the run's
+            ends.append((self.default_run_time_s + max(started, self.start), "Succeeded"))
+        fail_after = self._duration(pod, key, FAIL_AFTER_ANNOTATION, "the pod does not fail")
+        if fail_after is not None and self._fails(pod, key):
+            ends.append((fail_after + started, "Failed"))
+        due = [(at, phase) for at, phase in ends if now >= at]
+        if not due:
+            return "Running"
+        phase = min(due)[1]  # "Failed" sorts first: a failure at the very end of the run time wins
+        finished = json_copy(pod)
+        finished["status"]["phase"] = phase
+        cluster.update_status("Pod", finished)
+        if phase == "Failed":
+            self.failed += 1
+        else:
+            self.completed += 1
+        return phase
+
+    def _duration(self, pod: Raw, key: str, annotation: str, otherwise: str) -> float | None:
+        """The duration in the pod's ``annotation``; None when absent or unreadable (a warning says ``otherwise``)."""
+        text = _annotations(pod).get(annotation)
         if text is None:
-            return self.default_run_time_s, False
+            return None
         try:
-            return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{RUN_TIME_ANNOTATION}]"), True
+            return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{annotation}]")
         except InvalidObject as error:
-            if key not in self._reported:
-                self._reported.add(key)
-                problem = InvalidObject(error.obj, error.field, f"{error.problem}; the pod runs until evicted")
-                self.problems.append(Problem.of(WARNING, "Pod", key, problem))
-            return None, True
+            self._warn(key, annotation, InvalidObject(error.obj, error.field, f"{error.problem}; {otherwise}"))
+            return None
+
+    def _fails(self, pod: Raw, key: str) -> bool:
+        """Whether a failure fails the pod: only with ``restartPolicy: Never`` (the kubelet restarts the others'
+        containers in place, and the pod keeps running)."""
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        if policy == "Never":
+            return True
+        field = f"metadata.annotations[{FAIL_AFTER_ANNOTATION}]"
+        problem = (
+            f"the pod's restartPolicy is {policy}: its containers restart in place, so the pod keeps running (and its "
+            "resources taken); only a pod of restartPolicy Never fails"
+        )
+        self._warn(key, FAIL_AFTER_ANNOTATION, InvalidObject(f"Pod {key}", field, problem))
+        return False
+
+    def _warn(self, key: str, annotation: str, problem: InvalidObject) -> None:
+        if (key, annotation) not in self._reported:
+            self._reported.add((key, annotation))
+            self.problems.append(Problem.of(WARNING, "Pod", key, problem))
 
     def _templates(self, objects: list[Raw]) -> list[Template]:
         podgroups = {object_key(o): o for o in objects if o["kind"] == "PodGroup"}
@@ -168,6 +209,10 @@ class WorkloadLifecycle:
             else:
                 annotations.pop(names.POD_GROUP_ANNOTATION, None)  # the pod-grouper groups it again
             template.current.append(object_key(cluster.create("Pod", pod)))
+
+
+def _annotations(obj: Raw) -> dict[str, Any]:
+    return obj["metadata"].get("annotations") or {}
 
 
 def _resubmits(obj: Raw) -> bool:

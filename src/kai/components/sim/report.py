@@ -40,6 +40,7 @@ def as_json(run: ScenarioRun) -> dict[str, Any]:
     if run.clock is not None and run.clock.running:
         document["clock"] = {"start": format_time(run.clock.start), "periodSeconds": run.clock.period_s}
         document["completedPods"] = run.completed
+        document["failedPods"] = run.failed
         document["timeline"] = [_sample_json(sample) for sample in run.timeline]
     return document
 
@@ -83,7 +84,7 @@ def print_timeline(run: ScenarioRun, console: Console) -> None:
     leaves = rows[-1].leaves
     usage = run.scenario.config.usage_db is not None
     title = f"GPUs over time: allocated / fair share{' / usage' if usage else ''}"
-    caption = f"{run.completed} pods finished their run time"
+    caption = f"{run.completed} pods finished their run time" + (f", {run.failed} failed" if run.failed else "")
     table = Table("time", "cycle", *leaves, title=title, caption=caption, min_width=len(title) + 4)
     for sample in rows:
         cells = []

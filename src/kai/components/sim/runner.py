@@ -59,6 +59,8 @@ class ScenarioRun:
     clock: SimClock | None = None
     completed: int = 0
     """Pods that finished their run time."""
+    failed: int = 0
+    """Pods that failed (``simulate.kai.scheduler/fail-after``)."""
 
     @property
     def passed(self) -> bool:
@@ -216,7 +218,7 @@ def run_scenario(scenario: Scenario) -> ScenarioRun:
         _run_single_check(sim, run)
     run.problems = sim.problems()
     run.timeline = sim.timeline
-    run.completed = sim.lifecycle.completed
+    run.completed, run.failed = sim.lifecycle.completed, sim.lifecycle.failed
     return run
 
 

@@ -32,13 +32,16 @@ from kai.components.sim.workload_makers import (
     MAKERS,
     AfterRunning,
     api_group,
+    backoff_delay,
     completed_indexes,
     completion_index,
+    counted_failures,
     counted_successes,
     job_pods,
     pods_to_make,
 )
 from kai.components.sim.workload_objects import (
+    DEFAULT_BACKOFF_LIMIT,
     Invalid,
     check_job_spec,
     link_owners,
@@ -51,6 +54,9 @@ from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
 from kai.core.state.cluster_state import object_key
+
+UNREAD_JOB_FIELDS = ("podFailurePolicy", "backoffLimitPerIndex", "activeDeadlineSeconds", "successPolicy")
+"""Job fields that decide when pods or the Job fail, which the Job stand-in does not apply (a warning says so)."""
 
 
 @dataclass
@@ -85,6 +91,10 @@ class WorkloadControllers:
     controller keeps counting a pod that succeeded after it is gone)."""
     completed: dict[str, frozenset[int]] = field(default_factory=dict)
     """Per captured Indexed Job, the indexes its status counts as done (``status.completedIndexes``)."""
+    failed_at: dict[str, float] = field(default_factory=dict)
+    """Per failed pod of a Job (key), when the Job stand-in first saw it failed: the start of the Job's back-off."""
+    counted_failures: dict[str, int] = field(default_factory=dict)
+    """Per captured Job, the failures its status counts of pods no longer in the input (``status.failed``)."""
 
     @classmethod
     def start(
@@ -124,6 +134,8 @@ class WorkloadControllers:
         ``succeeded``."""
         key = object_key(job)
         self.jobs[key] = [object_key(pod) for pod in pods]
+        if not _owner_key(job, "CronJob"):  # a CronJob's Jobs: said once, of its jobTemplate
+            self._unread_job_fields(job, "spec")
         succeeded = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Succeeded"]
         try:
             done = completed_indexes(job)
@@ -137,6 +149,9 @@ class WorkloadControllers:
             gone = counted_successes(job) - len(succeeded)
         if gone > 0:
             self.counted[key] = gone
+        failed = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") == "Failed")
+        if (gone_failed := counted_failures(job) - failed) > 0:
+            self.counted_failures[key] = gone_failed
         if finished(job) is not None:
             self.complete.add(key)
 
@@ -182,6 +197,7 @@ class WorkloadControllers:
                     self.after_running.append(AfterRunning(item.pods, self._expand(later, owned), item.starts))
                 elif isinstance(item, CronJobSpec):
                     self.cron_jobs[object_key(obj)] = item
+                    self._unread_job_fields(obj, "spec", "jobTemplate", "spec")
                 elif self._admit(item, obj):
                     admitted.append(item)
             if kind == "Job":
@@ -236,12 +252,22 @@ class WorkloadControllers:
             phases = [(pod.get("status") or {}).get("phase") for pod in pods]
             succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
             active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
+            failed_at = [
+                self.failed_at.setdefault(object_key(pod), now)
+                for pod, phase in zip(pods, phases, strict=True)
+                if phase == "Failed"
+            ]
+            failed = len(failed_at) + self.counted_failures.get(key, 0)
+            if failed > whole_number(job, ("spec", "backoffLimit"), DEFAULT_BACKOFF_LIMIT):
+                self._fail(cluster, job, made, succeeded, failed, now)
+                continue
             busy = self.completed.get(key, frozenset()) | frozenset(
                 index
                 for pod, phase in zip(pods, phases, strict=True)
                 if phase != "Failed" and (index := completion_index(pod)) is not None
             )
-            for pod in job_pods(job, len(made), pods_to_make(job, succeeded, active), busy):
+            backing_off = bool(failed_at) and now < max(failed_at) + backoff_delay(failed)
+            for pod in job_pods(job, len(made), 0 if backing_off else pods_to_make(job, succeeded, active), busy):
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
             done = succeeded >= whole_number(job, ("spec", "completions"), 1) and not active
@@ -252,6 +278,25 @@ class WorkloadControllers:
                 cluster.update_status("Job", job)
             if done:
                 self.complete.add(key)
+
+    def _fail(self, cluster: MemoryCluster, job: Raw, made: list[str], succeeded: int, failed: int, now: float) -> None:
+        """A Job past its ``backoffLimit`` ends as the Job controller ends it: ``Failed`` (BackoffLimitExceeded), its
+        pods still running or waiting deleted (the finished ones stay)."""
+        for key in made:
+            pod = cluster.peek("Pod", key)
+            if pod is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                cluster.finalize("Pod", key)
+        failure = {
+            "type": "Failed",
+            "status": "True",
+            "reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit",
+            "lastTransitionTime": format_time(now),
+        }
+        job = json_copy(job)
+        job["status"] = {"succeeded": succeeded, "failed": failed, "conditions": [failure]}
+        cluster.update_status("Job", job)
+        self.complete.add(object_key(job))
 
     def run_cron_jobs(self, cluster: MemoryCluster, now: float) -> None:
         """Each CronJob's pass at ``now`` (``cron_jobs.sync``): the Jobs it makes are made with their pods, the ones
@@ -387,6 +432,16 @@ class WorkloadControllers:
             f"kai simulate does not run the {obj['kind']} controller, so no pods are made from it; put its pods in "
             f"the input (owned by it) to simulate them. kai simulate makes the pods of: {EXPANDED}"
         )
+
+    def _unread_job_fields(self, obj: Raw, *path: str) -> None:
+        """A warning for the first field of the Job spec at ``path`` that decides when pods or the Job fail, which the
+        Job stand-in does not apply."""
+        spec = mapping(obj, *path)
+        for name in UNREAD_JOB_FIELDS:
+            if spec.get(name) is not None:
+                problem = "kai simulate does not apply it: pods fail by their fail-after, and a Job by its backoffLimit"
+                self._report(WARNING, obj, ".".join((*path, name)), problem)
+                return
 
     def _report(self, severity: str, obj: Raw, field: str, problem: str) -> None:
         """A problem of ``obj``, once (a CronJob whose Job's name is taken meets it at every step)."""

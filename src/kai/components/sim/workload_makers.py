@@ -136,8 +136,22 @@ def pods_to_make(job: Raw, succeeded: int, active: int) -> int:
 
 def counted_successes(job: Raw) -> int:
     """The successes a Job's status counts (``status.succeeded``)."""
-    counted = (job.get("status") or {}).get("succeeded")
+    return _status_count(job, "succeeded")
+
+
+def counted_failures(job: Raw) -> int:
+    """The failures a Job's status counts (``status.failed``)."""
+    return _status_count(job, "failed")
+
+
+def _status_count(job: Raw, key: str) -> int:
+    counted = (job.get("status") or {}).get(key)
     return counted if isinstance(counted, int) and counted > 0 else 0
+
+
+def backoff_delay(failures: int) -> float:
+    """How long after its last failure a Job makes its next pod: 10 s, doubled per failure, at most six minutes."""
+    return float(min(10 * 2 ** max(failures - 1, 0), 360))
 
 
 def _job(job: Raw) -> list[Raw]:

@@ -119,6 +119,8 @@ def pod_template(obj: Raw, *path: str) -> dict[str, Any]:
 
 
 COMPLETION_MODES = ("NonIndexed", "Indexed")
+DEFAULT_BACKOFF_LIMIT = 6
+"""Failed pods a Job replaces before it fails (``spec.backoffLimit``), by default."""
 
 
 def check_job_spec(obj: Raw, *path: str) -> None:
@@ -127,6 +129,7 @@ def check_job_spec(obj: Raw, *path: str) -> None:
     pod_template(obj, *path, "template")
     whole_number(obj, (*path, "completions"), 1)
     whole_number(obj, (*path, "parallelism"), 1)
+    whole_number(obj, (*path, "backoffLimit"), DEFAULT_BACKOFF_LIMIT)
     mode = mapping(obj, *path).get("completionMode")
     if mode is not None and mode not in COMPLETION_MODES:
         raise Invalid(".".join((*path, "completionMode")), f"got {mode!r}; allowed: {', '.join(COMPLETION_MODES)}")

@@ -33,6 +33,7 @@ class RunMetrics:
     pending: Counter[str] = field(default_factory=Counter)
     """Pods still pending after the last cycle, by queue."""
     completed: int = 0
+    failed: int = 0
 
     def observe(self, record: CycleRecord) -> None:
         session, now = record.session, record.session.now
@@ -53,7 +54,7 @@ class RunMetrics:
             if waiting:
                 self.pending[job.queue] += waiting
         self.timeline = sim.timeline
-        self.completed = sim.lifecycle.completed
+        self.completed, self.failed = sim.lifecycle.completed, sim.lifecycle.failed
 
     def utilisation(self) -> list[float]:
         """Allocated share of the cluster's GPUs at each cycle (0..1)."""
