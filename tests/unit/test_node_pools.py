@@ -4,20 +4,28 @@ others alone, and names its pool in its texts as KAI does."""
 
 import io
 import json
+import threading
 import urllib.request
 import zipfile
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 from core_builders import T0, node, pod, podgroup, queue
+from rich.console import Console
 
+from kai.cli.explain import render
 from kai.cli.main import main
+from kai.cli.sources import given_node_pool
 from kai.cluster.memory import MemoryCluster
+from kai.components.capture import capture
 from kai.components.explain import explain_pod, explain_podgroup
 from kai.components.inspect import inspect
-from kai.components.live import read, scheduler_side
+from kai.components.kai_snapshot import shard_of, write_zip
+from kai.components.live import LiveError, SchedulerSide, read, scheduler_side
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_server import PluginServer
@@ -30,7 +38,11 @@ DEFAULT, H100 = NodePool(POOL_LABEL, ""), NodePool(POOL_LABEL, "h100")
 
 
 def _in_pool(obj: dict[str, Any], pool: str) -> dict[str, Any]:
-    obj["metadata"].setdefault("labels", {})[POOL_LABEL] = pool
+    return _labelled(obj, {POOL_LABEL: pool})
+
+
+def _labelled(obj: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {}).update(labels)
     return obj
 
 
@@ -388,3 +400,59 @@ def test_kai_explain_of_a_file_runs_as_the_pool_given(tmp_path: Path) -> None:
 def test_a_schedulers_snapshot_is_of_its_own_pool() -> None:
     told = CliRunner().invoke(main, ["snapshot", "--from-scheduler", "--partition-label-value=h100"])
     assert told.exit_code == 1 and "does not go with --from-scheduler" in told.output, told.output
+
+
+def test_the_label_key_alone_is_a_pool_and_the_hint_names_a_key_other_than_kais() -> None:
+    """``--nodepool-label-key ''`` alone looks at every object as one pool; a scheduler of another key is asked
+    about with that key too."""
+    assert given_node_pool({"nodepool_label_key": "", "partition_label_value": None}) == NodePool("", "")
+    assert given_node_pool({"nodepool_label_key": POOL_LABEL, "partition_label_value": None}) is None
+    cluster = _cluster(
+        ("Node", node("a-0", 8)),
+        ("Queue", _labelled(queue("q"), {"my/pool": "a"})),
+        ("PodGroup", _labelled(podgroup("pg-b", "q", T0), {"my/pool": "b"})),
+    )
+    side = SchedulerSide(SchedulerConfig(), "test", "nowhere", False, node_pool=NodePool("my/pool", "a"))
+    told = explain_podgroup(inspect(read(cluster, side, "the cluster")), "default/pg-b")  # type: ignore[arg-type]
+    console = Console(record=True, width=200)
+    render(told, T0, console)
+    assert "add --partition-label-value=b --nodepool-label-key=my/pool" in console.export_text()
+
+
+def test_a_malformed_answer_of_the_scheduler_is_one_line() -> None:
+    """Whatever the plugin server answers, a live look says what is wrong with it, not a traceback."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"config": {}, "schedulerParams": {"partitionParams": "h100"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(LiveError, match=r"field schedulerParams.partitionParams: expected a mapping"):
+            scheduler_side(None, f"127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_kai_snapshot_of_a_pool_records_the_other_pools_podgroups(tmp_path: Path) -> None:
+    """A pod naming a PodGroup that exists nowhere stays invalid in the run of a pool's snapshot kai took; a pod of
+    another pool's PodGroup only takes room on its node. (A KAI snapshot does not say which: every PodGroup it does
+    not hold is taken as another pool's.)"""
+    cluster = _two_pools()
+    cluster.create("Pod", pod("orphan", "pg-gone"))
+    shard = shard_of(capture(cluster, SchedulerConfig()), DEFAULT)
+    assert shard.podgroups_elsewhere == frozenset({"default/pg-h"})
+    path = tmp_path / "default.zip"
+    path.write_bytes(write_zip(SchedulerConfig(), shard, T0))
+    inspection = inspect(snapshot_scenario(path))
+    assert explain_pod(inspection, "default/orphan")["state"] == "invalid"
+    assert explain_pod(inspection, "default/h")["state"] == "other pool"

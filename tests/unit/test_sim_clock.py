@@ -240,3 +240,12 @@ def test_fail_after_fails_only_pods_of_restart_policy_never(tmp_path: Path) -> N
     assert [p.problem for p in run.problems] == [
         "got 'later'; expected a duration such as 60s, 1m30s, 2h or -1s; the pod does not fail"
     ]
+
+
+def test_a_start_time_kai_cannot_read_is_reported_and_the_pod_runs_on(tmp_path: Path) -> None:
+    podgroup, pod = job("x", "a", run_time="10m")
+    pod["status"] = {"phase": "Running", "startTime": "yesterday"}
+    pod["spec"]["nodeName"] = "node-0"
+    run = run_scenario(load_scenario(scenario_file(tmp_path, [queue("a"), podgroup, pod]), clock=ClockSpec(600, 1800)))
+    assert run.completed == 0
+    assert [(p.name, p.field) for p in run.problems] == [("ml/x-0", "status.startTime")]

@@ -122,12 +122,15 @@ def test_job_makes_its_next_pod_as_one_succeeds_until_its_completions(tmp_path: 
 
 
 def test_a_job_makes_another_pod_for_one_gone_from_the_cluster(tmp_path: Path) -> None:
+    """A pod deleted before it succeeded (an eviction too) is a failure to the Job: made again after the back-off."""
     job = _workload("batch/v1", "Job", "train", {"completions": 4, "parallelism": 2, "template": _template()})
     sim = _simulation(_write(tmp_path, QUEUE, node("gpu-a", 8), job))
     first = sorted(object_key(p) for p in sim.cluster.list("Pod"))
     assert len(first) == 2
     sim.cluster.finalize("Pod", first[0])
     sim.workloads.step(sim.cluster, sim.clock.now)
+    assert len(sim.cluster.list("Pod")) == 1
+    sim.workloads.step(sim.cluster, sim.clock.now + 10)
     now = sorted(object_key(p) for p in sim.cluster.list("Pod"))
     assert len(now) == 2
     assert first[1] in now and first[0] not in now
@@ -142,6 +145,7 @@ def test_an_indexed_job_makes_the_index_of_a_pod_gone_again(tmp_path: Path) -> N
     assert sorted(by_index) == ["0", "1"]
     sim.cluster.finalize("Pod", by_index["0"])
     sim.workloads.step(sim.cluster, sim.clock.now)
+    sim.workloads.step(sim.cluster, sim.clock.now + 10)  # after the back-off
     pods = sim.cluster.list("Pod")
     assert sorted(p["metadata"]["annotations"][index] for p in pods) == ["0", "1"]
     (again,) = [p for p in pods if object_key(p) not in by_index.values()]
@@ -655,3 +659,51 @@ def test_job_fields_that_decide_failure_which_kai_simulate_does_not_apply_are_sa
     controllers = WorkloadControllers.start([job])
     assert [(p.severity, p.field) for p in controllers.problems] == [("warning", "spec.podFailurePolicy")]
     assert len(controllers.objects) == 2  # the Job and its pod: it is simulated all the same
+
+
+def test_a_rayjob_whose_submitter_fails_fails(tmp_path: Path) -> None:
+    """The submitter (the default scheduler's: it runs as soon as it is made, the replacement too) fails twice, past
+    its backoffLimit of 1: the RayJob is Failed (SubmissionFailed), as KubeRay ends it."""
+    submitter = _template(0, **{"simulate.kai.scheduler/fail-after": "1m"})
+    submitter["spec"].update(schedulerName="default-scheduler", restartPolicy="Never")
+    submitter["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    ray_job = _ray_job(submitterPodTemplate=submitter, submitterConfig={"backoffLimit": 1})
+    sim = _clocked(tmp_path, node("gpu-a", 8), ray_job)
+    submitters = [p for p in sim.cluster.list("Pod") if p["metadata"]["labels"].get("job-name") == "tune"]
+    assert [p["status"]["phase"] for p in submitters] == ["Failed", "Failed"]
+    assert all("startTime" in p["status"] for p in submitters)
+    (job,) = sim.cluster.list("Job")
+    assert (job["status"]["failed"], job["status"]["conditions"][0]["reason"]) == (2, "BackoffLimitExceeded")
+    status = sim.cluster.list("RayJob")[0]["status"]
+    assert (status["jobDeploymentStatus"], status["jobStatus"], status["reason"]) == (
+        "Failed",
+        "FAILED",
+        "SubmissionFailed",
+    )
+
+
+def test_the_later_pods_of_a_captured_job_fail_after_their_templates_time(tmp_path: Path) -> None:
+    template = _template(**{"simulate.kai.scheduler/fail-after": "5m"})
+    template["spec"]["restartPolicy"] = "Never"
+    job = _workload("batch/v1", "Job", "j", {"completions": 2, "backoffLimit": 0, "template": template})
+    job["metadata"]["namespace"] = "default"
+    done = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "j-old", "namespace": "default"}}
+    done["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": True}]
+    done.update(spec=template["spec"], status={"phase": "Succeeded"})
+    sim = _clocked(tmp_path, node("gpu-a", 8), job, done)
+    assert sorted(p["status"]["phase"] for p in sim.cluster.list("Pod")) == ["Failed", "Succeeded"]
+    assert sim.cluster.list("Job")[0]["status"]["conditions"][0]["type"] == "Failed"
+
+
+def test_owner_references_kai_cannot_follow_are_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    pods = []
+    for name, refs in (("p1", 5), ("p2", [{"apiVersion": "batch/v1", "kind": "Job", "name": ["x"], "uid": "u"}])):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}}
+        pod["metadata"]["ownerReferences"] = refs
+        pod["spec"] = _template()["spec"]
+        pods.append(pod)
+    run = run_scenario(load_scenario(_write(tmp_path, QUEUE, node("gpu-a", 8), *pods)))
+    assert sorted((p.name, p.field) for p in run.problems) == [
+        ("default/p1", "metadata.ownerReferences"),
+        ("default/p2", "metadata.ownerReferences[0].name"),
+    ]

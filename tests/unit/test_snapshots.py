@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from kai.cli.main import main
 from kai.cluster.memory import MemoryCluster
-from kai.components.kai_snapshot import read_zip, write_zip
+from kai.components.kai_snapshot import read_zip, shard_of, write_zip
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
 from kai.components.sim.scenario import load_scenarios
@@ -122,7 +122,7 @@ def test_kai_snapshots_round_trip(tmp_path: Path) -> None:
         for kind, plural in (("Pod", "pods"), ("Node", "nodes"), ("Queue", "queues"), ("PodGroup", "podGroups"))
     }
     path = tmp_path / "taken.zip"
-    path.write_bytes(write_zip(config, objects, T0 + 30))
+    path.write_bytes(write_zip(config, shard_of(objects, None), T0 + 30))
     document = json.loads(zipfile.ZipFile(path).read("snapshot.json"))
     assert document["config"]["tiers"][0]["plugins"][0] == {"name": "proportion", "arguments": {"kValue": "0.5"}}
     assert document["schedulerParams"]["globalDefaultStalenessGracePeriod"] == 90_000_000_000
@@ -200,4 +200,4 @@ def test_the_plugin_server_answers_from_the_scheduler_loop() -> None:
         assert summary == [{"cycle": 1, "at": T0, "binds": 1, "pipelined": 0, "evictions": 0, "unschedulable": 0}]
     finally:
         server.close()
-    assert zipfile.is_zipfile(io.BytesIO(write_zip(parse_config({}), {}, T0)))
+    assert zipfile.is_zipfile(io.BytesIO(write_zip(parse_config({}), shard_of({}, None), T0)))

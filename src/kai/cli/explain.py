@@ -14,6 +14,7 @@ from rich.tree import Tree
 from kai.cli.sources import Source, source_options
 from kai.components.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.live import history
+from kai.core.model import names
 from kai.core.state.reason_text import when
 
 
@@ -128,8 +129,12 @@ def _fix(told: dict[str, Any], console: Console) -> None:
 
 def _pool_hint(told: dict[str, Any], console: Console) -> None:
     value = told.get("partitionLabelValue")
-    if value is not None:
-        console.print(f"Look at it in its pool: add [bold]--partition-label-value={shlex.quote(value)}[/bold]")
+    if value is None:
+        return
+    flags = f"--partition-label-value={shlex.quote(value)}"
+    if told["nodePoolLabelKey"] != names.NODE_POOL_LABEL:
+        flags += f" --nodepool-label-key={shlex.quote(told['nodePoolLabelKey'])}"
+    console.print(f"Look at it in its pool: add [bold]{flags}[/bold]")
 
 
 def _ordinal(n: int) -> str:

@@ -8,7 +8,7 @@ import click
 
 from kai.cli.sources import DEFAULT_SCHEDULER, given_node_pool, node_pool_options
 from kai.components.capture import capture
-from kai.components.kai_snapshot import write_zip
+from kai.components.kai_snapshot import shard_of, write_zip
 from kai.components.live import LiveError, connect, scheduler_side
 from kai.components.scheduler.plugin_client import Unreachable, fetch
 
@@ -61,12 +61,10 @@ def snapshot(
             objects = capture(cluster, side.config)
     except LiveError as error:
         raise click.ClickException(str(error)) from error
-    shard = side.node_pool
-    if shard is not None:
-        objects = {kind: [obj for obj in items if shard.holds(kind, obj)] for kind, items in objects.items()}
-    _write(output, write_zip(side.config, objects, time.time(), shard))
-    counts = ", ".join(f"{len(items)} {kind}" for kind, items in objects.items())
-    of_pool = f"node pool {shard.name}; " if shard is not None else ""
+    shard = shard_of(objects, side.node_pool)
+    _write(output, write_zip(side.config, shard, time.time()))
+    counts = ", ".join(f"{len(items)} {kind}" for kind, items in shard.objects.items())
+    of_pool = f"node pool {shard.pool.name}; " if shard.pool is not None else ""
     click.echo(f"wrote {output}: {counts}; {of_pool}scheduler config: {side.source}")
 
 

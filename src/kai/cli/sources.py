@@ -72,9 +72,9 @@ def node_pool_options(command: F) -> F:
 
 
 def given_node_pool(options: dict[str, Any]) -> NodePool | None:
-    """The pool of the node-pool flags (popped from ``options``); None when no value was given."""
+    """The pool of the node-pool flags (popped from ``options``); None when neither was given."""
     key, value = options.pop("nodepool_label_key"), options.pop("partition_label_value")
-    return None if value is None else NodePool(key, value)
+    return None if value is None and key == names.NODE_POOL_LABEL else NodePool(key, value or "")
 
 
 @dataclass

@@ -113,18 +113,25 @@ def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[s
         "reasons": [],
         "nearestFix": None,
     }
-    if state == OTHER_POOL and its_pool is not None:
+    pool = ins.scenario.node_pool
+    if state == OTHER_POOL and its_pool is not None and pool is not None:
         told["partitionLabelValue"] = its_pool
+        told["nodePoolLabelKey"] = pool.label_key
     return told
 
 
 def _pool_of(ins: Inspection, podgroup_key: str) -> str | None:
     """The node-pool label value of a podgroup the run has the object of but leaves to another pool ('' for none);
-    None when the run has no pools or no object (a shard's snapshot lists only its own pool's PodGroups)."""
+    None when the run has no pools or no object (a shard's snapshot lists only its own pool's PodGroups), or when no
+    pool holds it (its label is there but empty)."""
     podgroup, pool = ins.cluster.get("PodGroup", podgroup_key), ins.scenario.node_pool
     if podgroup is None or pool is None:
         return None
-    return str(((podgroup.get("metadata") or {}).get("labels") or {}).get(pool.label_key) or "")
+    labels = (podgroup.get("metadata") or {}).get("labels") or {}
+    value = labels.get(pool.label_key)
+    if value is None:
+        return ""
+    return str(value) or None
 
 
 def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[str, Any]:

@@ -17,9 +17,11 @@ from typing import Any
 
 from kai.components.scheduler.node_pool import NodePool
 from kai.core.framework.config import SchedulerConfig
+from kai.core.model import names
 from kai.core.model.duration import format_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time
+from kai.core.state.cluster_state import object_key
 
 SNAPSHOT_FILE = "snapshot.json"
 LISTS: dict[str, tuple[str, str]] = {
@@ -68,29 +70,52 @@ class KaiSnapshot:
     """When kai took it (kai's own ``kai.capturedAt``; KAI's snapshots do not say)."""
     node_pool: NodePool | None = None
     """The shard it was taken in (``schedulerParams.partitionParams``); None: the whole cluster."""
+    podgroups_elsewhere: frozenset[str] | None = None
+    """The other pools' PodGroups its pods name, as kai recorded them (``kai.podGroupsElsewhere``); None when not
+    recorded (KAI's snapshots)."""
 
 
-def write_zip(
-    config: SchedulerConfig,
-    objects: Mapping[str, list[dict[str, Any]]],
-    captured_at: float,
-    node_pool: NodePool | None = None,
-) -> bytes:
-    """A zip in KAI's format of ``objects`` (per kind) and ``config``, with kai's note of when it was taken (KAI's
-    reader ignores the extra ``kai`` key); ``node_pool``: the shard whose objects they are, written as KAI's
-    ``partitionParams``."""
+@dataclass
+class Shard:
+    """What a snapshot of a pool holds: the pool's nodes, queues and PodGroups and every other object, and the other
+    pools' PodGroups its pods name (kai records them, so a pod naming a PodGroup that exists nowhere stays invalid).
+    Without a pool (a cluster without shards): every object."""
+
+    objects: Mapping[str, list[dict[str, Any]]]
+    pool: NodePool | None = None
+    podgroups_elsewhere: frozenset[str] = frozenset()
+
+
+def shard_of(objects: Mapping[str, list[dict[str, Any]]], pool: NodePool | None) -> Shard:
+    if pool is None:
+        return Shard(objects)
+    held = {kind: [obj for obj in items if pool.holds(kind, obj)] for kind, items in objects.items()}
+    named = {podgroup_of_pod(pod) for pod in objects.get("Pod", [])}
+    elsewhere = {object_key(group) for group in objects.get("PodGroup", []) if not pool.holds("PodGroup", group)}
+    return Shard(held, pool, frozenset(elsewhere & named))
+
+
+def podgroup_of_pod(pod: Mapping[str, Any]) -> str:
+    """``namespace/name`` of the PodGroup a pod's annotation names ("" when none)."""
+    meta = pod.get("metadata") or {}
+    name = (meta.get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
+    return f"{meta.get('namespace', 'default')}/{name}" if name else ""
+
+
+def write_zip(config: SchedulerConfig, shard: Shard, captured_at: float) -> bytes:
+    """A zip in KAI's format of the shard's objects (per kind) and ``config``, with kai's note of when it was taken
+    (KAI's reader ignores the extra ``kai`` key); of a pool, with KAI's ``partitionParams`` and, in kai's note, the
+    other pools' PodGroups its pods name."""
     raw: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
     by_kind = {kind: name for name, (kind, _) in LISTS.items()}
-    for kind, items in objects.items():
+    for kind, items in shard.objects.items():
         if kind in by_kind:
             raw[by_kind[kind]] = [dict(item) for item in items]
-    kai_config, params = kai_config_of(config, node_pool)
-    document = {
-        "config": kai_config,
-        "schedulerParams": params,
-        "rawObjects": raw,
-        "kai": {"capturedAt": format_time(captured_at)},
-    }
+    kai_config, params = kai_config_of(config, shard.pool)
+    note: dict[str, Any] = {"capturedAt": format_time(captured_at)}
+    if shard.pool is not None:
+        note["podGroupsElsewhere"] = sorted(shard.podgroups_elsewhere)
+    document = {"config": kai_config, "schedulerParams": params, "rawObjects": raw, "kai": note}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(SNAPSHOT_FILE, json.dumps(document))
@@ -156,6 +181,7 @@ def read_zip(data: bytes, where: str) -> KaiSnapshot:
     config, notes = config_from_kai(document, where)
     snapshot = KaiSnapshot(config, [], notes=notes, captured_at=_captured_at(document, where))
     snapshot.node_pool = node_pool_of(document, snapshot.notes)
+    snapshot.podgroups_elsewhere = _podgroups_elsewhere(document, snapshot.notes)
     for name, items in document["rawObjects"].items():
         if name not in LISTS:
             snapshot.notes.append((f"rawObjects.{name}", "not a list KAI v0.17 writes; ignored"))
@@ -209,7 +235,8 @@ def config_from_kai(document: dict[str, Any], where: str) -> tuple[dict[str, Any
 def node_pool_of(document: dict[str, Any], notes: list[tuple[str, str]]) -> NodePool | None:
     """The shard of KAI's ``partitionParams`` (SchedulingNodePoolParams: Go field names, no JSON tags); None without
     a label key, as KAI's selector then takes everything."""
-    partition = (document.get("schedulerParams") or {}).get("partitionParams")
+    params = document.get("schedulerParams") or {}
+    partition = params.get("partitionParams") if isinstance(params, dict) else None
     if not partition:
         return None
     key, value = (partition.get(k, "") if isinstance(partition, dict) else None for k in (_POOL_KEY, _POOL_VALUE))
@@ -218,6 +245,17 @@ def node_pool_of(document: dict[str, Any], notes: list[tuple[str, str]]) -> Node
         notes.append(("schedulerParams.partitionParams", f"expected {allowed}; every object is used"))
         return None
     return NodePool(key, value) if key else None
+
+
+def _podgroups_elsewhere(document: dict[str, Any], notes: list[tuple[str, str]]) -> frozenset[str] | None:
+    note = document.get("kai")
+    recorded = note.get("podGroupsElsewhere") if isinstance(note, dict) else None
+    if recorded is None:
+        return None
+    if not isinstance(recorded, list) or not all(isinstance(key, str) for key in recorded):
+        notes.append(("kai.podGroupsElsewhere", "expected a list of namespace/name strings; not used"))
+        return None
+    return frozenset(recorded)
 
 
 def _captured_at(document: dict[str, Any], where: str) -> float | None:

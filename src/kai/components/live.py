@@ -53,10 +53,10 @@ def scheduler_side(scheduler_conf: Path | None, address: str, node_pool: NodePoo
     else:
         why_not = ""
     answered = isinstance(answer, dict)
-    if node_pool is None:
-        node_pool = node_pool_of(answer, []) if isinstance(answer, dict) else NodePool()
-    pool = node_pool.shard if node_pool is not None else None
     try:
+        if node_pool is None:
+            node_pool = _answered_pool(answer, address) if isinstance(answer, dict) else NodePool()
+        pool = node_pool.shard if node_pool is not None else None
         if scheduler_conf is not None:
             config = parse_config(read_mapping(scheduler_conf, "a scheduler config"))
             return SchedulerSide(config, str(scheduler_conf), address, answered, why_not, pool)
@@ -67,6 +67,16 @@ def scheduler_side(scheduler_conf: Path | None, address: str, node_pool: NodePoo
         raise LiveError(str(error)) from error
     default = "KAI's default (no --scheduler-conf, no scheduler answered)"
     return SchedulerSide(parse_config({}), default, address, False, why_not, pool)
+
+
+def _answered_pool(answer: dict[str, Any], address: str) -> NodePool | None:
+    """The pool of the scheduler's ``/get-cycles`` answer (None: it has no shards)."""
+    notes: list[tuple[str, str]] = []
+    pool = node_pool_of(answer, notes)
+    if notes:
+        field, problem = notes[0]
+        raise LiveError(f"the scheduler at {address}: field {field}: {problem}")
+    return pool
 
 
 def history(side: SchedulerSide, podgroup: str) -> dict[str, Any]:

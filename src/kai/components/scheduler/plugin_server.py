@@ -21,7 +21,7 @@ from wsgiref.simple_server import WSGIServer
 from kai.cluster.port import ClusterClient
 from kai.components.capture import capture
 from kai.components.endpoints import WsgiApp, bind, start
-from kai.components.kai_snapshot import kai_config_of, write_zip
+from kai.components.kai_snapshot import kai_config_of, shard_of, write_zip
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.job_order import job_order, reflect
 
@@ -55,11 +55,8 @@ class PluginServer:
             return "503 Service Unavailable", b"the scheduler is not running yet (syncing, or standing by)\n", _TEXT
         loop, cluster = self._running
         if path == "/get-snapshot":
-            pool = loop.node_pool
-            objects = {
-                kind: [o for o in items if pool.holds(kind, o)] for kind, items in capture(cluster, loop.config).items()
-            }
-            body = write_zip(loop.config, objects, loop.clock(), pool.shard)
+            shard = shard_of(capture(cluster, loop.config), loop.node_pool.shard)
+            body = write_zip(loop.config, shard, loop.clock())
             return "200 OK", body, [("Content-Type", "application/zip"), ("Content-Disposition", _ATTACHMENT)]
         if path == "/get-job-order":
             session = loop.opened_session()

@@ -8,8 +8,8 @@
   starts from zero when it runs again.
 - A pod with the annotation ``simulate.kai.scheduler/fail-after`` fails (phase ``Failed``, its resources free) that
   long after it started running, unless its run time is over first. Only a pod of ``restartPolicy: Never`` fails: the
-  kubelet restarts the others' containers in place, so they keep running (a warning says so). A Job replaces its
-  failed pods until its ``backoffLimit`` (``workload_controllers``).
+  kubelet restarts the others' containers in place, so they keep running (a warning says so, once per controller).
+  A Job replaces its failed pods until its ``backoffLimit`` (``workload_controllers``).
 - A PodGroup with the annotation ``simulate.kai.scheduler/resubmit: "true"`` is submitted again, as a fresh
   PodGroup with fresh pods (names ``<podgroup>-2``, ``-3``, …, created at that time), once every pod of the
   previous one has finished; the finished one is removed. So a queue's demand stays steady. The same annotation on
@@ -26,6 +26,7 @@ from typing import Any
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
 from kai.components.sim.problems import WARNING, Problem
+from kai.components.sim.workload_objects import owner_refs
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -98,7 +99,11 @@ class WorkloadLifecycle:
     def _finish(self, cluster: MemoryCluster, pod: Raw, key: str, now: float) -> str:
         """A running pod's phase at ``now``: ``Succeeded`` once its run time is over, ``Failed`` once its fail-after
         is, whichever comes first (written to the cluster), else still ``Running``."""
-        started = _started(pod, key, self.start)
+        try:
+            started = _started(pod, key, self.start)
+        except InvalidObject as error:
+            self._warn(key, InvalidObject(error.obj, error.field, f"{error.problem}; the pod runs until evicted"))
+            return "Running"
         run_time = self._duration(pod, key, RUN_TIME_ANNOTATION, "the pod runs until evicted")
         ends: list[tuple[float, str]] = []
         if run_time is not None:
@@ -130,7 +135,7 @@ class WorkloadLifecycle:
         try:
             return parse_duration(str(text), f"Pod {key}", f"metadata.annotations[{annotation}]")
         except InvalidObject as error:
-            self._warn(key, annotation, InvalidObject(error.obj, error.field, f"{error.problem}; {otherwise}"))
+            self._warn(key, InvalidObject(error.obj, error.field, f"{error.problem}; {otherwise}"))
             return None
 
     def _fails(self, pod: Raw, key: str) -> bool:
@@ -142,14 +147,19 @@ class WorkloadLifecycle:
         field = f"metadata.annotations[{FAIL_AFTER_ANNOTATION}]"
         problem = (
             f"the pod's restartPolicy is {policy}: its containers restart in place, so the pod keeps running (and its "
-            "resources taken); only a pod of restartPolicy Never fails"
+            "resources taken; a Job's controller would count the restarts toward its backoffLimit, kai simulate does "
+            "not); only a pod of restartPolicy Never fails"
         )
-        self._warn(key, FAIL_AFTER_ANNOTATION, InvalidObject(f"Pod {key}", field, problem))
+        owner = _controller(pod)
+        if owner:
+            problem += f" (so do the other pods of {owner})"
+        self._warn(key, InvalidObject(f"Pod {key}", field, problem), about=owner)
         return False
 
-    def _warn(self, key: str, annotation: str, problem: InvalidObject) -> None:
-        if (key, annotation) not in self._reported:
-            self._reported.add((key, annotation))
+    def _warn(self, key: str, problem: InvalidObject, about: str = "") -> None:
+        """A warning of the pod ``key``, once per field and ``about`` (the pod; or its controller, for all its pods)."""
+        if (about or key, problem.field) not in self._reported:
+            self._reported.add((about or key, problem.field))
             self.problems.append(Problem.of(WARNING, "Pod", key, problem))
 
     def _templates(self, objects: list[Raw]) -> list[Template]:
@@ -209,6 +219,14 @@ class WorkloadLifecycle:
             else:
                 annotations.pop(names.POD_GROUP_ANNOTATION, None)  # the pod-grouper groups it again
             template.current.append(object_key(cluster.create("Pod", pod)))
+
+
+def _controller(pod: Raw) -> str:
+    """The pod's controlling owner as ``Kind namespace/name`` ("" when none)."""
+    for ref in owner_refs(pod):
+        if ref.get("controller"):
+            return f"{ref['kind']} {pod['metadata'].get('namespace')}/{ref['name']}"
+    return ""
 
 
 def _annotations(obj: Raw) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
-from kai.components.sim.snapshot_file import is_snapshot, load_snapshot, podgroups_elsewhere
+from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -181,7 +181,6 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
         raise ScenarioError(str(error)) from error
     clock = clock or ClockSpec()
     runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
-    elsewhere = frozenset(podgroups_elsewhere(loaded.objects)) if loaded.node_pool is not None else frozenset()
     return Scenario(
         path,
         path.stem,
@@ -193,7 +192,7 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
         loaded.problems,
         clock,
         loaded.node_pool,
-        elsewhere,
+        loaded.podgroups_elsewhere,
     )
 
 

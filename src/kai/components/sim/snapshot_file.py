@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kai.components.kai_snapshot import SnapshotFormatError, read_zip
+from kai.components.kai_snapshot import SnapshotFormatError, podgroup_of_pod, read_zip
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import WARNING, Problem
@@ -42,6 +42,8 @@ class LoadedSnapshot:
     problems: list[Problem]
     node_pool: NodePool | None
     """The shard it was taken in (None: the whole cluster)."""
+    podgroups_elsewhere: frozenset[str] = frozenset()
+    """Of a shard: the other pools' PodGroups its pods name (their pods only take room on their nodes)."""
 
 
 def load_snapshot(path: Path) -> LoadedSnapshot:
@@ -58,10 +60,12 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
     except InvalidObject as error:
         raise SnapshotFormatError(f"{where}: {error}") from error
     notes = list(snapshot.notes)
-    pool = snapshot.node_pool
+    pool, elsewhere = snapshot.node_pool, frozenset[str]()
     if pool is not None:
         config = dataclasses.replace(config, node_pool=pool.name)
-        notes += _pool_notes(objects, pool)
+        recorded = snapshot.podgroups_elsewhere  # None in KAI's: it lists every pod but only its pool's PodGroups
+        elsewhere = podgroups_elsewhere(objects) if recorded is None else recorded
+        notes += _pool_notes(objects, pool, elsewhere)
     notes += [
         (f"rawObjects.{n}", f"{c} objects kai does not schedule with; not used") for n, c in snapshot.ignored.items()
     ]
@@ -76,18 +80,18 @@ def load_snapshot(path: Path) -> LoadedSnapshot:
         )
     label = f"snapshot {path.name}"
     problems += [Problem.of(WARNING, "Snapshot", path.name, InvalidObject(label, f, p)) for f, p in notes]
-    return LoadedSnapshot(config, now, objects, problems, pool)
+    return LoadedSnapshot(config, now, objects, problems, pool, elsewhere)
 
 
-def podgroups_elsewhere(objects: list[dict[str, Any]]) -> set[str]:
+def podgroups_elsewhere(objects: list[dict[str, Any]]) -> frozenset[str]:
     """The PodGroups a shard's snapshot names in its pods' annotations but does not hold: KAI's shard lists every pod
     and only its own pool's PodGroups, so those are other pools' (their pods only take room on their nodes)."""
     held = {object_key(obj) for obj in objects if obj["kind"] == "PodGroup"}
-    named = {_podgroup_of(obj) for obj in objects if obj["kind"] == "Pod"}
-    return {key for key in named if key and key not in held}
+    named = {podgroup_of_pod(obj) for obj in objects if obj["kind"] == "Pod"}
+    return frozenset(key for key in named if key and key not in held)
 
 
-def _pool_notes(objects: list[dict[str, Any]], pool: NodePool) -> list[tuple[str, str]]:
+def _pool_notes(objects: list[dict[str, Any]], pool: NodePool, elsewhere: frozenset[str]) -> list[tuple[str, str]]:
     """What of the snapshot its pool's run leaves out: pods of other pools' PodGroups, and the nodes, queues and
     PodGroups of other pools a hand-edited snapshot adds (KAI's own hold none: its partition selector)."""
     said = f"{pool.label_key}={pool.value}" if pool.value else f"no {pool.label_key} label"
@@ -97,17 +101,10 @@ def _pool_notes(objects: list[dict[str, Any]], pool: NodePool) -> list[tuple[str
     if others:
         counted = ", ".join(f"{count} {kind}{'s' if count > 1 else ''}" for kind, count in sorted(others.items()))
         notes.append((where[0], f"{where[1]}: {counted} of other pools left out"))
-    elsewhere = podgroups_elsewhere(objects)
-    if pods := sum(_podgroup_of(obj) in elsewhere for obj in objects if obj["kind"] == "Pod"):
+    if pods := sum(podgroup_of_pod(obj) in elsewhere for obj in objects if obj["kind"] == "Pod"):
         told = f"the pods of other pools' PodGroups ({pods}) only take room on their nodes"
         notes.append((where[0], f"{where[1]}: {told}"))
     return notes
-
-
-def _podgroup_of(pod: dict[str, Any]) -> str:
-    meta = pod["metadata"]
-    name = (meta.get("annotations") or {}).get(names.POD_GROUP_ANNOTATION)
-    return f"{meta.get('namespace', 'default')}/{name}" if name else ""
 
 
 def newest_time(objects: list[dict[str, Any]]) -> float:

@@ -46,6 +46,7 @@ from kai.components.sim.workload_objects import (
     check_job_spec,
     link_owners,
     mapping,
+    owner_refs,
     template_meta,
     uid,
     whole_number,
@@ -91,8 +92,9 @@ class WorkloadControllers:
     controller keeps counting a pod that succeeded after it is gone)."""
     completed: dict[str, frozenset[int]] = field(default_factory=dict)
     """Per captured Indexed Job, the indexes its status counts as done (``status.completedIndexes``)."""
-    failed_at: dict[str, float] = field(default_factory=dict)
-    """Per failed pod of a Job (key), when the Job stand-in first saw it failed: the start of the Job's back-off."""
+    ended: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """Per pod of a Job (key) that ended, how (``Succeeded``, ``Failed``) and when the Job stand-in saw it: a
+    failure starts the Job's back-off."""
     counted_failures: dict[str, int] = field(default_factory=dict)
     """Per captured Job, the failures its status counts of pods no longer in the input (``status.failed``)."""
 
@@ -101,10 +103,7 @@ class WorkloadControllers:
         cls, objects: list[Raw], now: float = 0.0, scheduler_name: str = names.SCHEDULER_NAME
     ) -> "WorkloadControllers":
         owned = {
-            (ref.get("kind"), obj["metadata"].get("namespace"), ref.get("name"))
-            for obj in objects
-            for ref in obj["metadata"].get("ownerReferences") or []
-            if isinstance(ref, dict)
+            (ref["kind"], obj["metadata"].get("namespace"), ref["name"]) for obj in objects for ref in owner_refs(obj)
         }
         taken = {(obj["kind"], object_key(obj)) for obj in objects}
         controllers = cls([], taken=taken, start_time=now, scheduler_name=scheduler_name)
@@ -163,6 +162,8 @@ class WorkloadControllers:
         if key in self.complete:
             return []
         count = pods_to_make(job, self.counted.get(key, 0), 0)
+        if self.counted_failures.get(key, 0) > whole_number(job, ("spec", "backoffLimit"), DEFAULT_BACKOFF_LIMIT):
+            count = 0  # captured past its backoffLimit: it fails at the first step
         made = [pod for pod in job_pods(job, 0, count, self.completed.get(key, frozenset())) if self._admit(pod, job)]
         self.jobs[key] = [object_key(pod) for pod in made]
         return made
@@ -247,27 +248,26 @@ class WorkloadControllers:
             job = None if key in self.complete else cluster.peek("Job", key)
             if job is None:
                 continue
-            # a pod gone from the cluster is neither active nor done: the Job makes another, as Kubernetes' does
-            pods = [pod for one in made if (pod := cluster.peek("Pod", one))]
-            phases = [(pod.get("status") or {}).get("phase") for pod in pods]
-            succeeded = phases.count("Succeeded") + self.counted.get(key, 0)
-            active = sum(1 for phase in phases if phase not in ("Succeeded", "Failed"))
-            failed_at = [
-                self.failed_at.setdefault(object_key(pod), now)
-                for pod, phase in zip(pods, phases, strict=True)
-                if phase == "Failed"
-            ]
+            pods = {one: pod for one in made if (pod := cluster.peek("Pod", one))}
+            for one in made:
+                self._note_end(one, pods.get(one), now)
+            ends = [self.ended.get(one) for one in made]
+            succeeded = sum(1 for end in ends if end and end[0] == "Succeeded") + self.counted.get(key, 0)
+            failed_at = [end[1] for end in ends if end and end[0] == "Failed"]
             failed = len(failed_at) + self.counted_failures.get(key, 0)
+            active = sum(1 for end in ends if end is None)
             if failed > whole_number(job, ("spec", "backoffLimit"), DEFAULT_BACKOFF_LIMIT):
                 self._fail(cluster, job, made, succeeded, failed, now)
                 continue
             busy = self.completed.get(key, frozenset()) | frozenset(
                 index
-                for pod, phase in zip(pods, phases, strict=True)
-                if phase != "Failed" and (index := completion_index(pod)) is not None
+                for one, pod in pods.items()
+                if (self.ended.get(one) or ("",))[0] != "Failed" and (index := completion_index(pod)) is not None
             )
             backing_off = bool(failed_at) and now < max(failed_at) + backoff_delay(failed)
             for pod in job_pods(job, len(made), 0 if backing_off else pods_to_make(job, succeeded, active), busy):
+                if key in self.unplaced:  # another scheduler's: it runs as soon as it is made, on no node
+                    pod["status"] = {"phase": "Running", "startTime": format_time(now)}
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
             done = succeeded >= whole_number(job, ("spec", "completions"), 1) and not active
@@ -275,17 +275,31 @@ class WorkloadControllers:
                 complete = {"type": "Complete", "status": "True", "lastTransitionTime": format_time(now)}
                 job = json_copy(job)
                 job["status"] = {"succeeded": succeeded, "completionTime": format_time(now), "conditions": [complete]}
+                if failed:
+                    job["status"]["failed"] = failed
                 cluster.update_status("Job", job)
             if done:
                 self.complete.add(key)
 
+    def _note_end(self, key: str, pod: Raw | None, now: float) -> None:
+        """When and how a Job's pod ended, once: by its phase, or Failed when it is deleted before it succeeded (an
+        eviction, too), as Kubernetes' Job controller counts a deleted pod."""
+        if key in self.ended:
+            return
+        phase = ((pod or {}).get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            self.ended[key] = (phase, now)
+        elif pod is None or pod["metadata"].get("deletionTimestamp"):
+            self.ended[key] = ("Failed", now)
+
     def _fail(self, cluster: MemoryCluster, job: Raw, made: list[str], succeeded: int, failed: int, now: float) -> None:
         """A Job past its ``backoffLimit`` ends as the Job controller ends it: ``Failed`` (BackoffLimitExceeded), its
-        pods still running or waiting deleted (the finished ones stay)."""
+        pods still running or waiting deleted (and counted as failed; the finished ones stay)."""
         for key in made:
-            pod = cluster.peek("Pod", key)
-            if pod is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            if key not in self.ended:
                 cluster.finalize("Pod", key)
+                self.ended[key] = ("Failed", now)
+                failed += 1
         failure = {
             "type": "Failed",
             "status": "True",
@@ -303,8 +317,8 @@ class WorkloadControllers:
         it deletes go with their pods and PodGroups, its status is written."""
         owned: dict[str, list[Raw]] = {}
         for job in cluster.view("Job"):
-            for ref in job["metadata"].get("ownerReferences") or []:
-                if isinstance(ref, dict) and ref.get("kind") == "CronJob" and ref.get("controller"):
+            for ref in owner_refs(job):
+                if ref["kind"] == "CronJob" and ref.get("controller"):
                     owned.setdefault(str(ref.get("uid")), []).append(job)
         for key, spec in self.cron_jobs.items():
             cron_job = cluster.get("CronJob", key)
@@ -315,6 +329,7 @@ class WorkloadControllers:
                 self.complete.discard(object_key(job))
                 self.counted.pop(object_key(job), None)
                 self.completed.pop(object_key(job), None)
+                self.counted_failures.pop(object_key(job), None)
                 self._delete(cluster, job, self.jobs.pop(object_key(job), None))
             if decided.job is not None and self._admit(decided.job, cron_job):
                 decided.made()
@@ -382,17 +397,22 @@ class WorkloadControllers:
         self._report(WARNING, ray_job, "spec.submitterPodTemplate", problem)
 
     def _step_ray_jobs(self, cluster: MemoryCluster, now: float) -> None:
-        """A RayJob is Complete when its submitter Job is, or (SidecarMode) its run time after its Ray job started;
-        with ``shutdownAfterJobFinishes`` its RayCluster (and its pods) is deleted ``ttlSecondsAfterFinished``
-        later."""
+        """A RayJob is Complete when its submitter Job is, or (SidecarMode) its run time after its Ray job started,
+        and Failed (SubmissionFailed) when its submitter Job failed; with ``shutdownAfterJobFinishes`` its RayCluster
+        (and its pods) is deleted ``ttlSecondsAfterFinished`` later."""
         for key in [*self.ray_jobs, *self.sidecars]:
             ray_job = cluster.get("RayJob", key)
-            ended = self._ray_job_end(cluster, key, now)
-            if ray_job is None or ended is None:
+            end = self._ray_job_end(cluster, key, now)
+            if ray_job is None or end is None:
                 continue
+            ended, outcome = end
             status = ray_job.setdefault("status", {})
-            if status.get("jobDeploymentStatus") != "Complete":
-                status.update({"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "endTime": ended})
+            if status.get("jobDeploymentStatus") not in ("Complete", "Failed"):
+                status.update({"jobDeploymentStatus": outcome, "endTime": ended})
+                if outcome == "Failed":
+                    status.update({"jobStatus": "FAILED", "reason": "SubmissionFailed"})
+                else:
+                    status["jobStatus"] = "SUCCEEDED"
                 cluster.update_status("RayJob", ray_job)
             spec = mapping(ray_job, "spec")
             if spec.get("shutdownAfterJobFinishes") is True:
@@ -406,21 +426,32 @@ class WorkloadControllers:
             self.ray_jobs.pop(key, None)
             self.sidecars.pop(key, None)
 
-    def _ray_job_end(self, cluster: MemoryCluster, key: str, now: float) -> str | None:
-        """When the RayJob's Ray job ended (None while it runs)."""
+    def _ray_job_end(self, cluster: MemoryCluster, key: str, now: float) -> tuple[str, str] | None:
+        """When the RayJob's Ray job ended and how (``Complete``, or ``Failed`` with its submitter Job); None while it
+        runs."""
         if key in self.ray_jobs:
             job = cluster.peek("Job", self.ray_jobs[key])
-            if job is None or finished(job) is None:
+            outcome = None if job is None else finished(job)
+            if job is None or outcome is None:
                 return None
-            return str((job.get("status") or {}).get("completionTime") or format_time(now))
+            status = job.get("status") or {}
+            ended = status.get("completionTime") or next(
+                (c.get("lastTransitionTime") for c in status.get("conditions") or [] if c.get("type") == outcome), None
+            )
+            return str(ended or format_time(now)), outcome
         started = self.sidecar_starts.get(key)
         if started is None or now < started + self.sidecars[key]:
             return None
-        return format_time(started + self.sidecars[key])
+        return format_time(started + self.sidecars[key]), "Complete"
 
     def later_pods(self) -> list[Raw]:
-        """Pods made only later (once a pod runs, or a CronJob's time comes), as their templates give them."""
+        """Pods made only later (once a pod runs, a Job's pod ends, or a CronJob's time comes), as their templates give
+        them."""
         pods = [obj for item in self.after_running for obj in item.objects if obj["kind"] == "Pod"]
+        for obj in self.objects:
+            if obj["kind"] == "Job" and object_key(obj) in self.jobs:
+                template = mapping(obj, "spec", "template")
+                pods.append({"kind": "Pod", "metadata": {"annotations": template_meta(template, "annotations")}})
         for key in self.cron_jobs:
             cron_job = next(obj for obj in self.objects if obj["kind"] == "CronJob" and object_key(obj) == key)
             template = mapping(cron_job, "spec", "jobTemplate", "spec", "template")
@@ -453,14 +484,14 @@ class WorkloadControllers:
 
 def _owner_key(obj: Raw, kind: str) -> str:
     """The key of ``obj``'s controlling owner of ``kind`` ("" when it has none)."""
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("kind") == kind and ref.get("controller"):
-            return f"{obj['metadata'].get('namespace')}/{ref.get('name')}"
+    for ref in owner_refs(obj):
+        if ref["kind"] == kind and ref.get("controller"):
+            return f"{obj['metadata'].get('namespace')}/{ref['name']}"
     return ""
 
 
 def _owned_by(obj: Raw, owner: Raw) -> bool:
-    return any(ref.get("uid") == uid(owner) for ref in obj["metadata"].get("ownerReferences") or [])
+    return any(ref.get("uid") == uid(owner) for ref in owner_refs(obj))
 
 
 def _create_new(cluster: MemoryCluster, obj: Raw) -> bool:

@@ -150,8 +150,9 @@ def _status_count(job: Raw, key: str) -> int:
 
 
 def backoff_delay(failures: int) -> float:
-    """How long after its last failure a Job makes its next pod: 10 s, doubled per failure, at most six minutes."""
-    return float(min(10 * 2 ** max(failures - 1, 0), 360))
+    """How long after its last failure a Job makes its next pod: 10 s, doubled per failure, at most 10 minutes (the
+    Job controller's ``MaxJobPodFailureBackOff``; its documentation says six)."""
+    return float(min(10 * 2 ** max(failures - 1, 0), 600))
 
 
 def _job(job: Raw) -> list[Raw]:

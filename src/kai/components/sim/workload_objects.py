@@ -38,6 +38,17 @@ def uid(obj: Raw) -> str:
     return str(meta["uid"])
 
 
+def owner_refs(obj: Raw) -> list[dict[str, Any]]:
+    """The object's ownerReferences that can be followed: mappings whose kind and name are strings (the pod-grouper
+    reports the others)."""
+    refs = obj["metadata"].get("ownerReferences")
+    return [
+        ref
+        for ref in (refs if isinstance(refs, list) else [])
+        if isinstance(ref, dict) and isinstance(ref.get("kind"), str) and isinstance(ref.get("name"), str)
+    ]
+
+
 def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
     """The input as the API server stores it, its owners linked by uid: each object of a ``given_uids`` kind gets a
     uid (``uid``), an owner without one takes the uid its dependents' ownerReferences give, and a reference without
@@ -51,8 +62,8 @@ def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
     def refs_to_owners(obj: Raw) -> list[tuple[dict[str, Any], int]]:
         namespace = obj["metadata"].get("namespace")
         found = []
-        for ref in obj["metadata"].get("ownerReferences") or []:
-            if isinstance(ref, dict) and (at := index.get((ref.get("kind"), namespace, ref.get("name")))) is not None:
+        for ref in owner_refs(obj):
+            if (at := index.get((ref["kind"], namespace, ref["name"]))) is not None:
                 found.append((ref, at))
         return found
 
