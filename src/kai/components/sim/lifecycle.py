@@ -26,7 +26,7 @@ from typing import Any
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
 from kai.components.sim.problems import WARNING, Problem
-from kai.components.sim.workload_objects import owner_refs
+from kai.components.sim.workload_objects import controller_ref
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -223,10 +223,8 @@ class WorkloadLifecycle:
 
 def _controller(pod: Raw) -> str:
     """The pod's controlling owner as ``Kind namespace/name`` ("" when none)."""
-    for ref in owner_refs(pod):
-        if ref.get("controller"):
-            return f"{ref['kind']} {pod['metadata'].get('namespace')}/{ref['name']}"
-    return ""
+    ref = controller_ref(pod)
+    return f"{ref['kind']} {pod['metadata'].get('namespace')}/{ref['name']}" if ref is not None else ""
 
 
 def _annotations(obj: Raw) -> dict[str, Any]:
@@ -234,7 +232,7 @@ def _annotations(obj: Raw) -> dict[str, Any]:
 
 
 def _resubmits(obj: Raw) -> bool:
-    return str((obj["metadata"].get("annotations") or {}).get(RESUBMIT_ANNOTATION, "")).lower() == "true"
+    return str(_annotations(obj).get(RESUBMIT_ANNOTATION, "")).lower() == "true"
 
 
 def _started(pod: Raw, key: str, default: float) -> float:

@@ -44,6 +44,7 @@ from kai.components.sim.workload_objects import (
     DEFAULT_BACKOFF_LIMIT,
     Invalid,
     check_job_spec,
+    controller_ref,
     link_owners,
     mapping,
     owner_refs,
@@ -228,8 +229,8 @@ class WorkloadControllers:
                 ((cluster.peek("Pod", pod) or {}).get("status") or {}).get("phase") == "Running" for pod in item.pods
             ):
                 for obj in item.objects:
-                    if obj["kind"] == "Pod" and _owner_key(obj, "Job") in self.unplaced:
-                        obj["status"] = {"phase": "Running", "startTime": format_time(now)}
+                    if obj["kind"] == "Pod":
+                        self._run_unplaced(obj, _owner_key(obj, "Job"), now)
                     _create_new(cluster, obj)
                 if item.starts:
                     self.sidecar_starts[item.starts] = now
@@ -253,7 +254,7 @@ class WorkloadControllers:
                 self._note_end(one, pods.get(one), now)
             ends = [self.ended.get(one) for one in made]
             succeeded = sum(1 for end in ends if end and end[0] == "Succeeded") + self.counted.get(key, 0)
-            failed_at = [end[1] for end in ends if end and end[0] == "Failed"]
+            failed_at = {one: end[1] for one, end in zip(made, ends, strict=True) if end and end[0] == "Failed"}
             failed = len(failed_at) + self.counted_failures.get(key, 0)
             active = sum(1 for end in ends if end is None)
             if failed > whole_number(job, ("spec", "backoffLimit"), DEFAULT_BACKOFF_LIMIT):
@@ -262,12 +263,11 @@ class WorkloadControllers:
             busy = self.completed.get(key, frozenset()) | frozenset(
                 index
                 for one, pod in pods.items()
-                if (self.ended.get(one) or ("",))[0] != "Failed" and (index := completion_index(pod)) is not None
+                if one not in failed_at and (index := completion_index(pod)) is not None
             )
-            backing_off = bool(failed_at) and now < max(failed_at) + backoff_delay(failed)
+            backing_off = bool(failed_at) and now < max(failed_at.values()) + backoff_delay(failed)
             for pod in job_pods(job, len(made), 0 if backing_off else pods_to_make(job, succeeded, active), busy):
-                if key in self.unplaced:  # another scheduler's: it runs as soon as it is made, on no node
-                    pod["status"] = {"phase": "Running", "startTime": format_time(now)}
+                self._run_unplaced(pod, key, now)
                 if _create_new(cluster, pod):
                     made.append(object_key(pod))
             done = succeeded >= whole_number(job, ("spec", "completions"), 1) and not active
@@ -280,6 +280,11 @@ class WorkloadControllers:
                 cluster.update_status("Job", job)
             if done:
                 self.complete.add(key)
+
+    def _run_unplaced(self, pod: Raw, job_key: str, now: float) -> None:
+        """A pod of a Job another scheduler places runs as soon as it is made, on no node."""
+        if job_key in self.unplaced:
+            pod["status"] = {"phase": "Running", "startTime": format_time(now)}
 
     def _note_end(self, key: str, pod: Raw | None, now: float) -> None:
         """When and how a Job's pod ended, once: by its phase, or Failed when it is deleted before it succeeded (an
@@ -484,10 +489,8 @@ class WorkloadControllers:
 
 def _owner_key(obj: Raw, kind: str) -> str:
     """The key of ``obj``'s controlling owner of ``kind`` ("" when it has none)."""
-    for ref in owner_refs(obj):
-        if ref["kind"] == kind and ref.get("controller"):
-            return f"{obj['metadata'].get('namespace')}/{ref['name']}"
-    return ""
+    ref = controller_ref(obj)
+    return f"{obj['metadata'].get('namespace')}/{ref['name']}" if ref is not None and ref["kind"] == kind else ""
 
 
 def _owned_by(obj: Raw, owner: Raw) -> bool:

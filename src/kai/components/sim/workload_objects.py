@@ -49,6 +49,11 @@ def owner_refs(obj: Raw) -> list[dict[str, Any]]:
     ]
 
 
+def controller_ref(obj: Raw) -> dict[str, Any] | None:
+    """The object's controlling ownerReference (None when it has none)."""
+    return next((ref for ref in owner_refs(obj) if ref.get("controller")), None)
+
+
 def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
     """The input as the API server stores it, its owners linked by uid: each object of a ``given_uids`` kind gets a
     uid (``uid``), an owner without one takes the uid its dependents' ownerReferences give, and a reference without
