@@ -10,7 +10,7 @@ import yaml
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import ClusterError
-from kai.components.binder import Binder, retry_delay_s
+from kai.components.binder.component import Binder, retry_delay_s
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.objects import parse_bind_request
@@ -168,7 +168,7 @@ def test_a_deleted_node_fails_the_request_once_so_the_scheduler_drops_it(
         clock.t += 120
         assert binder.reconcile() == 0
     assert attempts(binder, "error") == 1
-    [record] = [r for r in caplog.records if r.name == "kai.components.binder"]
+    [record] = [r for r in caplog.records if r.name == "kai.components.binder.component"]
     assert record.levelno == logging.WARNING and record.exc_info is None
     assert record.getMessage() == (
         f"bind request {NS}/p (pod {NS}/p, node gone) failed: node gone does not exist; "
@@ -225,7 +225,7 @@ def test_transient_failures_retry_with_growing_delays_up_to_the_backoff_limit(ca
     assert status(cluster, "p")["phase"] == "Failed"
     assert parse_bind_request(cluster.get("BindRequest", f"{NS}/p")).failed  # type: ignore[arg-type]
     assert attempts(binder, "error") == 3
-    lines = [r.getMessage() for r in caplog.records if r.name == "kai.components.binder"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "kai.components.binder.component"]
     assert [line.rsplit("; ", 1)[1] for line in lines] == [
         "attempt 1 of 3, retried in 1s",
         "attempt 2 of 3, retried in 2s",
@@ -270,7 +270,7 @@ def test_an_unexpected_error_is_logged_with_its_traceback_but_counted_like_any_f
     cluster.bind_pod = refusing(RuntimeError("bug"))  # type: ignore[method-assign]
     binder.reconcile()
     assert binder.reconcile() == 0
-    [record] = [r for r in caplog.records if r.name == "kai.components.binder"]
+    [record] = [r for r in caplog.records if r.name == "kai.components.binder.component"]
     assert record.levelno == logging.ERROR and record.exc_info is not None
     assert status(cluster, "p")["reason"] == "bug"
 
@@ -282,7 +282,7 @@ def test_an_unreadable_request_is_deleted_so_the_scheduler_writes_a_valid_one(ca
     binder = Binder(cluster, Clock())
     binder.reconcile()
     assert cluster.get("BindRequest", f"{NS}/p") is None
-    assert [r.getMessage() for r in caplog.records if r.name == "kai.components.binder"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "kai.components.binder.component"] == [
         f"bind request {NS}/p is invalid (BindRequest {NS}/p: field spec.selectedGPUGroups: got 'g1'; expected a "
         "list); deleted so that the scheduler writes a valid one"
     ]

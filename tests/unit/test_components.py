@@ -7,7 +7,7 @@ import yaml
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Listener, Raw
-from kai.components.binder import Binder
+from kai.components.binder.component import Binder
 from kai.components.controllers import (
     MAX_DEFERRED_PASSES,
     PodGroupStatusController,

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from kai.components.endpoints import EndpointError, Endpoints, Health, parse_address
+from kai.components.shared.endpoints import EndpointError, Endpoints, Health, parse_address
 
 
 def _get(port: int, path: str) -> tuple[int, str]:

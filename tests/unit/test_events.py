@@ -1,12 +1,12 @@
 """The event recorder on the in-memory cluster: identity, aggregation of repeats and similar events, the spam
-filter and the bounded LRU (client-go's tools/record rules, kai.components.events)."""
+filter and the bounded LRU (client-go's tools/record rules, kai.components.shared.events)."""
 
 from typing import Any
 
 import pytest
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.events import COMBINED_PREFIX, EventRecorder, ObjectRef
+from kai.components.shared.events import COMBINED_PREFIX, EventRecorder, ObjectRef
 
 
 class Clock:

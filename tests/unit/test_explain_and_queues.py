@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from kai.cli.main import main
 from kai.cluster.memory import MemoryCluster
-from kai.components.inspect import inspect
-from kai.components.queue_report import pending, queue_tree
+from kai.components.insight.inspect import inspect
+from kai.components.insight.queues import pending, queue_tree
+from kai.components.insight.workload_podgroups import workload_kind, workload_podgroups
 from kai.components.sim.scenario import load_scenario
-from kai.components.workload_podgroups import workload_kind, workload_podgroups
 
 NOW = "2025-01-01T00:10:00Z"
 

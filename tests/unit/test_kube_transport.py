@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, Gone, NotFound, Unreachable, api_error
 from kai.cluster.kube.resources import KINDS, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
-from kai.components.metrics import RestClientMetrics
+from kai.components.shared.metrics import RestClientMetrics
 
 REQUEST = get_request(KINDS["Queue"], "q")
 RETRY = RetryPolicy(attempts=4, first_delay_s=0.1, max_delay_s=0.3)

@@ -21,14 +21,14 @@ from kai.cli.explain import render
 from kai.cli.main import main
 from kai.cli.sources import given_node_pool
 from kai.cluster.memory import MemoryCluster
-from kai.components.capture import capture
-from kai.components.explain import explain_pod, explain_podgroup
-from kai.components.inspect import inspect
-from kai.components.kai_snapshot import shard_of, write_zip
-from kai.components.live import LiveError, SchedulerSide, read, scheduler_side
+from kai.components.insight.explain import explain_pod, explain_podgroup
+from kai.components.insight.inspect import inspect
+from kai.components.insight.live import LiveError, SchedulerSide, read, scheduler_side
+from kai.components.scheduler.capture import capture
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.scheduler.snapshot_format import shard_of, write_zip
 from kai.components.sim.runner import Simulation, run_scenario
 from kai.components.sim.scenario import Scenario, load_scenario, snapshot_scenario
 from kai.core.framework.config import SchedulerConfig

@@ -16,8 +16,8 @@ from kai.components.operator.loop import operate
 from kai.components.operator.rbac import CLUSTER_RULES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
-from kai.components.runtime import KINDS
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.shared.kinds import KINDS
 from kai.core.framework.config import parse_config
 
 NS = "kai-scheduler"

@@ -13,7 +13,7 @@ from kai.cli.main import main
 from kai.cluster.kube.ratelimit import TokenBucket
 from kai.cluster.kube.resources import KINDS, Request, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
-from kai.components.metrics import RestClientMetrics
+from kai.components.shared.metrics import RestClientMetrics
 
 
 class FakeTime:

@@ -7,7 +7,7 @@ import pytest
 from core_builders import T0, cluster, node, pod, podgroup, queue
 from prometheus_client import CollectorRegistry
 
-from kai.components.metrics import SchedulerMetrics
+from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import parse_config
 from kai.core.framework.scenario_search import Outcome, SearchResult, largest_solvable

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.binder import Binder
+from kai.components.binder.component import Binder
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.errors import InvalidObject

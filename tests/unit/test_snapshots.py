@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from kai.cli.main import main
 from kai.cluster.memory import MemoryCluster
-from kai.components.kai_snapshot import read_zip, shard_of, write_zip
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.scheduler.snapshot_format import read_zip, shard_of, write_zip
 from kai.components.sim.scenario import load_scenarios
 from kai.core.framework.config import parse_config
 from kai.core.model.meta import format_time

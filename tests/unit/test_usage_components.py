@@ -20,10 +20,10 @@ from prometheus_client import CollectorRegistry
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.prometheus import PrometheusUsageClient, UsageQueryError
-from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.usage import PrometheusUsage, UsageError, usage_source
 from kai.components.scheduler.usage_history import ConfigMapHistory, decode, encode
+from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.framework.config import parse_config
 from kai.core.framework.usage_config import UsageParams, WindowType
 from kai.core.framework.usage_store import AllocationSample, UsageStore

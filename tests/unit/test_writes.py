@@ -9,7 +9,7 @@ import pytest
 
 from kai.cluster.kube.errors import Unreachable
 from kai.cluster.port import AlreadyExists, Conflict, NotFound
-from kai.components.parallel import Writes
+from kai.components.shared.parallel import Writes
 
 
 def test_expected_refusals_are_one_line_and_the_rest_goes_on(caplog: pytest.LogCaptureFixture) -> None:

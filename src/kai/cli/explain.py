@@ -12,8 +12,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kai.cli.sources import Source, source_options
-from kai.components.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
-from kai.components.live import history
+from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
+from kai.components.insight.live import history
 from kai.core.model import names
 from kai.core.state.reason_text import when
 

@@ -25,15 +25,16 @@ from kai.cluster.kube.ratelimit import RateLimit
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.admission.component import DEFAULT_CERT_DIR, AdmissionError, AdmissionOptions, serve_admission
 from kai.components.admission.settings import DEFAULT_RUNTIME_CLASS, AdmissionSettings
-from kai.components.endpoints import EndpointError
 from kai.components.operator.crds import CrdFileError, apply_crds, read_crds
 from kai.components.operator.loop import WATCHED, operate
 from kai.components.operator.settings import Image
 from kai.components.podgrouper import PodGrouper
-from kai.components.runtime import COMPONENTS, RuntimeOptions
+from kai.components.runtime.loops import RuntimeOptions
+from kai.components.runtime.serve import ServeError, serve, serve_body
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageError
-from kai.components.serve import ServeError, serve, serve_body
+from kai.components.shared.endpoints import EndpointError
+from kai.components.shared.kinds import COMPONENTS
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files

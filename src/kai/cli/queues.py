@@ -14,9 +14,9 @@ from rich.live import Live
 from rich.table import Table
 
 from kai.cli.sources import Source, run_inspection, source_options
-from kai.components.inspect import Inspection
-from kai.components.live import LiveError, connect, read
-from kai.components.queue_report import RESOURCES, NoQueues, pending, queue_tree
+from kai.components.insight.inspect import Inspection
+from kai.components.insight.live import LiveError, connect, read
+from kai.components.insight.queues import RESOURCES, NoQueues, pending, queue_tree
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.text import go_float

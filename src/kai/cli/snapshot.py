@@ -7,10 +7,10 @@ from typing import Any
 import click
 
 from kai.cli.sources import DEFAULT_SCHEDULER, given_node_pool, node_pool_options
-from kai.components.capture import capture
-from kai.components.kai_snapshot import shard_of, write_zip
-from kai.components.live import LiveError, connect, scheduler_side
+from kai.components.insight.live import LiveError, connect, scheduler_side
+from kai.components.scheduler.capture import capture
 from kai.components.scheduler.plugin_client import Unreachable, fetch
+from kai.components.scheduler.snapshot_format import shard_of, write_zip
 
 
 @click.command()

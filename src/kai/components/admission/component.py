@@ -32,8 +32,8 @@ from kai.components.admission.review import BadReview, Decision, Request, parse_
 from kai.components.admission.server import BadRequest, CertificateFiles, Handler, WebhookServer
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.admission.topology_validation import validate_topology
-from kai.components.endpoints import EndpointError, Endpoints, Health, parse_address
-from kai.components.metrics import RestClientMetrics
+from kai.components.shared.endpoints import EndpointError, Endpoints, Health, parse_address
+from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
 DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.binder import Binder
+from kai.components.binder.component import Binder
 from kai.components.podgrouper import PodGrouper
 from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
 from kai.components.scheduler.node_pool import NodePool

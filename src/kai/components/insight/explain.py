@@ -8,10 +8,10 @@ and in the whole cluster), an estimated start where one can be known, and what t
 
 from typing import Any
 
-from kai.components.inspect import Inspection
+from kai.components.insight.inspect import Inspection
+from kai.components.insight.workload_podgroups import workload_kind, workload_podgroups
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.history import outcome
-from kai.components.workload_podgroups import workload_kind, workload_podgroups
 from kai.core.cycle import typed_reasons
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo

@@ -17,32 +17,23 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient, ClusterError
-from kai.components.binder import Binder
+from kai.components.binder.component import Binder
 from kai.components.controllers import (
     PodGroupStatusController,
     QueueStatusController,
     StatusTotals,
     ensure_default_queues,
 )
-from kai.components.endpoints import Health
-from kai.components.metrics import BinderMetrics, SchedulerMetrics
-from kai.components.parallel import Writes
 from kai.components.podgrouper import PodGrouper, Settings
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.shared.endpoints import Health
+from kai.components.shared.metrics import BinderMetrics, SchedulerMetrics
+from kai.components.shared.parallel import Writes
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model import names
 
 log = logging.getLogger(__name__)
-COMPONENTS = ("scheduler", "binder", "controllers", "podgrouper")
-KINDS = {
-    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),  # owners are read when a pod names them (CRDs may be absent)
-    "scheduler": ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
-    "binder": ("BindRequest", "Pod", "Node"),
-    "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
-    "podgroup-controller": ("PodGroup", "Pod", "Node", "PriorityClass"),
-    "queue-controller": ("Queue", "PodGroup"),
-}
 WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
 """Loops woken at once by these kinds of change. The status controllers take in the changes once a period (a pass
 costs what changed since the last): woken by changes, their own writes would wake them again and again, and a
@@ -71,17 +62,6 @@ class RuntimeOptions:
     """The pod-grouper's options (queue and node-pool label keys, Knative gangs, default-priorities ConfigMap)."""
     reservation_namespace: str = names.RESERVATION_NAMESPACE
     """Where the binder keeps GPU reservation pods (KAI's ``--resource-reservation-namespace``)."""
-
-
-DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
-"""Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
-
-
-def kinds_for(components: set[str], dra: bool = False) -> set[str]:
-    kinds = {kind for name in components for kind in KINDS[name]}
-    if dra:
-        kinds.update(kind for name in components for kind in DRA_KINDS.get(name, ()))
-    return kinds
 
 
 def _loop(

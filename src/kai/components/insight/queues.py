@@ -11,9 +11,9 @@ covers comes from capacity no sibling's quota claims ("unassigned").
 from collections.abc import Iterator
 from typing import Any
 
-from kai.components.explain import explain_podgroup
-from kai.components.inspect import Inspection
-from kai.components.workload_podgroups import workload_of
+from kai.components.insight.explain import explain_podgroup
+from kai.components.insight.inspect import Inspection
+from kai.components.insight.workload_podgroups import workload_of
 from kai.core.model import names
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.reasons import amount

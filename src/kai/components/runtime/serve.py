@@ -21,11 +21,12 @@ from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
 from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
-from kai.components.endpoints import Endpoints, Health
-from kai.components.metrics import RestClientMetrics
-from kai.components.runtime import RuntimeOptions, kinds_for, run
+from kai.components.runtime.loops import RuntimeOptions, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.shared.endpoints import Endpoints, Health
+from kai.components.shared.kinds import DRA_GATE, kinds_for
+from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
 SYNC_TIMEOUT_S = 120.0
@@ -65,7 +66,7 @@ def serve(
 ) -> None:
     """Runs ``components`` (``serve_body``); a scheduler's plugin server opens first, so a taken port stops the
     process at start, and answers 503 until the scheduler loop is attached."""
-    kinds = sorted(kinds_for(components, options.config.feature_gates.get("DynamicResourceAllocation", False)))
+    kinds = sorted(kinds_for(components, options.config.feature_gates.get(DRA_GATE, False)))
     plugin_server = (
         PluginServer(options.plugin_server_port) if "scheduler" in components and options.plugin_server_port else None
     )

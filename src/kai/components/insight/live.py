@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from kai.cluster.kube import ApiError, KubeCluster, KubeconfigError
+from kai.cluster.port import Raw
 from kai.cluster.yamlfile import YamlFileError, read_mapping
-from kai.components.capture import as_scenario, capture, scheduler_kinds
-from kai.components.kai_snapshot import config_from_kai, node_pool_of
+from kai.components.scheduler.capture import capture
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
-from kai.components.sim.scenario import Scenario
+from kai.components.scheduler.snapshot_format import config_from_kai, node_pool_of
+from kai.components.shared.kinds import scheduler_kinds
+from kai.components.sim.envelope import usable_objects
+from kai.components.sim.scenario import Runner, Scenario
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.model.errors import InvalidObject
 
@@ -117,3 +120,12 @@ def read(cluster: KubeCluster, side: SchedulerSide, label: str) -> Scenario:
         return as_scenario(capture(cluster, side.config), side.config, time.time(), label).in_pool(side.node_pool)
     except ApiError as error:
         raise LiveError(f"reading the cluster failed: {error}") from error
+
+
+def as_scenario(objects: dict[str, list[Raw]], config: SchedulerConfig, now: float, label: str) -> Scenario:
+    """Captured objects as a one-cycle scenario at ``now`` (``label`` says where they came from)."""
+    entries: list[tuple[str, Any]] = [
+        (f"{kind} {index}", obj) for kind, items in objects.items() for index, obj in enumerate(items)
+    ]
+    usable, problems = usable_objects(entries)
+    return Scenario(Path(label), label, config, now, usable, {}, Runner(), problems)

@@ -27,10 +27,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient, ClusterError, Conflict, NotFound, Raw
-from kai.components.events import EventRecorder, ObjectRef
-from kai.components.metrics import BinderMetrics
-from kai.components.parallel import Writes
-from kai.components.reservations import GroupOnNode, Reservations
+from kai.components.binder.reservations import GroupOnNode, Reservations
+from kai.components.shared.events import EventRecorder, ObjectRef
+from kai.components.shared.metrics import BinderMetrics
+from kai.components.shared.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
