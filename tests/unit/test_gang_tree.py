@@ -5,11 +5,11 @@ from collections.abc import Callable
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.core.cycle import open_session
-from kai.core.framework import victims
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.session import Session
-from kai.core.framework.victims import tasks_to_evict
+from kai.core.framework.victims import victims
+from kai.core.framework.victims.victims import tasks_to_evict
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.snapshot import take_snapshot
 from kai.core.state.task import TaskInfo

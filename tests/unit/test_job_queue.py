@@ -11,8 +11,8 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig, parse_config
 from kai.core.framework.eviction import may_lose_pods
-from kai.core.framework.job_index import JobIndex
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.queueing.job_index import JobIndex
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus

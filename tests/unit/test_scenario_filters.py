@@ -11,7 +11,7 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import parse_config
 from kai.core.framework.decisions import CycleResult
-from kai.core.framework.scenario_filters import LargestCapacities, first_fit
+from kai.core.framework.victims.scenario_filters import LargestCapacities, first_fit
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import parse_config
-from kai.core.framework.scenario_search import Outcome, SearchResult, largest_solvable
+from kai.core.framework.victims.scenario_search import Outcome, SearchResult, largest_solvable
 from kai.core.model.errors import InvalidObject
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot

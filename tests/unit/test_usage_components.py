@@ -25,8 +25,8 @@ from kai.components.scheduler.usage import PrometheusUsage, UsageError, usage_so
 from kai.components.scheduler.usage_history import ConfigMapHistory, decode, encode
 from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.framework.config import parse_config
-from kai.core.framework.usage_config import UsageParams, WindowType
-from kai.core.framework.usage_store import AllocationSample, UsageStore
+from kai.core.framework.usage.usage_config import UsageParams, WindowType
+from kai.core.framework.usage.usage_store import AllocationSample, UsageStore
 
 MINUTE = 60.0
 CONFIG = parse_config({"usageDBConfig": {"clientType": "builtin", "usageParams": {"windowSize": "1h"}}})

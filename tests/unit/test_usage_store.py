@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from kai.core.framework.usage_config import UsageParams, WindowType
-from kai.core.framework.usage_store import MAX_BUCKETS, AllocationSample, UsageStore
-from kai.core.framework.usage_window import cron_reset, tumbling_reset, window_span
+from kai.core.framework.usage.usage_config import UsageParams, WindowType
+from kai.core.framework.usage.usage_store import MAX_BUCKETS, AllocationSample, UsageStore
+from kai.core.framework.usage.usage_window import cron_reset, tumbling_reset, window_span
 
 HOUR = 3600.0
 T0 = 1_699_999_200.0

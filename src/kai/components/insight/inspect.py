@@ -14,7 +14,7 @@ from kai.components.sim.problems import Problem
 from kai.components.sim.runner import CycleRecord, Simulation
 from kai.components.sim.scenario import Scenario
 from kai.core.cycle import open_session
-from kai.core.framework.job_order import JobOrder, job_order
+from kai.core.framework.queueing.job_order import JobOrder, job_order
 from kai.core.framework.session import Session
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot

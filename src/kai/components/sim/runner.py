@@ -32,7 +32,7 @@ from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
 from kai.core.framework.session import Session
-from kai.core.framework.usage_config import CLIENT_PROMETHEUS
+from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState, object_key

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from kai.core.framework.usage_config import UsageParams
-from kai.core.framework.usage_window import window_span, window_start
+from kai.core.framework.usage.usage_config import UsageParams
+from kai.core.framework.usage.usage_window import window_span, window_start
 
 Quantities = tuple[float, float, float]
 """cpu millicores, memory bytes, GPUs (KAI's resource order)."""

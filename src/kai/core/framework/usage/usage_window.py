@@ -12,7 +12,7 @@ from itertools import islice, pairwise
 
 from cronsim import CronSim
 
-from kai.core.framework.usage_config import UsageParams, WindowType
+from kai.core.framework.usage.usage_config import UsageParams, WindowType
 
 CRON_SPAN_SAMPLES = 12
 """Consecutive cron intervals measured to size the history a cron window needs (a monthly cron's longest month)."""

@@ -8,14 +8,11 @@ batch with a pod on it, whole (a gang is never split by node).
 """
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from kai.core.framework.session import Session
+from kai.core.framework.victims.scenario import Scenario
 from kai.core.state.node_table import Mask
 from kai.core.state.task import TaskInfo
-
-if TYPE_CHECKING:
-    from kai.core.framework.victims import Scenario
 
 
 def held_gpus(task: TaskInfo) -> float:
@@ -24,7 +21,7 @@ def held_gpus(task: TaskInfo) -> float:
 
 
 class SubScenarioEmitter:
-    def __init__(self, ssn: Session, base: "Scenario", feasible: Mask) -> None:
+    def __init__(self, ssn: Session, base: Scenario, feasible: Mask) -> None:
         self.base = base
         recorded = _by_node(base.recorded_tasks)
         self.batches: list[list[TaskInfo]] = []
@@ -67,7 +64,7 @@ class SubScenarioEmitter:
                 baseline += nodes.idle_or_releasing_gpus(info)[0] + recorded.get(info.name, 0.0)
         self.first_k = _smallest_covering([capacity[n] for n in self.nodes], sum(requests) - baseline)
 
-    def scenarios(self) -> Iterator["Scenario"]:
+    def scenarios(self) -> Iterator[Scenario]:
         k, step = self.first_k, 1
         while k <= len(self.nodes):
             picked = sorted({b for name in self.nodes[:k] for b in self.node_batches[name]})

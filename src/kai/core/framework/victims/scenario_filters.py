@@ -7,21 +7,19 @@ simulations, which are most of a victim search's time when a pod can run on few 
 """
 
 from bisect import bisect_left, insort
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from kai.core.framework.session import Session
-from kai.core.framework.sub_scenarios import held_gpus
+from kai.core.framework.victims.scenario import Scenario
+from kai.core.framework.victims.sub_scenarios import held_gpus
 from kai.core.model.objects import TopologyConstraint
 from kai.core.state.node_table import Mask, NodeTable
 from kai.core.state.podgroup_info import SubGroupSet
 from kai.core.state.resource_index import GPU_ROW
 from kai.core.state.task import TaskInfo
-
-if TYPE_CHECKING:
-    from kai.core.framework.victims import Scenario
 
 Capacities = npt.NDArray[np.float64]
 TOLERANCE = 1e-6
@@ -31,10 +29,10 @@ TOLERANCE = 1e-6
 class ScenarioFilter(Protocol):
     name: str
 
-    def valid(self, scenario: "Scenario") -> bool: ...
+    def valid(self, scenario: Scenario) -> bool: ...
 
 
-def scenario_filters(ssn: Session, first: "Scenario", feasible: Mask) -> list[ScenarioFilter]:
+def scenario_filters(ssn: Session, first: Scenario, feasible: Mask) -> list[ScenarioFilter]:
     """The filters that apply to the builder whose first scenario is ``first``."""
     filters: list[ScenarioFilter] = []
     if any(not task.pod.node_affinity.is_empty for task in first.pending_tasks):
@@ -55,7 +53,7 @@ class _NewVictims:
         self.scenario: Scenario | None = None
         self.read = 0
 
-    def __call__(self, scenario: "Scenario") -> list[TaskInfo]:
+    def __call__(self, scenario: Scenario) -> list[TaskInfo]:
         if scenario is self.scenario:
             candidates = scenario.potential_tasks[self.read :]
         else:
@@ -76,14 +74,14 @@ class NodeAffinityFilter:
 
     name = "AccumulatedNodeAffinities"
 
-    def __init__(self, ssn: Session, first: "Scenario", feasible: Mask) -> None:
+    def __init__(self, ssn: Session, first: Scenario, feasible: Mask) -> None:
         self.nodes = ssn.nodes
         self.candidates = feasible.copy()
         self.masks = [_affinity_mask(ssn, task) for task in first.pending_tasks if not task.pod.node_affinity.is_empty]
         self.new_victims = _NewVictims()
         self.valid(first)
 
-    def valid(self, scenario: "Scenario") -> bool:
+    def valid(self, scenario: Scenario) -> bool:
         for task in self.new_victims(scenario):
             info = self.nodes.by_name.get(task.node_name)
             if info is not None:
@@ -112,7 +110,7 @@ class IdleGpusFilter:
 
     name = "AccumulatedIdleGpus"
 
-    def __init__(self, nodes: NodeTable, first: "Scenario") -> None:
+    def __init__(self, nodes: NodeTable, first: Scenario) -> None:
         self.nodes = nodes
         self.required = sorted((task.gpus_quota for task in first.pending_tasks), reverse=True)
         self.total = sum(amount for amount in self.required if amount > 0)
@@ -121,7 +119,7 @@ class IdleGpusFilter:
         self.new_victims = _NewVictims()
         self.valid(first)
 
-    def valid(self, scenario: "Scenario") -> bool:
+    def valid(self, scenario: Scenario) -> bool:
         for task in self.new_victims(scenario):
             info = self.nodes.by_name.get(task.node_name)
             if info is not None:
@@ -178,7 +176,7 @@ class TopologyIdleGpusFilter:
 
     name = "TopologyAwareIdleGpus"
 
-    def __init__(self, nodes: NodeTable, first: "Scenario", required: list[tuple[TopologyConstraint, float]]) -> None:
+    def __init__(self, nodes: NodeTable, first: Scenario, required: list[tuple[TopologyConstraint, float]]) -> None:
         self.nodes = nodes
         self.demand: dict[tuple[str, str], list[float]] = {}
         for constraint, amount in required:
@@ -199,7 +197,7 @@ class TopologyIdleGpusFilter:
         self.new_victims = _NewVictims()
         self.valid(first)
 
-    def valid(self, scenario: "Scenario") -> bool:
+    def valid(self, scenario: Scenario) -> bool:
         for task in self.new_victims(scenario):
             for key, value in self.node_domains.get(task.node_name, ()):
                 self.domains[key][value] += held_gpus(task)

@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection
 from operator import itemgetter
 from typing import Any
 
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues, LinkEvent, order_key, queue_admits
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues, LinkEvent, order_key, queue_admits
+from kai.core.framework.queueing.sorted_jobs import Key, SortedJobs
 from kai.core.framework.session import Session
-from kai.core.framework.sorted_jobs import Key, SortedJobs
 from kai.core.state.podgroup_info import PodGroupInfo
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kai.core.framework.job_allocation import allocate_job
-from kai.core.framework.job_index import JobIndex
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues, order_key, queue_admits
+from kai.core.framework.queueing.job_index import JobIndex
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues, order_key, queue_admits
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
-from kai.core.framework.victims import Scenario
+from kai.core.framework.victims.scenario import Scenario
 from kai.core.state.node_table import Mask
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo, SubGroupSet

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_queue import JobsOrderByQueues
-from kai.core.framework.search_budget import ActionBudget, JobBudget
+from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.framework.victim_solver import ScenarioSolver, Solution, partial_job
-from kai.core.framework.victims import Scenario
+from kai.core.framework.victims.scenario import Scenario
+from kai.core.framework.victims.search_budget import ActionBudget, JobBudget
+from kai.core.framework.victims.victim_solver import ScenarioSolver, Solution, partial_job
 from kai.core.state.node_table import Mask
 from kai.core.state.pod_status import ACTIVE_USED
 from kai.core.state.podgroup_info import PodGroupInfo

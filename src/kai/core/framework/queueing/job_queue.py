@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TypeVar
 
-from kai.core.framework.go_heap import GoHeap
+from kai.core.framework.queueing.go_heap import GoHeap
+from kai.core.framework.queueing.sorted_jobs import Key, SortedJobs
 from kai.core.framework.session import Session
-from kai.core.framework.sorted_jobs import Key, SortedJobs
 from kai.core.model.duration import format_duration
 from kai.core.model.meta import format_time
 from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
