@@ -205,7 +205,7 @@ def test_queues_watch_shows_each_look_and_stops_on_ctrl_c(scenario: Path, monkey
                 obj["spec"]["resources"]["gpu"]["quota"] = 5
         scenario.write_text(yaml.safe_dump(document))
 
-    monkeypatch.setattr("kai.cli.queues.time.sleep", between_looks)
+    monkeypatch.setattr("kai.cli.commands.queues.time.sleep", between_looks)
     monkeypatch.setenv("COLUMNS", "200")
     result = CliRunner().invoke(main, ["queues", "--watch", "--interval", "1s", "-f", str(scenario)])
     assert result.exit_code == 0, result.output

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from core_builders import T0, node, pod, podgroup, queue
 from rich.console import Console
 
-from kai.cli.explain import render
+from kai.cli.commands.explain import render
 from kai.cli.main import main
 from kai.cli.sources import given_node_pool
 from kai.cluster.memory import MemoryCluster
