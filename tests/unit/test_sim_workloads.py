@@ -13,7 +13,7 @@ from kai.cluster.memory import MemoryCluster
 from kai.components.podgrouper import PodGrouper
 from kai.components.sim.runner import Simulation, grouper_warnings, run_scenario
 from kai.components.sim.scenario import ClockSpec, load_scenario, load_scenarios
-from kai.components.sim.workload_controllers import WorkloadControllers
+from kai.components.sim.stand_ins.dispatch import WorkloadControllers
 from kai.core.model import names
 from kai.core.state.cluster_state import object_key
 
