@@ -2,7 +2,7 @@
 capture the scheduler's.
 
 ``COMPONENTS`` are the ones ``kai all`` runs in one process; ``podgroup-controller`` and ``queue-controller`` split
-the controllers as KAI's install does.
+the controllers as KAI's install does; the admission webhooks and the operator run on their own.
 """
 
 from kai.core.framework.config import SchedulerConfig
@@ -15,6 +15,8 @@ KINDS = {
     "controllers": ("Queue", "PodGroup", "Pod", "Node", "PriorityClass"),
     "podgroup-controller": ("PodGroup", "Pod", "Node", "PriorityClass"),
     "queue-controller": ("Queue", "PodGroup"),
+    "admission": ("Queue",),  # the Queue webhook reads the other queues (admission.queues.QueueCache)
+    "operator": ("Config", "SchedulingShard"),
 }
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
 """Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
