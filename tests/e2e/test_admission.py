@@ -60,8 +60,8 @@ def test_what_kai_refuses_it_refuses_in_kais_words_then_its_own(
     ]  # fmt: skip
     for document, kai, explained in cases:
         error = refused(cp, document)
-        assert f"denied the request: {kai} (" in error, f"{document['kind']} {document['metadata']['name']}: {error!r}"
-        assert explained in error, error
+        assert f"denied the request: {kai}" in error, f"{document['kind']} {document['metadata']['name']}: {error!r}"
+        assert f"({document['kind']} " in error and explained in error, error
     assert "spec.containers: Required value" in refused(cp, kai_pod(ns, "empty", {}, []))  # the API server's own
 
 
@@ -79,9 +79,10 @@ def test_what_kai_admits_is_admitted_with_kais_warning(
          f"Queue half-{suffix}: field spec.resources.gpu.quota: got -0.5; allowed: -1 (unlimited) or a number of at"),
         (queue(f"orphan-{suffix}", f"missing-{suffix}"),
          f"Queue orphan-{suffix}: field spec.parentQueue: parent queue 'missing-{suffix}' does not exist; {mended}"),
-        (queue(f"top-{suffix}", f"child-{suffix}"), f"parent cycle top-{suffix} → child-{suffix} → top-{suffix}"),
+        (queue(f"top-{suffix}", f"child-{suffix}"),
+         f"Queue top-{suffix}: field spec.parentQueue: parent cycle top-{suffix} → child-{suffix} → top-{suffix}"),
         (queue(f"low-{suffix}", gpu={"quota": 4, "limit": 2, "overQuotaWeight": 1}),
-         "field spec.resources.gpu.limit: got 2, below the quota 4"),
+         f"Queue low-{suffix}: field spec.resources.gpu.limit: got 2, below the quota 4"),
         (podgroup(ns, "too-many", {"minSubGroup": 3, "subGroups": [{"name": "a", "minMember": 1}]}),
          "minSubGroup (3) exceeds the number of direct child SubGroups (1) (PodGroup"),
         (podgroup(ns, "elastic", {"minSubGroup": 1, "subGroups": [
