@@ -18,7 +18,7 @@ from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageError
 from kai.components.shared.endpoints import EndpointError
 from kai.components.shared.kinds import COMPONENTS
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject

@@ -24,7 +24,8 @@ from kai.components.scheduler.snapshot_format import config_from_kai, node_pool_
 from kai.components.shared.kinds import scheduler_kinds
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.scenario import Runner, Scenario
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.model.errors import InvalidObject
 
 SYNC_TIMEOUT_S = 60.0

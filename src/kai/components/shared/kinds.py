@@ -20,7 +20,6 @@ KINDS = {
 }
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
 """Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
-DRA_GATE = "DynamicResourceAllocation"
 
 
 def kinds_for(components: set[str], dra: bool = False) -> set[str]:
@@ -31,4 +30,4 @@ def kinds_for(components: set[str], dra: bool = False) -> set[str]:
 
 
 def scheduler_kinds(config: SchedulerConfig) -> list[str]:
-    return sorted(kinds_for({"scheduler"}, config.feature_gates.get(DRA_GATE, False)))
+    return sorted(kinds_for({"scheduler"}, config.dra))

@@ -8,8 +8,9 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
 from kai.core.framework.session import Session
+from kai.core.registry import ACTIONS
 
-SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
+SEARCHING_ACTIONS = tuple(name for name, action in ACTIONS.items() if action.searches_victims)
 """Actions that search for victims under a scenario search budget."""
 
 

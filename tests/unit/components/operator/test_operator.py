@@ -18,7 +18,7 @@ from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.shared.kinds import KINDS
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 
 NS = "kai-scheduler"
 IMAGE = Image("registry.example", "kai", "0.1.0")
