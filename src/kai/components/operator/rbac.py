@@ -8,9 +8,9 @@ gives it ``escalate`` and ``bind`` on their names only: ``ROLE_NAMES``).
 
 from typing import Any
 
-from kai.cluster.kube.resources import WORKLOAD_KINDS
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
+from kai.components.podgrouper.rules.hub import PORT_KINDS
 
 Rule = dict[str, Any]
 READ = ("get", "list", "watch")
@@ -57,9 +57,9 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("podgroups",), (*READ, "create", "update", "patch")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         *(
-            rule(group, tuple(sorted({k.plural for k in WORKLOAD_KINDS.values() if k.group == group})), ("get",))
-            for group in sorted({k.group for k in WORKLOAD_KINDS.values()})
-        ),  # a pod's owners, read when a pod names them
+            rule(group, tuple(sorted({k.plural for k in PORT_KINDS.values() if k.group == group})), ("get",))
+            for group in sorted({k.group for k in PORT_KINDS.values()} - {CORE})
+        ),  # a pod's owners, read when a pod names them (pods: above)
         EVENTS,
     ],
     "podgroup-controller": [

@@ -2,7 +2,7 @@
 
 Owners are read on demand (a GET on a real API server), at most once per pass however many pods share them, so a
 kind whose CRD is not installed costs nothing until a pod names it. The port names kinds by their API kind; the two
-exceptions are versions and kinds that would collide with another registered one (``QUALIFIED``).
+exceptions are versions and kinds that would collide with another registered one (``hub.QUALIFIED``).
 
 The walk follows the pod's first ownerReference, then each owner's only one, as KAI does: an owner that no longer
 exists (or exists under another uid) is an error, an owner kai cannot read (a kind the port does not know, or one
@@ -14,17 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kai.cluster.kube.errors import ApiError
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.podgrouper.rules.hub import QUALIFIED
 from kai.components.podgrouper.rules.model import Node, Obj, split_api_version
 from kai.core.model.errors import InvalidObject
 
 log = logging.getLogger(__name__)
 
-QUALIFIED: dict[tuple[str, str], str] = {
-    ("kubeflow.org/v2beta1", "MPIJob"): "MPIJob.v2beta1.kubeflow.org",
-    ("serving.knative.dev/v1", "Service"): "Service.v1.serving.knative.dev",
-}
-"""Port kind names of the owner kinds that are not their plain API kind (``kai.cluster.kube.resources`` registers
-these names)."""
 
 FORBIDDEN = 403
 

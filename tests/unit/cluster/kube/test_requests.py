@@ -55,8 +55,10 @@ def test_each_kind_has_its_group_version_and_paths(kind, api_version, collection
 
 
 def test_an_unknown_kind_is_refused_with_the_known_ones_listed():
-    with pytest.raises(ValueError, match=r"unknown kind .Widget.; kai knows: AmlJob, BindRequest, ClusterRole, "):
+    with pytest.raises(ValueError, match=r"unknown kind .Widget.; kai knows: BindRequest, ClusterRole, "):
         api.kind_of("Widget")
+    widget = api.Kind("Widget", "example.com", "v1", "widgets", namespaced=True)
+    assert api.kind_of("Widget", {**api.KINDS, "Widget": widget}) is widget
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,10 @@ A kind listed with version ``*`` matches every version; a kind not listed gets t
 skip-top-owner kinds hand the workload to the rule of the owner below them (matched by exact version, as KAI does).
 """
 
+from dataclasses import dataclass
 from functools import partial
 
+from kai.cluster.kube.resources import KINDS, Kind
 from kai.components.podgrouper.rules import (
     apps,
     batch,
@@ -26,60 +28,116 @@ from kai.components.podgrouper.rules.skip import Rule
 
 GVK = tuple[str, str, str]
 
-RULES: dict[GVK, Rule] = {
-    ("", "v1", "Pod"): pod.pod,
-    ("apps", "v1", "Deployment"): apps.deployment,
-    ("apps", "v1", "StatefulSet"): default_rule,
-    ("apps", "v1", "ReplicaSet"): default_rule,
-    ("batch", "v1", "Job"): batch.job,
-    ("batch", "v1", "CronJob"): batch.cronjob,
-    ("kubeflow.org", "v1", "TFJob"): kubeflow.tfjob,
-    ("kubeflow.org", "v1", "PyTorchJob"): pytorch.pytorch_job,
-    ("kubeflow.org", "v1", "XGBoostJob"): kubeflow.xgboost_job,
-    ("kubeflow.org", "v1", "JAXJob"): kubeflow.jax_job,
-    ("kubeflow.org", "v1", "MPIJob"): kubeflow.mpi_job,
-    ("kubeflow.org", "v2beta1", "MPIJob"): kubeflow.mpi_job,
-    ("kubeflow.org", "v1beta1", "Notebook"): kubeflow.notebook,
-    ("kubeflow.org", "v1alpha1", "ScheduledWorkflow"): default_rule,
-    ("ray.io", "v1", "RayCluster"): ray.ray,
-    ("ray.io", "v1", "RayJob"): ray.ray,
-    ("ray.io", "v1", "RayService"): ray.ray,
-    ("ray.io", "v1alpha1", "RayCluster"): ray.ray,
-    ("ray.io", "v1alpha1", "RayJob"): ray.ray,
-    ("ray.io", "v1alpha1", "RayService"): ray.ray,
-    ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"): lws.leader_worker_set,
-    ("jobset.x-k8s.io", "v1alpha2", "JobSet"): jobset.jobset,
-    ("grove.io", "v1alpha1", "PodGangSet"): grove.grove,
-    ("grove.io", "v1alpha1", "PodCliqueSet"): grove.grove,
-    ("serving.knative.dev", "v1", "Service"): knative.knative_service,
-    ("machinelearning.seldon.io", "v1alpha2", "SeldonDeployment"): default_rule,
-    ("machinelearning.seldon.io", "v1", "SeldonDeployment"): default_rule,
-    ("kubevirt.io", "v1", "VirtualMachineInstance"): default_rule,
-    ("workspace.devfile.io", "v1alpha2", "DevWorkspace"): default_rule,
-    ("tekton.dev", "v1", "PipelineRun"): default_rule,
-    ("tekton.dev", "v1", "TaskRun"): default_rule,
-    ("amlarc.azureml.com", "v1alpha1", "AmlJob"): vendors.aml_job,
-    ("egx.nvidia.io", "v1", "SPOTRequest"): vendors.spot_request,
-    ("run.ai", "v1", "RunaiJob"): vendors.runai_job,
-}
 
-SKIPPED: frozenset[GVK] = frozenset(
-    {
-        ("argoproj.io", "v1alpha1", "Workflow"),
-        ("trainer.kubeflow.org", "v1alpha1", "TrainJob"),
-        ("nvidia.com", "*", "DynamoGraphDeployment"),
-        *(
-            ("run.ai", "*", kind)
-            for kind in (
-                "TrainingWorkload",
-                "InteractiveWorkload",
-                "DistributedWorkload",
-                "InferenceWorkload",
-                "DistributedInferenceWorkload",
-            )
-        ),
-    }
+@dataclass(frozen=True, slots=True)
+class OwnerKind:
+    """A kind of pod owner the pod-grouper knows: how its pods are grouped and whether it reads the kind."""
+
+    group: str
+    version: str
+    """The version KAI's hub matches (``*``: any version)."""
+    kind: str
+    rule: Rule | None = None
+    """The rule that groups the pods of a workload of this kind at the top; None: no rule of its own (an owner read
+    on the way to the top one, or one a rule looks up)."""
+    skips: bool = False
+    """An orchestrator: its pods are grouped by the owner below it (``skip``)."""
+    read_at: str | None = ""
+    """The version the pod-grouper reads it at (``""``: ``version``; None: not read, its pods are grouped by their
+    ownerReference alone). Versions one CRD serves are read at one of them."""
+
+    @property
+    def read_version(self) -> str | None:
+        return self.version if self.read_at == "" else self.read_at
+
+
+def _default_rule_for(group: str, version: str, *kinds: str) -> tuple[OwnerKind, ...]:
+    return tuple(OwnerKind(group, version, kind, default_rule) for kind in kinds)
+
+
+OWNERS: tuple[OwnerKind, ...] = (
+    OwnerKind("", "v1", "Pod", pod.pod),
+    OwnerKind("apps", "v1", "Deployment", apps.deployment),
+    *_default_rule_for("apps", "v1", "StatefulSet", "ReplicaSet"),
+    OwnerKind("batch", "v1", "Job", batch.job),
+    OwnerKind("batch", "v1", "CronJob", batch.cronjob),
+    OwnerKind("kubeflow.org", "v1", "TFJob", kubeflow.tfjob),
+    OwnerKind("kubeflow.org", "v1", "PyTorchJob", pytorch.pytorch_job),
+    OwnerKind("kubeflow.org", "v1", "XGBoostJob", kubeflow.xgboost_job),
+    OwnerKind("kubeflow.org", "v1", "JAXJob", kubeflow.jax_job),
+    OwnerKind("kubeflow.org", "v1", "MPIJob", kubeflow.mpi_job),
+    OwnerKind("kubeflow.org", "v2beta1", "MPIJob", kubeflow.mpi_job),  # mpi-operator's CRD, not the training one's
+    OwnerKind("kubeflow.org", "v1beta1", "Notebook", kubeflow.notebook),
+    OwnerKind("kubeflow.org", "v1alpha1", "ScheduledWorkflow", default_rule, read_at="v1beta1"),
+    *(OwnerKind("ray.io", "v1", kind, ray.ray) for kind in ("RayCluster", "RayJob", "RayService")),
+    *(OwnerKind("ray.io", "v1alpha1", kind, ray.ray, read_at="v1") for kind in ("RayCluster", "RayJob", "RayService")),
+    OwnerKind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", lws.leader_worker_set),
+    OwnerKind("jobset.x-k8s.io", "v1alpha2", "JobSet", jobset.jobset),
+    OwnerKind("grove.io", "v1alpha1", "PodGangSet", grove.grove),
+    OwnerKind("grove.io", "v1alpha1", "PodCliqueSet", grove.grove),
+    OwnerKind("grove.io", "v1alpha1", "PodClique"),
+    OwnerKind("grove.io", "v1alpha1", "PodCliqueScalingGroup"),
+    OwnerKind("scheduler.grove.io", "v1alpha1", "PodGang"),
+    OwnerKind("serving.knative.dev", "v1", "Service", knative.knative_service),
+    OwnerKind("serving.knative.dev", "v1", "Revision"),
+    OwnerKind("serving.knative.dev", "v1", "Configuration"),
+    OwnerKind("machinelearning.seldon.io", "v1alpha2", "SeldonDeployment", default_rule, read_at="v1"),
+    OwnerKind("machinelearning.seldon.io", "v1", "SeldonDeployment", default_rule),
+    OwnerKind("kubevirt.io", "v1", "VirtualMachineInstance", default_rule),
+    OwnerKind("kubevirt.io", "v1", "VirtualMachine"),
+    OwnerKind("workspace.devfile.io", "v1alpha2", "DevWorkspace", default_rule),
+    *_default_rule_for("tekton.dev", "v1", "PipelineRun", "TaskRun"),
+    OwnerKind("amlarc.azureml.com", "v1alpha1", "AmlJob", vendors.aml_job),
+    OwnerKind("egx.nvidia.io", "v1", "SPOTRequest", vendors.spot_request),
+    OwnerKind("run.ai", "v1", "RunaiJob", vendors.runai_job),
+    OwnerKind("argoproj.io", "v1alpha1", "Workflow", skips=True),
+    OwnerKind("trainer.kubeflow.org", "v1alpha1", "TrainJob", skips=True),
+    OwnerKind("nvidia.com", "*", "DynamoGraphDeployment", skips=True, read_at="v1alpha1"),
+    *(
+        OwnerKind("run.ai", "*", kind, skips=True, read_at=None)
+        for kind in (
+            "TrainingWorkload",
+            "InteractiveWorkload",
+            "DistributedWorkload",
+            "InferenceWorkload",
+            "DistributedInferenceWorkload",
+        )
+    ),
 )
+"""Every owner kind the pod-grouper knows (KAI v0.17's hub, and the kinds its rules read): the one place to add
+one. The rules, the kinds it reads through the cluster port (``read_kinds``), its RBAC (the operator) and the
+workload kinds ``kai simulate`` knows are derived from it."""
+
+RULES: dict[GVK, Rule] = {(o.group, o.version, o.kind): o.rule for o in OWNERS if o.rule is not None}
+SKIPPED: frozenset[GVK] = frozenset((o.group, o.version, o.kind) for o in OWNERS if o.skips)
+GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
+"""The owner kinds the pod-grouper has a rule for."""
+
+
+def _port_kinds() -> dict[str, Kind]:
+    """Every kind the pod-grouper reads, by its cluster-port name: the API kind, or ``Kind.version.group`` where the
+    API kind already names another kind (core's Service; the MPIJob of the other operator's CRD)."""
+    taken: dict[str, Kind] = dict(KINDS)
+    found: dict[str, Kind] = {}
+    for owner in OWNERS:
+        version = owner.read_version
+        if version is None:
+            continue
+        kind = Kind(owner.kind, owner.group, version, owner.kind.lower() + "s", namespaced=True)
+        same = taken.get(owner.kind)
+        name = owner.kind if same is None or same == kind else f"{owner.kind}.{version}.{owner.group}"
+        taken.setdefault(name, kind)
+        found.setdefault(name, kind)
+    return found
+
+
+PORT_KINDS = _port_kinds()
+"""The kinds the pod-grouper reads through the cluster port, by port name (``KubeCluster(more_kinds=…)``); every
+plural is the kind in lower case + s."""
+QUALIFIED: dict[tuple[str, str], str] = {
+    (kind.api_version, kind.name): name for name, kind in PORT_KINDS.items() if name != kind.name
+}
+"""The port names of the owner kinds whose API kind names another kind."""
 
 
 def group(workload: Workload, ctx: Context) -> Grouping:
