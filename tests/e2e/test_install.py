@@ -34,6 +34,7 @@ from kai_support import gpu_pod, kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok
 
+from kai.components.admission import webhooks
 from kai.components.operator.certs import CA_SECRET
 from kai.components.operator.workloads import WEBHOOK_SECRET
 
@@ -56,12 +57,7 @@ CHART_OWNED = (
 )
 """Cluster objects the chart makes that other e2e tests may have applied before (adopted by the release, as Helm
 documents for existing objects)."""
-WEBHOOKS = (
-    ("mutatingwebhookconfiguration", "mutating-kai-admission"),
-    ("validatingwebhookconfiguration", "validating-kai-admission"),
-    ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
-    ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
-)
+WEBHOOKS = tuple((kind.lower(), name) for name, kind in webhooks.CONFIGURATIONS.items())
 IMAGE_COMMANDS = {
     "operator", "scheduler", "binder", "podgrouper", "podgroup-controller", "queue-controller", "admission",
     "apply-crds",
