@@ -407,9 +407,15 @@ class Snapshots:
         if vec is None:
             vec = state.pod_vectors[key] = _request_vector(pod, index)
         dra_gpus = 0.0
+        dra_devices: tuple[Device, ...] = ()
         if pod.claims:
-            claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
-            dra_gpus = float(sum(claim.gpus for claim in claims if claim is not None))
+            claims = [
+                claim
+                for c in pod.claims
+                if (claim := state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}"))
+            ]
+            dra_gpus = float(sum(claim.gpus for claim in claims))
+            dra_devices = tuple(d for claim in claims for _, d in claim.allocated if d.driver in GPU_DRIVERS)
             vec = vec.copy()
             vec[GPU_ROW] += dra_gpus
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
@@ -417,6 +423,7 @@ class Snapshots:
             job_key = ""  # another scheduler's pod, a reservation pod or one of no podgroup: it only occupies its node
         task = TaskInfo(pod, status, node_name, job_key, vec, key)
         task.dra_gpus = dra_gpus
+        task.dra_devices = dra_devices
         task.gpu_groups = gpu_groups
         return task
 

@@ -1,5 +1,6 @@
 """TaskInfo: one pod as a scheduling cycle sees it; mutable per cycle, pointing at the immutable parsed Pod."""
 
+from kai.core.model.dra import Device
 from kai.core.model.objects import Pod
 from kai.core.model.resources import ResourceRequest
 from kai.core.state.pod_status import PodStatus
@@ -11,6 +12,7 @@ class TaskInfo:
 
     __slots__ = (
         "accepted_gpus",
+        "dra_devices",
         "dra_gpus",
         "gpu_groups",
         "is_virtual",
@@ -38,6 +40,9 @@ class TaskInfo:
         self.gpu_groups: tuple[str, ...] = (pod.gpu_group,) if pod.gpu_group else ()
         self.accepted_gpus = 0.0
         self.dra_gpus = 0.0
+        self.dra_devices: tuple[Device, ...] = ()
+        """GPU devices its claims already hold (their ``status.allocation``): counted once per node however many
+        pods share them (``NodeTable``)."""
         self.is_virtual = False
         self.order = 0
         """The pod's place in the state's order (snapshots keep each job's and node's tasks in it)."""
