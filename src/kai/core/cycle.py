@@ -13,6 +13,7 @@ from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
 from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
 from kai.core.plugins.elastic import ElasticPlugin
+from kai.core.plugins.gpujoborder import GpuJobOrderPlugin
 from kai.core.plugins.gpupack import GpuPackPlugin
 from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
 from kai.core.plugins.gpuspread import GpuSpreadPlugin
@@ -41,6 +42,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "proportion": ProportionPlugin,
     "predicates": lambda _args: PredicatesPlugin(),
     "priority": lambda _args: PriorityPlugin(),
+    "gpujoborder": GpuJobOrderPlugin,
     "elastic": lambda _args: ElasticPlugin(),
     "kubeflow": lambda _args: KubeflowPlugin(),
     "ray": lambda _args: RayPlugin(),
