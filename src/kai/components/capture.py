@@ -13,11 +13,9 @@ from kai.components.sim.envelope import usable_objects
 from kai.components.sim.scenario import Runner, Scenario
 from kai.core.framework.config import SchedulerConfig
 
-DRA_GATE = "DynamicResourceAllocation"
-
 
 def scheduler_kinds(config: SchedulerConfig) -> list[str]:
-    return sorted(kinds_for({"scheduler"}, config.feature_gates.get(DRA_GATE, False)))
+    return sorted(kinds_for({"scheduler"}, config))
 
 
 def capture(cluster: ClusterClient, config: SchedulerConfig) -> dict[str, list[Raw]]:

@@ -75,12 +75,17 @@ class RuntimeOptions:
 
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
 """Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
+DRA_GATE = "DynamicResourceAllocation"
+NUMA_KINDS = {"scheduler": ("NodeResourceTopology",)}
+"""Watched only when the scheduler config runs the ``numa`` plugin (KAI's: only where the API is served)."""
 
 
-def kinds_for(components: set[str], dra: bool = False) -> set[str]:
+def kinds_for(components: set[str], config: SchedulerConfig) -> set[str]:
     kinds = {kind for name in components for kind in KINDS[name]}
-    if dra:
+    if config.feature_gates.get(DRA_GATE, False):
         kinds.update(kind for name in components for kind in DRA_KINDS.get(name, ()))
+    if any(option.name == "numa" for option in config.plugins):
+        kinds.update(kind for name in components for kind in NUMA_KINDS.get(name, ()))
     return kinds
 
 

@@ -22,6 +22,7 @@ from kai.core.plugins.minruntime import MinRuntimePlugin
 from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
 from kai.core.plugins.nominatednode import NominatedNodePlugin
+from kai.core.plugins.numa.plugin import NumaPlugin
 from kai.core.plugins.predicates import PredicatesPlugin
 from kai.core.plugins.priority import PriorityPlugin
 from kai.core.plugins.proportion.plugin import ProportionPlugin
@@ -52,6 +53,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "nodeavailability": lambda _args: NodeAvailabilityPlugin(),
     "resourcetype": lambda _args: ResourceTypePlugin(),
     "nominatednode": lambda _args: NominatedNodePlugin(),
+    "numa": NumaPlugin,
     "gpupack": lambda _args: GpuPackPlugin(),
     "gpuspread": lambda _args: GpuSpreadPlugin(),
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),

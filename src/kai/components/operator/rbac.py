@@ -38,6 +38,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("bindrequests",), (*READ, "create", "delete")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
+        rule("topology.node.k8s.io", ("noderesourcetopologies",), READ),  # the numa plugin
         EVENTS,
     ],
     "binder": [

@@ -73,7 +73,7 @@ PREFER_LARGER, PREFER_SMALLER = "prefer-larger", "prefer-smaller"
 GPU_JOB_ORDER_MODES = (PREFER_LARGER, PREFER_SMALLER)
 """``gpujoborder``'s ``mode`` argument: which of two jobs of equal priority goes first, the one asking for more GPUs
 or for fewer."""
-NOT_IMPLEMENTED_PLUGINS = frozenset({"numa", "podaffinity"})
+NOT_IMPLEMENTED_PLUGINS = frozenset({"podaffinity"})
 """KAI plugins kai does not run yet: a config naming one is used without it, with a warning."""
 ENDPOINT_PLUGINS = frozenset({"snapshot", "reflectjoborder"})
 """KAI plugins that only serve an HTTP path (``/get-snapshot``, ``/get-job-order``): the scheduler's plugin server

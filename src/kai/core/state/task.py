@@ -1,6 +1,7 @@
 """TaskInfo: one pod as a scheduling cycle sees it; mutable per cycle, pointing at the immutable parsed Pod."""
 
 from kai.core.model.dra import Device
+from kai.core.model.numa import NumaPlacement
 from kai.core.model.objects import Pod
 from kai.core.model.resources import ResourceRequest
 from kai.core.state.pod_status import PodStatus
@@ -19,6 +20,8 @@ class TaskInfo:
         "job_key",
         "key",
         "node_name",
+        "numa_placement",
+        "numa_record",
         "order",
         "pod",
         "req_vec",
@@ -44,6 +47,12 @@ class TaskInfo:
         """GPU devices its claims already hold (their ``status.allocation``): counted once per node however many
         pods share them (``NodeTable``)."""
         self.is_virtual = False
+        self.numa_record: NumaPlacement | None = None
+        """The NUMA zones its pod is known to use: observed by its node, else as its BindRequest or its bind
+        predicted them (KAI's order); None when unknown (never guessed)."""
+        self.numa_placement: NumaPlacement | None = None
+        """The NUMA zones the ``numa`` plugin charges it for in this session (its record, or what it predicts for a
+        pod it places); None: not charged."""
         self.order = 0
         """The pod's place in the state's order (snapshots keep each job's and node's tasks in it)."""
 
