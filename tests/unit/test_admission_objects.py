@@ -8,6 +8,7 @@ from admission_support import request
 from kai.components.admission.podgroup_validation import validate_podgroup
 from kai.components.admission.queue_validation import validate_queue
 from kai.components.admission.queues import QueueCache
+from kai.components.admission.review import allow
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.admission.topology_validation import validate_topology
 from kai.core.model.objects import Queue, parse_queue
@@ -112,7 +113,7 @@ TWO_LEVELS = [
         ({"subGroups": [{"name": "a"}]}, "field spec.subGroups[0].minMember: is required on a leaf sub-group"),
         ({"subGroups": [{"name": "a", "minMember": 1, "minSubGroup": 1}]}, "subGroups[0].minSubGroup: set together"),
         ({"subGroups": [{"name": "a", "minSubGroup": 1}]}, "subGroups[0].minSubGroup: is set on a leaf sub-group"),
-        ({"subGroups": [{**TWO_LEVELS[0], "minSubGroup": 0}, *TWO_LEVELS[1:]]}, "got 0; allowed: 1 or more"),
+        ({"subGroups": [{**TWO_LEVELS[0], "minSubGroup": -1}, *TWO_LEVELS[1:]]}, "got -1; allowed: 0 or more"),
         ({"subGroups": [{"name": "w", "minMember": 3}, {"name": "a", "parent": "w", "minMember": 1}]},
          "field spec.subGroups[0].minMember: sub-group 'w' has child sub-groups"),
         ({"subGroups": [{"name": "a", "parent": "b", "minMember": 1}, {"name": "b", "parent": "a"}]},
@@ -129,6 +130,9 @@ def test_bad_podgroups_are_refused(spec: dict[str, Any], message: str) -> None:
 
 def test_podgroup_warnings_as_kai() -> None:
     assert validate_podgroup(request("PodGroup", podgroup({"minMember": 3}))).allowed
+    no_gang = [{**TWO_LEVELS[0], "minSubGroup": 0}, *TWO_LEVELS[1:]]  # KAI #1989: 0 is no gang requirement
+    for spec in ({"minMember": 0}, {"minSubGroup": 0, "subGroups": TWO_LEVELS}, {"subGroups": no_gang}):
+        assert validate_podgroup(request("PodGroup", podgroup(spec))) == allow()
     assert validate_podgroup(request("PodGroup", podgroup({"minSubGroup": 1, "subGroups": TWO_LEVELS}))).allowed
     many = validate_podgroup(request("PodGroup", podgroup({"minSubGroup": 3, "subGroups": TWO_LEVELS})))
     assert many.allowed and "3 is more than the 1 direct child sub-groups" in many.warnings[0]

@@ -206,6 +206,19 @@ def test_client_limits_and_concurrency_come_from_the_config_where_set():
     assert [a for a in grouper if a.startswith(("--qps", "--burst"))] == []  # no default: its binary's 50 / 300
 
 
+def test_in_place_resize_admission_follows_the_config():
+    """KAI #2021's ``admission.inPlacePodResize``: quota checks on by default, the strict block off."""
+
+    def admission_args(spec: dict[str, Any] | None) -> list[str]:
+        cluster = reconciled(config(spec), shard())
+        container = cluster.get("Deployment", f"{NS}/admission")["spec"]["template"]["spec"]["containers"][0]
+        return [a for a in container["args"] if "resize" in a or "upsize" in a]
+
+    assert admission_args(None) == []
+    strict = {"admission": {"inPlacePodResize": {"validateQuota": False, "blockUpsizeOnBoundedQueues": True}}}
+    assert admission_args(strict) == ["--validate-pod-resize-quota=false", "--block-upsize-on-bounded-queues=true"]
+
+
 def test_reconcile_is_idempotent():
     cluster = reconciled(config(), shard())
     before = {kind: [o["metadata"] | {"resourceVersion": ""} for o in cluster.list(kind)] for kind in cluster._store}

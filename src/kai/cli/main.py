@@ -477,6 +477,16 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
 )
 @click.option("--gpu-pod-runtime-class-name", default=None, help="Deprecated alias of the flag above (KAI's).")
 @click.option("--enable-quota-validation", is_flag=True, help="Warn when child queues' quotas exceed their parent's.")
+@click.option(
+    "--validate-pod-resize-quota",
+    **{**GO_BOOL, "default": "true"},
+    help="Refuse an in-place pod resize that takes a queue past its limit (=true/false; default true).",
+)
+@click.option(
+    "--block-upsize-on-bounded-queues",
+    **GO_BOOL,
+    help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
+)
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
 @rate_limit_options()
 def admission(
@@ -491,18 +501,28 @@ def admission(
     gpu_fraction_runtime_class_name: str | None,
     gpu_pod_runtime_class_name: str | None,
     enable_quota_validation: bool,
+    validate_pod_resize_quota: bool,
+    block_upsize_on_bounded_queues: bool,
     leader_elect: bool,
     qps: float,
     burst: int,
 ) -> None:
-    """Serve the admission webhooks: pod mutation and validation, Queue, PodGroup and Topology validation."""
+    """Serve the admission webhooks: pod mutation and validation (and of in-place resizes), Queue, PodGroup and
+    Topology validation."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     runtime_class = next(
         (name for name in (gpu_fraction_runtime_class_name, gpu_pod_runtime_class_name) if name is not None),
         DEFAULT_RUNTIME_CLASS,
     )
-    settings = AdmissionSettings(scheduler_name, gpu_sharing_enabled, runtime_class, enable_quota_validation)
+    settings = AdmissionSettings(
+        scheduler_name,
+        gpu_sharing_enabled,
+        runtime_class,
+        enable_quota_validation,
+        validate_pod_resize_quota,
+        block_upsize_on_bounded_queues,
+    )
     options = AdmissionOptions(
         settings,
         webhook_addr,

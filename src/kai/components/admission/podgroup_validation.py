@@ -3,7 +3,8 @@ serves it from ``pkg/apis/scheduling/v2alpha2/podgroup_webhook.go``).
 
 Refused: what kai's scheduler cannot use (the core's parser: duplicate sub-group names, a parent that is not a
 sub-group, a sub-group cycle, fields of the wrong type), ``minMember`` together with ``minSubGroup`` (on the
-PodGroup or on a sub-group), a ``minSubGroup`` below 1, ``minSubGroup`` on a leaf sub-group, a leaf without
+PodGroup or on a sub-group), a negative ``minSubGroup`` (0 is no gang requirement: KAI #1989), ``minSubGroup`` on a
+leaf sub-group, a leaf without
 ``minMember``, and ``minMember`` on a sub-group that has children (a warning on update, as KAI, so PodGroups made
 before the rule can still change). Warned: a ``minSubGroup`` larger than the number of direct children.
 """
@@ -83,8 +84,8 @@ def _check_min_fields(
                 "is set on a leaf sub-group (it has no child sub-groups); allowed: minMember",
             )
         )
-    elif min_subgroup is not None and min_subgroup < 1:
-        errors.append(InvalidObject(obj, f"{field}.minSubGroup", f"got {min_subgroup}; allowed: 1 or more"))
+    elif min_subgroup is not None and min_subgroup < 0:
+        errors.append(InvalidObject(obj, f"{field}.minSubGroup", f"got {min_subgroup}; allowed: 0 or more"))
     elif min_subgroup is not None and min_subgroup > children:
         warnings.append(
             f"{obj}: field {field}.minSubGroup: {min_subgroup} is more than the {children} direct child "

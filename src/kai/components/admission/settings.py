@@ -18,3 +18,9 @@ class AdmissionSettings:
     quota_validation: bool = False
     """``--enable-quota-validation`` (KAI's queue-controller flag): warn when child queues' quotas exceed their
     parent's."""
+    resize_quota_validation: bool = True
+    """``--validate-pod-resize-quota``: refuse an in-place resize that would take a queue past its limit (or a
+    non-preemptible pod's queue past its quota)."""
+    block_upsize_on_bounded_queues: bool = False
+    """``--block-upsize-on-bounded-queues``: refuse any in-place growth on a queue with a limit, or for a
+    non-preemptible pod with a quota, whatever it uses now."""

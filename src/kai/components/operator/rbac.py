@@ -74,7 +74,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("queues/status",), ("update", "patch")),
     ],
     "admission": [
-        rule(KAI, ("queues", "podgroups"), READ),  # a Queue's parent exists, no cycle; PodGroup sub-groups
+        rule(KAI, ("queues", "podgroups"), READ),  # a Queue's parent exists, no cycle; a resized pod's queues
+        rule("scheduling.k8s.io", ("priorityclasses",), READ),  # a resized pod's PodGroup's preemptibility
         EVENTS,
     ],
 }

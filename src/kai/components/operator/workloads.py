@@ -98,6 +98,11 @@ def _admission_args(settings: Settings, section: Fields) -> list[str]:
         args.append("--gpu-sharing-enabled=true")
     runtime_class = section.text("gpuPodRuntimeClassName", section.text("gpuFractionRuntimeClassName", "nvidia"))
     args.append(f"--gpu-pod-runtime-class-name={runtime_class}")
+    resize = section.sub("inPlacePodResize")  # KAI #2021
+    if not resize.flag("validateQuota", True):
+        args.append("--validate-pod-resize-quota=false")
+    if resize.flag("blockUpsizeOnBoundedQueues", False):
+        args.append("--block-upsize-on-bounded-queues=true")
     return args
 
 
