@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import ControlPlane
-from kai_support import PRIORITY_CLASSES, Kai, apply, kubectl_json, pods, queue, wait_until
+from kai_support import PRIORITY_CLASSES, Kai, apply, gpu_pod, kubectl_json, pods, queue, wait_until
 from testcluster import Kwok
 
 CRD = {
@@ -71,17 +71,11 @@ def _topology(node: str) -> dict[str, Any]:
 
 
 def _guaranteed(namespace: str, name: str, queue_name: str, node: str) -> dict[str, Any]:
+    """A Guaranteed pod of 3 whole cpus on ``node`` (its ``pool`` label)."""
+    pod = gpu_pod(namespace, name, queue_name, node, 0)
     amounts = {"cpu": "3", "memory": "1Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kai.scheduler/queue": queue_name}},
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "containers": [{"name": "main", "image": "busybox", "resources": {"requests": amounts, "limits": amounts}}],
-        },
-    }
+    pod["spec"]["containers"][0]["resources"] = {"requests": amounts, "limits": amounts}
+    return pod
 
 
 def test_guaranteed_pods_take_numa_zones_and_the_prediction_reaches_the_pod(
@@ -89,7 +83,7 @@ def test_guaranteed_pods_take_numa_zones_and_the_prediction_reaches_the_pod(
 ) -> None:
     node, queue_name = f"numa-{namespace}", f"q-{namespace}"
     queue(control_plane, tmp_path, queue_name)
-    kwok.node(node, 0)
+    kwok.node(node, 0, {"pool": node})
     config = tmp_path / "numa.yaml"
     config.write_text("actions: allocate\ntiers:\n- plugins:\n  - {name: predicates}\n  - {name: proportion}\n"
                       "  - {name: priority}\n  - {name: numa}\n")  # fmt: skip

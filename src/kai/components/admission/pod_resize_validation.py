@@ -19,7 +19,7 @@ from kai.components.admission.review import Decision, Request, allow, deny
 from kai.components.admission.settings import AdmissionSettings
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
-from kai.core.model.objects import Queue, parse_queue
+from kai.core.model.objects import parse_queue
 from kai.core.model.quantity import resource_amount
 
 Lookup = Callable[[str, str], Mapping[str, Any] | None]
@@ -136,62 +136,38 @@ def _check_queue(raw: Mapping[str, Any], delta: Amounts, preemptible: bool, bloc
     except InvalidObject:
         return ""
     status = raw.get("status") or {}
-    cpu, memory = delta.get(names.CPU), delta.get(names.MEMORY)
-    if block:
-        found = _blocked(queue, cpu, memory, preemptible, who)
-        if found:
-            return found
-    allocated = _status_amounts(status.get("allocated"))
-    found = _over(queue, "limit", allocated, cpu, memory, who, "", "Allocated")
-    if found or preemptible:
-        return found
-    reserved = _status_amounts(status.get("allocatedNonPreemptible"))
-    return _over(queue, "quota", reserved, cpu, memory, who, "non-preemptible ", "AllocatedNonPreemptible")
-
-
-def _blocked(queue: Queue, cpu: float | None, memory: float | None, preemptible: bool, who: str) -> str:
-    name = queue.name
-    if cpu is not None:
-        if queue.cpu.limit >= 0:
+    phases = [("limit", "", "Allocated", _status_amounts(status.get("allocated")))]
+    if not preemptible:
+        reserved = _status_amounts(status.get("allocatedNonPreemptible"))
+        phases.append(("quota", "non-preemptible ", "AllocatedNonPreemptible", reserved))
+    resources = [r for r in (names.CPU, names.MEMORY) if r in delta]
+    # KAI's order: blocking looks at each resource's limit then quota; otherwise every limit, then every quota
+    order = [(r, p) for r in resources for p in phases] if block else [(r, p) for p in phases for r in resources]
+    for resource, (bound, kind, field, used) in order:
+        label = "CPU" if resource == names.CPU else "memory"
+        value = getattr(queue.cpu if resource == names.CPU else queue.memory, bound)
+        if value < 0:
+            continue
+        if block:
             return (
-                f"resize rejected: {who} CPU upsize not permitted on queue {name} with finite CPU limit "
-                f"({queue.cpu.limit:.0f}m)"
+                f"resize rejected: {who} {kind}{label} upsize not permitted on queue {queue.name} with finite "
+                f"{label} {bound} ({_shown(resource, value)})"
             )
-        if not preemptible and queue.cpu.quota >= 0:
+        now, growth = used.get(resource, 0.0), delta[resource]
+        if now + growth > value:
             return (
-                f"resize rejected: {who} non-preemptible CPU upsize not permitted on queue {name} with finite CPU "
-                f"quota ({queue.cpu.quota:.0f}m)"
-            )
-    if memory is not None:
-        if queue.memory.limit >= 0:
-            return (
-                f"resize rejected: {who} memory upsize not permitted on queue {name} with finite memory limit "
-                f"({int(queue.memory.limit)} bytes)"
-            )
-        if not preemptible and queue.memory.quota >= 0:
-            return (
-                f"resize rejected: {who} non-preemptible memory upsize not permitted on queue {name} with finite "
-                f"memory quota ({int(queue.memory.quota)} bytes)"
+                f"resize rejected: {who} {kind}{label} upsize would push queue {queue.name} {field} "
+                f"({_sum(resource, now, growth)}) over {bound} ({_shown(resource, value)})"
             )
     return ""
 
 
-def _over(
-    queue: Queue, bound: str, used: Amounts, cpu: float | None, memory: float | None, who: str, kind: str, field: str
-) -> str:
-    name = queue.name
-    cpu_bound, memory_bound = getattr(queue.cpu, bound), getattr(queue.memory, bound)
-    if cpu is not None and cpu_bound >= 0 and used.get(names.CPU, 0.0) + cpu > cpu_bound:
-        return (
-            f"resize rejected: {who} {kind}CPU upsize would push queue {name} {field} "
-            f"({used.get(names.CPU, 0.0):.0f}m + {cpu:.0f}m) over {bound} ({cpu_bound:.0f}m)"
-        )
-    if memory is not None and memory_bound >= 0 and used.get(names.MEMORY, 0.0) + memory > memory_bound:
-        return (
-            f"resize rejected: {who} {kind}memory upsize would push queue {name} {field} "
-            f"({int(used.get(names.MEMORY, 0.0))} + {int(memory)} bytes) over {bound} ({int(memory_bound)} bytes)"
-        )
-    return ""
+def _shown(resource: str, amount: float) -> str:
+    return f"{amount:.0f}m" if resource == names.CPU else f"{int(amount)} bytes"
+
+
+def _sum(resource: str, now: float, growth: float) -> str:
+    return f"{now:.0f}m + {growth:.0f}m" if resource == names.CPU else f"{int(now)} + {int(growth)} bytes"
 
 
 def _status_amounts(values: object) -> Amounts:
