@@ -476,7 +476,16 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     help=f'Runtime class set on GPU-sharing pods that name none (default {DEFAULT_RUNTIME_CLASS}; "" = off).',
 )
 @click.option("--gpu-pod-runtime-class-name", default=None, help="Deprecated alias of the flag above (KAI's).")
-@click.option("--enable-quota-validation", is_flag=True, help="Warn when child queues' quotas exceed their parent's.")
+@click.option(
+    "--enable-quota-validation",
+    is_flag=True,
+    help="KAI's: warn when child queues' quotas exceed their parent's, refuse a child whose parent does not exist.",
+)
+@click.option(
+    "--strict-validation",
+    is_flag=True,
+    help="kai's: refuse objects kai's scheduler cannot use (a missing parent queue, …); without it they are warnings.",
+)
 @click.option(
     "--validate-pod-resize-quota",
     **{**GO_BOOL, "default": "true"},
@@ -501,6 +510,7 @@ def admission(
     gpu_fraction_runtime_class_name: str | None,
     gpu_pod_runtime_class_name: str | None,
     enable_quota_validation: bool,
+    strict_validation: bool,
     validate_pod_resize_quota: bool,
     block_upsize_on_bounded_queues: bool,
     leader_elect: bool,
@@ -520,6 +530,7 @@ def admission(
         gpu_sharing_enabled,
         runtime_class,
         enable_quota_validation,
+        strict_validation,
         validate_pod_resize_quota,
         block_upsize_on_bounded_queues,
     )

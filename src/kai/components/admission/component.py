@@ -80,7 +80,7 @@ def decisions(
         webhooks.VALIDATE_POD: lambda request: validate_pod(request, settings),
         webhooks.VALIDATE_POD_RESIZE: lambda request: validate_pod_resize(request, settings, lookup),
         webhooks.VALIDATE_QUEUE: queue,
-        webhooks.VALIDATE_PODGROUP: validate_podgroup,
+        webhooks.VALIDATE_PODGROUP: lambda request: validate_podgroup(request, settings),
         webhooks.VALIDATE_TOPOLOGY: validate_topology,
     }
 
