@@ -13,8 +13,7 @@ before it, plus pod overhead, plus one ``pods`` unit.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
@@ -26,31 +25,30 @@ GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 _QOS_RESOURCES = (names.CPU, names.MEMORY)
 
 
-@dataclass(frozen=True, slots=True)
-class ContainerRequest:
+class ContainerRequest(NamedTuple):
+    """One container's effective request (a tuple: a pod has several, and pods are parsed by the hundred thousand)."""
+
     kind: str
     """``APP``, ``SIDECAR`` (a native sidecar) or ``INIT`` (an init container that ends before the apps start)."""
     requests: Mapping[str, float]
     """Its effective request, in the scheduler's units."""
-    cpu_whole: bool
-    """Its cpu request is a whole number of cpus (only such cpus the kubelet's static CPU manager pins to a NUMA
-    zone)."""
 
 
 def _amounts(requests: Mapping[str, Any], obj: str, field: str) -> dict[str, float]:
     return {str(name): resource_amount(str(name), value, obj, f"{field}.{name}") for name, value in requests.items()}
 
 
-def _spec_requests(container: Raw, obj: str, field: str) -> tuple[dict[str, float], dict[str, float]]:
-    """The container's requests (a missing one defaults to its limit) and its limits."""
-    resources = mapping(container, "resources", obj, f"{field}.resources")
-    limits = _amounts(mapping(resources, "limits", obj, f"{field}.resources.limits"), obj, f"{field}.resources.limits")
-    requests = _amounts(
-        mapping(resources, "requests", obj, f"{field}.resources.requests"), obj, f"{field}.resources.requests"
-    )
-    for name, value in limits.items():
-        requests.setdefault(name, value)
-    return requests, limits
+def _map(raw: Raw, key: str, obj: str, field: str) -> Raw:
+    """``raw[key]`` as a mapping ({} when absent); the field's name is made only for the error (a hot path)."""
+    value = raw.get(key)
+    if value is None:
+        return _EMPTY
+    if isinstance(value, Mapping):
+        return value
+    return mapping(raw, key, obj, field)  # raises, naming the field
+
+
+_EMPTY: Raw = {}
 
 
 def _resize_infeasible(status: Raw, obj: str) -> bool:
@@ -61,49 +59,75 @@ def _resize_infeasible(status: Raw, obj: str) -> bool:
 
 
 def _effective(
-    spec: dict[str, float], reported: Raw | None, infeasible: bool, obj: str, field: str
+    spec: dict[str, float], written: Raw, reported: Raw | None, status: Raw, obj: str, field: str
 ) -> dict[str, float]:
-    """``spec`` raised to the status' sizes while a resize is in progress (see the module docstring)."""
+    """``spec`` (``written`` as the pod has it) raised to the status' sizes while a resize is in progress (see the
+    module docstring). The kubelet reports every running container's resources, nearly always the spec's own
+    quantities: then nothing is read again."""
     if reported is None or reported.get("resources") is None:
         return spec
-    enacted = mapping(mapping(reported, "resources", obj, f"{field}.resources"), "requests", obj, field)
-    allocated = mapping(reported, "allocatedResources", obj, f"{field}.allocatedResources")
-    effective: dict[str, float] = {} if infeasible else dict(spec)
+    enacted = _map(_map(reported, "resources", obj, f"{field}.resources"), "requests", obj, f"{field}.resources")
+    allocated = _map(reported, "allocatedResources", obj, f"{field}.allocatedResources")
+    if _within(enacted, written) and _within(allocated, written):
+        return spec
+    effective: dict[str, float] = {} if _resize_infeasible(status, obj) else dict(spec)
     for source, where in ((enacted, "resources.requests"), (allocated, "allocatedResources")):
         for name, amount in _amounts(source, obj, f"{field}.{where}").items():
             effective[name] = max(effective.get(name, 0.0), amount)
     return effective
 
 
+def _within(reported: Raw, written: Raw) -> bool:
+    """Every quantity ``reported`` is written the same way in ``written``."""
+    return all(written.get(name) == value for name, value in reported.items())
+
+
+def _qos(containers: list[Raw], obj: str) -> str:
+    """The QoS class the API server gives a pod of these containers (cpu and memory: Guaranteed when every
+    container has limits and requests equal to them, BestEffort when none asks for either)."""
+    asked, guaranteed = False, True
+    for i, container in enumerate(containers):
+        resources = mapping(container, "resources", obj, f"spec.containers[{i}].resources")
+        limits = _amounts(mapping(resources, "limits", obj, "limits"), obj, "limits")
+        requests = {**limits, **_amounts(mapping(resources, "requests", obj, "requests"), obj, "requests")}
+        asked = asked or any(requests.get(r) or limits.get(r) for r in _QOS_RESOURCES)
+        guaranteed = guaranteed and all(limits.get(r) and requests.get(r) == limits[r] for r in _QOS_RESOURCES)
+    return BEST_EFFORT if not asked else GUARANTEED if guaranteed else BURSTABLE
+
+
 def container_requests(spec: Raw, status: Raw, obj: str) -> tuple[tuple[ContainerRequest, ...], str]:
     """Every container's effective request (init containers first, in order), and the pod's QoS class: the
     ``status.qosClass`` the API server sets, else worked out as it does (for pods that never met one)."""
-    infeasible = _resize_infeasible(status, obj)
-    containers = sequence(spec, "containers", obj, "spec.containers")
-    if not containers:
+    if not sequence(spec, "containers", obj, "spec.containers"):
         raise InvalidObject(obj, "spec.containers", "is required: a pod has at least one container")
     found: list[ContainerRequest] = []
-    guaranteed, any_request = True, False
+    qos = string(status, "qosClass", obj, "status.qosClass")
+    seen: list[Raw] | None = None if qos else []
     for key, status_key in (("initContainers", "initContainerStatuses"), ("containers", "containerStatuses")):
-        reported = {
-            string(entry, "name", obj, f"status.{status_key}[{i}].name"): entry
-            for i, entry in enumerate(sequence(status, status_key, obj, f"status.{status_key}"))
-        }
-        for i, container in enumerate(sequence(spec, key, obj, f"spec.{key}")):
+        containers = sequence(spec, key, obj, f"spec.{key}")
+        if not containers:
+            continue
+        statuses = status.get(status_key) or ()
+        if not isinstance(statuses, list):
+            sequence(status, status_key, obj, f"status.{status_key}")  # raises, naming the field
+        reported = {entry.get("name"): entry for entry in statuses if isinstance(entry, Mapping)}
+        for i, container in enumerate(containers):
             field = f"spec.{key}[{i}]"
             if not isinstance(container, Mapping):
                 raise InvalidObject(obj, field, f"got {container!r}; expected a container (a mapping)")
-            requests, limits = _spec_requests(container, obj, field)
-            any_request = any_request or any(requests.get(r) or limits.get(r) for r in _QOS_RESOURCES)
-            guaranteed = guaranteed and all(limits.get(r) and requests.get(r) == limits[r] for r in _QOS_RESOURCES)
+            if seen is not None:
+                seen.append(container)
+            resources = _map(container, "resources", obj, f"{field}.resources")
+            written = _map(resources, "requests", obj, f"{field}.resources.requests")
+            requests = _amounts(written, obj, f"{field}.resources.requests")
+            for name, value in _map(resources, "limits", obj, f"{field}.resources.limits").items():
+                if name not in requests:  # Kubernetes defaults a missing request to its limit
+                    requests[str(name)] = resource_amount(str(name), value, obj, f"{field}.resources.limits.{name}")
             kind = APP if key == "containers" else SIDECAR if container.get("restartPolicy") == "Always" else INIT
             if kind != INIT:
-                requests = _effective(requests, reported.get(str(container.get("name", ""))), infeasible, obj, field)
-            found.append(ContainerRequest(kind, requests, requests.get(names.CPU, 0.0) % 1000 == 0))
-    qos = string(status, "qosClass", obj, "status.qosClass")
-    if not qos:
-        qos = BEST_EFFORT if not any_request else GUARANTEED if guaranteed else BURSTABLE
-    return tuple(found), qos
+                requests = _effective(requests, written, reported.get(container.get("name")), status, obj, field)
+            found.append(ContainerRequest(kind, requests))
+    return tuple(found), qos or _qos(seen or [], obj)
 
 
 def pod_amounts(containers: tuple[ContainerRequest, ...], spec: Raw, obj: str) -> dict[str, float]:

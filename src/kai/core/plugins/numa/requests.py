@@ -27,9 +27,8 @@ class NumaRequests:
 
 
 def _pinned_cpu(pod: Pod, container: ContainerRequest) -> float:
-    if pod.qos_class != GUARANTEED or not container.cpu_whole:
-        return 0.0
-    return container.requests.get(names.CPU, 0.0)
+    cpu = container.requests.get(names.CPU, 0.0)
+    return cpu if pod.qos_class == GUARANTEED and cpu % 1000 == 0 else 0.0
 
 
 def _with_cpu(amounts: Mapping[str, float], cpu: float) -> dict[str, float]:
