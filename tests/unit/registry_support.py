@@ -34,6 +34,11 @@ def module_names(package: Path) -> set[str]:
     return {path.stem for path in (SRC / package).glob("*.py") if path.stem != "__init__"}
 
 
+def package_names(package: Path) -> set[str]:
+    """The sub-packages of a source folder."""
+    return {path.parent.name for path in (SRC / package).glob("*/__init__.py")}
+
+
 def where(path: str, line_text: str) -> str:
     """``path:line`` of the first line of ``path`` (below src/) that contains ``line_text``."""
     for number, line in enumerate(Path(SRC / path).read_text().splitlines(), start=1):

@@ -96,14 +96,17 @@ def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
 
 
 def _plugin_warnings(tiers: tuple[tuple[PluginOption, ...], ...]) -> tuple[InvalidObject, ...]:
-    return tuple(
-        InvalidObject(
-            WHERE, f"tiers[{i}].plugins[{j}].name", f"KAI plugin {option.name!r} is not implemented by kai; not run"
-        )
-        for i, tier in enumerate(tiers)
-        for j, option in enumerate(tier)
-        if PLUGINS[option.name].runs is Runs.NOT_IMPLEMENTED
-    )
+    warnings = []
+    for i, tier in enumerate(tiers):
+        for j, option in enumerate(tier):
+            field, entry = f"tiers[{i}].plugins[{j}]", PLUGINS[option.name]
+            if entry.runs is Runs.NOT_IMPLEMENTED:
+                text = f"KAI plugin {option.name!r} is not implemented by kai; not run"
+                warnings.append(InvalidObject(WHERE, f"{field}.name", text))
+            if entry.check_arguments is not None:
+                for argument, text in entry.check_arguments(option.arguments):
+                    warnings.append(InvalidObject(WHERE, f"{field}.arguments.{argument}", text))
+    return tuple(warnings)
 
 
 def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:

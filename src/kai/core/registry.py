@@ -15,6 +15,7 @@ from typing import Any
 
 from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
 from kai.core.framework.session import Plugin, Session
+from kai.core.plugins import gpujoborder
 from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
 from kai.core.plugins.elastic import ElasticPlugin
 from kai.core.plugins.gpupack import GpuPackPlugin
@@ -25,6 +26,7 @@ from kai.core.plugins.minruntime import MinRuntimePlugin
 from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
 from kai.core.plugins.nominatednode import NominatedNodePlugin
+from kai.core.plugins.numa.plugin import NumaPlugin
 from kai.core.plugins.predicates import PredicatesPlugin
 from kai.core.plugins.priority import PriorityPlugin
 from kai.core.plugins.proportion.plugin import ProportionPlugin
@@ -37,6 +39,7 @@ from kai.core.plugins.taskorder import TaskOrderPlugin
 from kai.core.plugins.topology import TopologyPlugin
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+ArgumentCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class PluginEntry:
     shard_priority: int | None = None
     """Its place in a SchedulingShard's plugins as KAI's operator renders them (higher first); None: the operator
     does not enable it."""
+    check_arguments: ArgumentCheck | None = None
+    """Arguments kai reads in its own way (as KAI does), as (argument, problem) warnings for the config."""
 
 
 def _runs(cls: type[Plugin], shard_priority: int | None = None) -> PluginEntry:
@@ -73,9 +78,11 @@ def _runs(cls: type[Plugin], shard_priority: int | None = None) -> PluginEntry:
     return PluginEntry(cls.name, Runs.IN_CYCLE, lambda _arguments: cls(), shard_priority)
 
 
-def _runs_with_arguments(name: str, build: PluginFactory, shard_priority: int | None = None) -> PluginEntry:
+def _runs_with_arguments(
+    name: str, build: PluginFactory, shard_priority: int | None = None, check: ArgumentCheck | None = None
+) -> PluginEntry:
     """A plugin kai runs, made from its config ``arguments``."""
-    return PluginEntry(name, Runs.IN_CYCLE, build, shard_priority)
+    return PluginEntry(name, Runs.IN_CYCLE, build, shard_priority, check)
 
 
 ACTIONS: Mapping[str, ActionEntry] = {
@@ -96,7 +103,7 @@ PLUGINS: Mapping[str, PluginEntry] = {
         _runs(PriorityPlugin, 1700),
         _runs_with_arguments(NodePlacementPlugin.name, NodePlacementPlugin, 200),
         _runs(NominatedNodePlugin, 800),
-        PluginEntry("numa", Runs.NOT_IMPLEMENTED),
+        _runs_with_arguments(NumaPlugin.name, NumaPlugin),
         _runs(NodeAvailabilityPlugin, 1600),
         _runs(GpuSharingOrderPlugin, 100),
         _runs(GpuPackPlugin, 300),
@@ -116,5 +123,8 @@ PLUGINS: Mapping[str, PluginEntry] = {
         _runs(NodeLocalGreedyPlugin, 360),
         _runs(MultiNodeGangPlugin, 350),
         PluginEntry("reflectjoborder", Runs.ENDPOINT),
+        _runs_with_arguments(
+            gpujoborder.GpuJobOrderPlugin.name, gpujoborder.GpuJobOrderPlugin, check=gpujoborder.argument_warnings
+        ),  # KAI #1995
     )
 }

@@ -68,7 +68,7 @@ def serve(
 ) -> None:
     """Runs ``components`` (``serve_body``); a scheduler's plugin server opens first, so a taken port stops the
     process at start, and answers 503 until the scheduler loop is attached."""
-    kinds = sorted(kinds_for(components, options.config.dra))
+    kinds = sorted(kinds_for(components, options.config))
     plugin_server = (
         PluginServer(options.plugin_server_port) if "scheduler" in components and options.plugin_server_port else None
     )
