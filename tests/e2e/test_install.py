@@ -36,10 +36,12 @@ from testcluster import Kwok
 
 from kai.components.admission import webhooks
 from kai.components.operator.certs import CA_SECRET
+from kai.components.operator.workloads import COMPONENTS as DEPLOYED
 from kai.components.operator.workloads import WEBHOOK_SECRET
 
 SEED = REPO / "examples" / "seed"
-COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
+COMPONENTS = tuple(component.operand for component in DEPLOYED if component.name != "admission")
+"""The Deployments the operator renders that run on the host here (admission is served apart)."""
 SCHEDULER = "kai-scheduler-default"
 SEVEN = {"admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", SCHEDULER}
 CRDS = {

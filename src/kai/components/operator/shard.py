@@ -19,6 +19,7 @@ from kai.components.operator.fields import Fields
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
 from kai.components.operator.workloads import METRICS_PORT, SCHEDULER_PROBE_PORT, deployment, service_object
+from kai.components.shared.components import COMPONENTS
 from kai.core.config import parse_config
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.errors import InvalidObject
@@ -28,7 +29,7 @@ PLUGIN_PRIORITIES = {name: entry.shard_priority for name, entry in PLUGINS.items
 ACTION_PRIORITIES = {name: entry.shard_priority for name, entry in ACTIONS.items()}
 STRATEGIES = ("binpack", "spread")
 CONFIG_PATH = "/etc/config/config.yaml"
-SCHEDULER_ACCOUNT = "scheduler"
+SCHEDULER_ACCOUNT = COMPONENTS["scheduler"].operand
 SCHEDULER_FLAGS = ("schedule-period", "leader-elect", "qps", "burst")
 """Shard ``args`` kai's scheduler takes (the rest of KAI's flags are reported as ignored on the shard)."""
 

@@ -26,8 +26,8 @@ from kai.components.podgrouper.rules.hub import PORT_KINDS
 from kai.components.runtime.loops import RuntimeOptions, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.shared.components import kinds_for
 from kai.components.shared.endpoints import Endpoints, Health
-from kai.components.shared.kinds import kinds_for
 from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
