@@ -61,15 +61,26 @@ class RuntimeOptions:
     """Where the binder keeps GPU reservation pods (KAI's ``--resource-reservation-namespace``)."""
 
 
-def _loop(
-    name: str,
-    step: Callable[[], Any],
-    period_s: float,
-    wake: threading.Event,
-    stop: threading.Event,
-    setup: Callable[[], Any] | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Wiring:
+    """What a component's loop is made of."""
+
+    cluster: ClusterClient
+    options: RuntimeOptions
+    registry: CollectorRegistry
+    on_scheduler: Callable[[SchedulerLoop], None] | None
+
+    def writes(self) -> Writes:
+        return Writes(self.options.max_concurrent_reconciles)
+
+
+Loop = tuple[Callable[[], Any], float, Callable[[], Any] | None]
+"""A component's loop: its pass, its period and what it sets up once on its thread."""
+
+
+def _loop(name: str, loop: Loop, wake: threading.Event, stop: threading.Event) -> None:
     """``setup`` once (on the loop's thread, so that it delays no other component), then ``step`` every period."""
+    step, period_s, setup = loop
     try:
         if setup is not None:
             setup()
@@ -86,23 +97,6 @@ def _loop(
         wake.wait(period_s)
         if stop.is_set():
             return
-
-
-@dataclass(frozen=True)
-class Wiring:
-    """What a component's loop is made of."""
-
-    cluster: ClusterClient
-    options: RuntimeOptions
-    registry: CollectorRegistry
-    on_scheduler: Callable[[SchedulerLoop], None] | None
-
-    def writes(self) -> Writes:
-        return Writes(self.options.max_concurrent_reconciles)
-
-
-Loop = tuple[Callable[[], Any], float, Callable[[], Any] | None]
-"""A component's loop: its pass, its period and what it sets up once on its thread."""
 
 
 def _controllers(w: Wiring) -> Loop:
@@ -202,8 +196,7 @@ def run(
     threads = []
     for name, build in LOOPS.items():
         if name in components:
-            step, period_s, setup = build(wiring)
-            threads.append(_thread(name, step, period_s, wakes[name], stop, setup))
+            threads.append(_thread(name, build(wiring), wakes[name], stop))
     for thread in threads:
         thread.start()
     if health is not None:
@@ -226,13 +219,5 @@ def _alive(threads: list[threading.Thread]) -> tuple[bool, str]:
     return True, f"running: {', '.join(t.name for t in threads)}"
 
 
-def _thread(
-    name: str,
-    step: Callable[[], Any],
-    period_s: float,
-    wake: threading.Event,
-    stop: threading.Event,
-    setup: Callable[[], Any] | None = None,
-) -> threading.Thread:
-    args = (name, step, period_s, wake, stop, setup)
-    return threading.Thread(target=_loop, args=args, name=f"kai-{name}", daemon=True)
+def _thread(name: str, loop: Loop, wake: threading.Event, stop: threading.Event) -> threading.Thread:
+    return threading.Thread(target=_loop, args=(name, loop, wake, stop), name=f"kai-{name}", daemon=True)
