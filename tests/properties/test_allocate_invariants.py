@@ -1,4 +1,4 @@
-"""Hypothesis-generated clusters: whatever the cluster, a cycle never breaks KAI's invariants (DESIGN.md §6).
+"""Hypothesis-generated clusters: whatever the cluster, a cycle never breaks KAI's invariants (docs/architecture.md §6).
 
 - no node gets more CPU, memory, GPUs or pods than it has: what is bound or running fits its idle resources, and
   what waits for releasing pods (pipelined) fits what those pods free;

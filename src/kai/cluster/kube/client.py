@@ -11,8 +11,8 @@ patches of the caller's changes, conditional on the version read (``patch``). A 
 Writes are idempotent where the caller says so: a create with ``idempotent=True`` of an existing object returns the
 existing one, a delete of a missing object succeeds, and binding a pod to the node it is already bound to succeeds.
 Transient failures are retried by the transport (bounded). ``send_all`` runs a batch of writes concurrently (at
-most ``max_in_flight`` at a time) and reports each outcome, so one refusal does not stop the rest (DESIGN.md §7,
-§8).
+most ``max_in_flight`` at a time) and reports each outcome, so one refusal does not stop the rest (docs/architecture.md
+§7, §8).
 """
 
 import asyncio

@@ -1,4 +1,4 @@
-"""Writing a cycle's decisions back to the cluster, as KAI's cache and status updater do (kai-reference.md §3.5).
+"""Writing a cycle's decisions back to the cluster, as KAI's cache and status updater do (docs/kai-reference.md §3.5).
 
 Binds become BindRequests (the binder binds), evictions become pod deletions, podgroups get their start and
 staleness annotations, and every waiting podgroup gets KAI's scheduling condition, its pending pods the

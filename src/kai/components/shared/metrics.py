@@ -1,4 +1,4 @@
-"""Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
+"""Prometheus metrics with KAI's names (docs/kai-reference.md §8): the scheduler's prefixed by the metrics namespace
 (``kai``), the binder's controller-runtime counters as KAI's binder exposes them (no prefix)."""
 
 from collections.abc import Callable, Iterator, Mapping
