@@ -9,6 +9,7 @@
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.snapshot import take_snapshot
+
+pytestmark = pytest.mark.slow  # run by `make test` (`make properties`), not by `make unit`
 
 CONFIG = SchedulerConfig()
 

@@ -2,6 +2,7 @@
 names (actions, plugins, grouper kinds, components, webhooks, commands) reappears beside its registry."""
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,7 +15,13 @@ def literal_tables(names: Iterable[str], *, at_least: int = 2) -> set[str]:
     """``path:line`` of every tuple, list, set or dict literal in src/kai holding ``at_least`` of ``names`` as string
     constants (as items, or as keys of a dict)."""
     wanted = set(names)
-    found: set[str] = set()
+    return {place for place, strings in _literals() if len(strings & wanted) >= at_least}
+
+
+@functools.cache
+def _literals() -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each collection literal of src/kai with two or more string constants: where it is and its strings."""
+    found = []
     for path in sorted((SRC / "kai").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Dict):
@@ -23,10 +30,12 @@ def literal_tables(names: Iterable[str], *, at_least: int = 2) -> set[str]:
                 items = list(node.elts)
             else:
                 continue
-            hits = {item.value for item in items if isinstance(item, ast.Constant) and item.value in wanted}
-            if len(hits) >= at_least:
-                found.add(f"{path.relative_to(SRC)}:{node.lineno}")
-    return found
+            strings = frozenset(
+                item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            )
+            if len(strings) >= 2:
+                found.append((f"{path.relative_to(SRC)}:{node.lineno}", strings))
+    return tuple(found)
 
 
 def module_names(package: Path) -> set[str]:

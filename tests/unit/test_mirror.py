@@ -5,6 +5,7 @@ holds only its docstring has nothing to import.
 ``python tests/unit/test_mirror.py`` lists the modules without one."""
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def _imports(test: Path) -> set[str]:
     return found
 
 
+@functools.cache
 def unmirrored() -> list[str]:
     """The modules no test of their mirror folder imports."""
     imported: dict[Path, set[str]] = {}
