@@ -9,8 +9,9 @@ Groups, versions, kinds, scope, short names, the status subresource and printer 
 (pkg/apis in NVIDIA/KAI-Scheduler), so KAI's manifests and tools work unchanged; tests/e2e/test_crds.py checks this
 against KAI's own CRDs. Printer columns add to KAI's, after them (docs/deviations.md): PodGroups get the columns a
 user looks for first (KAI's has none), and ``-o wide`` (priority 1) shows quotas and allocations. The OpenAPI
-schemas are ours: the same fields and types, with validation where a wrong value would otherwise reach the scheduler
-(enums, minimums, required fields, Topology's rules).
+schemas are ours: the same fields and types, and no validation KAI's lack (tests/unit/test_crd_compat.py), so that
+everything KAI's API server accepts, kai's accepts too; what kai cannot use is said by its webhooks (warnings), its
+components (events and conditions) and the operator (the Config's status), not refused by the schema.
 Needs only PyYAML.
 """
 
@@ -98,14 +99,7 @@ QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 
-# A Go time.Duration as metav1.Duration parses it (non-negative): "0", "90s", "1h30m", "1.5h".
-DURATION_PATTERN = r"^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
-SIGNED_DURATION_PATTERN = r"^-?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-ONE_GANG_RULE = {
-    "message": "minMember and minSubGroup are mutually exclusive: set one of them",
-    "rule": "!(has(self.minMember) && has(self.minSubGroup))",
-}
 
 
 def resource_list(desc: str) -> Schema:
@@ -182,9 +176,9 @@ def crd(
 def queue_resource(desc: str) -> Schema:
     return obj(
         {
-            "quota": number("Deserved amount; -1 = unlimited. Default 0.", minimum=-1),
-            "limit": number("Maximum the queue may use; -1 = no limit. Default 0.", minimum=-1),
-            "overQuotaWeight": number("Share of over-quota resources relative to sibling queues.", minimum=0),
+            "quota": number("Deserved amount; -1 = unlimited. Default 0."),
+            "limit": number("Maximum the queue may use; -1 = no limit. Default 0."),
+            "overQuotaWeight": number("Share of over-quota resources relative to sibling queues."),
         },
         desc,
     )
@@ -210,8 +204,7 @@ def queue_crd() -> dict[str, Any]:
             "displayName": string("Name shown for the queue in logs and metrics instead of metadata.name."),
             "parentQueue": string("Name of the parent queue; empty for a top-level queue."),
             "preemptMinRuntime": string(
-                "Minimum runtime of a job in the queue before it can be preempted (Go duration, e.g. 10m).",
-                pattern=DURATION_PATTERN,
+                "Minimum runtime of a job in the queue before it can be preempted (Go duration, e.g. 10m)."
             ),
             "priority": integer(
                 "Priority of the queue: over-quota resources go first to queues with higher priority; such queues "
@@ -219,8 +212,7 @@ def queue_crd() -> dict[str, Any]:
                 fmt=None,
             ),
             "reclaimMinRuntime": string(
-                "Minimum runtime of a job in the queue before it can be reclaimed (Go duration, e.g. 10m).",
-                pattern=DURATION_PATTERN,
+                "Minimum runtime of a job in the queue before it can be reclaimed (Go duration, e.g. 10m)."
             ),
             "resources": obj(
                 {
@@ -232,7 +224,6 @@ def queue_crd() -> dict[str, Any]:
             ),
         },
         "QueueSpec defines the desired state of Queue",
-        required=["resources"],
     )
     status = obj(
         {
@@ -252,7 +243,7 @@ def queue_crd() -> dict[str, Any]:
         kind="Queue",
         plural="queues",
         scope="Cluster",
-        schema=root("Queue", "queues", spec, status, required=["spec"]),
+        schema=root("Queue", "queues", spec, status),
         printer_columns=[
             {"jsonPath": ".spec.priority", "name": "Priority", "type": "string"},
             {"jsonPath": ".spec.parentQueue", "name": "Parent", "type": "string"},
@@ -296,12 +287,11 @@ def podgroup_crd() -> dict[str, Any]:
             "topologyConstraint": topology_constraint(),
         },
         required=["name"],
-        **{"x-kubernetes-validations": [ONE_GANG_RULE]},
     )
     spec = obj(
         {
-            "backoffLimit": integer("Not used by the scheduler."),
-            "completions": integer("Not used by the scheduler."),
+            "backoffLimit": integer("Not used by the scheduler.", fmt=None),
+            "completions": integer("Not used by the scheduler.", fmt=None),
             "markUnschedulable": boolean(
                 "Mark the pods PodScheduled=False/Unschedulable when the group cannot be scheduled. Default true."
             ),
@@ -313,31 +303,27 @@ def podgroup_crd() -> dict[str, Any]:
                 "with minMember.",
                 minimum=1,
             ),
-            "parallelism": integer("Not used by the scheduler."),
+            "parallelism": integer("Not used by the scheduler.", fmt=None),
             "preemptibility": string(
                 "Whether the group may be preempted; unset = decided by its priority class.",
                 enum=["preemptible", "non-preemptible"],
             ),
             "preemptionDelay": string(
-                "How long the group must be pending (since creation or its last eviction) before it may evict others.",
-                pattern=DURATION_PATTERN,
+                "How long the group must be pending (since creation or its last eviction) before it may evict others."
             ),
             "priorityClassName": string("PriorityClass giving the group's priority."),
             "queue": string("Name of the (leaf) queue the group is scheduled in."),
             "schedulingBackoff": integer(
-                "Scheduling attempts before a node pool's scheduler skips the group; -1 (default) = retry forever.",
-                minimum=-1,
+                "Scheduling attempts before a node pool's scheduler skips the group; -1 (default) = retry forever."
             ),
             "stalenessGracePeriod": string(
                 "How long the group may stay below its gang minimum before it is evicted; negative = never. "
-                "Default: the scheduler's.",
-                pattern=SIGNED_DURATION_PATTERN,
+                "Default: the scheduler's."
             ),
             "subGroups": array(sub_group, "Finer-grained subsets of pods with their own minMember and topology."),
             "topologyConstraint": topology_constraint(),
         },
         "PodGroupSpec defines the desired state of PodGroup",
-        **{"x-kubernetes-validations": [ONE_GANG_RULE]},
     )
     condition = obj(
         {
@@ -383,8 +369,8 @@ def podgroup_crd() -> dict[str, Any]:
     status = obj(
         {
             "conditions": array(condition, "Conditions of the group."),
-            "failed": integer("Number of failed pods."),
-            "pending": integer("Number of pending pods."),
+            "failed": integer("Number of failed pods.", fmt=None),
+            "pending": integer("Number of pending pods.", fmt=None),
             "phase": string("Phase of the group."),
             "resourcesStatus": obj(
                 {
@@ -393,9 +379,9 @@ def podgroup_crd() -> dict[str, Any]:
                     "requested": resource_list("Resources requested by the group's pods."),
                 }
             ),
-            "running": integer("Number of running pods."),
+            "running": integer("Number of running pods.", fmt=None),
             "schedulingConditions": array(scheduling_condition, "Why the scheduler could not schedule the group."),
-            "succeeded": integer("Number of succeeded pods."),
+            "succeeded": integer("Number of succeeded pods.", fmt=None),
         },
         "PodGroupStatus defines the observed state of PodGroup",
     )
@@ -433,9 +419,6 @@ def podgroup_crd() -> dict[str, Any]:
 # ---------------------------------------------------------------- BindRequest (scheduling.run.ai/v1alpha2)
 
 
-PORTION_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
-
-
 def bindrequest_crd() -> dict[str, Any]:
     claim_allocation = obj(
         {
@@ -449,13 +432,13 @@ def bindrequest_crd() -> dict[str, Any]:
     )
     spec = obj(
         {
-            "backoffLimit": integer("Binding attempts before the BindRequest fails.", minimum=0),
+            "backoffLimit": integer("Binding attempts before the BindRequest fails."),
             "extendedResourceClaimAllocation": {
                 "type": "object",
                 "description": "Allocation of the claim made for the pod's extended resources (kept as given).",
                 "x-kubernetes-preserve-unknown-fields": True,
             },
-            "podName": string("Name of the pod to bind (same namespace).", minLength=1),
+            "podName": string("Name of the pod to bind (same namespace)."),
             "predictedNUMAZones": array(
                 obj(
                     {
@@ -468,22 +451,22 @@ def bindrequest_crd() -> dict[str, Any]:
             ),
             "receivedGPU": obj(
                 {
-                    "count": integer("Number of GPUs.", fmt=None, minimum=0),
-                    "portion": string("Portion of each GPU, formatted %.2f (e.g. 0.50).", pattern=PORTION_PATTERN),
+                    "count": integer("Number of GPUs.", fmt=None),
+                    "portion": string("Portion of each GPU, formatted %.2f (e.g. 0.50)."),
                 },
                 "GPUs given to the pod.",
             ),
-            "receivedResourceType": string("Kind of GPU allocation.", enum=["Regular", "Fraction", "MigInstance"]),
+            "receivedResourceType": string("Kind of GPU allocation: Regular, Fraction or MigInstance."),
             "resourceClaimAllocations": array(claim_allocation, "Allocations of the pod's DRA resource claims."),
             "selectedGPUGroups": array(string(), "GPU groups chosen for a shared (fractional) GPU."),
-            "selectedNode": string("Node the pod is bound to.", minLength=1),
+            "selectedNode": string("Node the pod is bound to."),
         },
         "BindRequestSpec defines the desired state of BindRequest",
     )
     status = obj(
         {
-            "failedAttempts": integer("Number of failed binding attempts.", minimum=0),
-            "phase": string("Phase of the request.", enum=["Pending", "Succeeded", "Failed"]),
+            "failedAttempts": integer("Number of failed binding attempts."),
+            "phase": string("Phase of the request: Pending, Succeeded or Failed."),
             "reason": string("Why the request failed."),
         },
         "BindRequestStatus defines the observed state of BindRequest",
@@ -574,15 +557,11 @@ def string_map(desc: str) -> Schema:
     return {"type": "object", "description": desc, "additionalProperties": {"type": "string"}}
 
 
-PULL_POLICY = ["Always", "IfNotPresent", "Never"]
-STRATEGIES = ["binpack", "spread"]
-
-
 def image(desc: str) -> Schema:
     return obj(
         {
             "name": string("Image name, appended to the repository."),
-            "pullPolicy": string("Image pull policy.", enum=PULL_POLICY),
+            "pullPolicy": string("Image pull policy: Always, IfNotPresent or Never."),
             "repository": string("Registry and path the image name is appended to."),
             "tag": string("Image tag."),
         },
@@ -879,9 +858,9 @@ def config_crd() -> dict[str, Any]:
         {
             name: obj(
                 {
-                    "limit": number("Limit; -1 = unlimited.", minimum=-1),
-                    "overQuotaWeight": number("Over-quota weight.", minimum=0),
-                    "quota": number("Deserved quota; -1 = unlimited.", minimum=-1),
+                    "limit": number("Limit; -1 = unlimited."),
+                    "overQuotaWeight": number("Over-quota weight."),
+                    "quota": number("Deserved quota; -1 = unlimited."),
                 }
             )
             for name in ("cpu", "gpu", "memory")
@@ -889,10 +868,10 @@ def config_crd() -> dict[str, Any]:
     )
     default_queue = obj(
         {
-            "childName": string("Name of the leaf default queue.", pattern=DNS_LABEL),
+            "childName": string("Name of the leaf default queue."),
             "childResources": queue_resources,
             "createDefaultQueue": boolean("Create the default queues (default true)."),
-            "parentName": string("Name of the top-level default queue.", pattern=DNS_LABEL),
+            "parentName": string("Name of the top-level default queue."),
             "parentResources": queue_resources,
         },
         "The default queues the operator keeps (kai's addition: KAI's chart makes them, once, at install).",
@@ -930,15 +909,15 @@ def schedulingshard_crd() -> dict[str, Any]:
             "maxActionSearchDuration": {
                 "type": "object",
                 "description": "Per action (default as the fallback): longest victim search.",
-                "additionalProperties": string(pattern=DURATION_PATTERN),
+                "additionalProperties": string(),
             },
             "maxGeneratorSearchDuration": {
                 "type": "object",
                 "description": "Per scenario generator (default as the fallback): longest search.",
-                "additionalProperties": string(pattern=DURATION_PATTERN),
+                "additionalProperties": string(),
             },
-            "maxJobSearchDuration": string("Longest victim search per pending job.", pattern=DURATION_PATTERN),
-            "minJobSearchDuration": string("Search time every pending job gets.", pattern=DURATION_PATTERN),
+            "maxJobSearchDuration": string("Longest victim search per pending job."),
+            "minJobSearchDuration": string("Search time every pending job gets."),
         },
         "Time budgets of the victim search (reclaim, preempt, consolidation).",
     )
@@ -957,8 +936,8 @@ def schedulingshard_crd() -> dict[str, Any]:
     )
     strategy = obj(
         {
-            "cpu": string("CPU placement: binpack (default) or spread.", enum=STRATEGIES),
-            "gpu": string("GPU placement: binpack (default) or spread.", enum=STRATEGIES),
+            "cpu": string("CPU placement: binpack (default) or spread."),
+            "gpu": string("GPU placement: binpack (default) or spread."),
         },
         "Placement preset of the shard.",
     )
@@ -982,8 +961,8 @@ def schedulingshard_crd() -> dict[str, Any]:
             "kValue": number("kValue of the proportion plugin (default 1)."),
             "minRuntime": obj(
                 {
-                    "preemptMinRuntime": string("Default preempt min runtime.", pattern=DURATION_PATTERN),
-                    "reclaimMinRuntime": string("Default reclaim min runtime.", pattern=DURATION_PATTERN),
+                    "preemptMinRuntime": string("Default preempt min runtime."),
+                    "reclaimMinRuntime": string("Default reclaim min runtime."),
                 },
                 "Default minimum runtimes (minruntime plugin).",
             ),
@@ -1003,7 +982,7 @@ def schedulingshard_crd() -> dict[str, Any]:
             "queueDepthPerAction": {
                 "type": "object",
                 "description": "Per action: most jobs of one queue it tries in a cycle.",
-                "additionalProperties": integer(fmt=None, minimum=1),
+                "additionalProperties": integer(fmt=None),
             },
             "scenarioSearchBudgets": budgets,
             "usageDBConfig": obj(

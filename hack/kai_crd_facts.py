@@ -6,7 +6,8 @@
 
 DIR holds KAI's CRDs as controller-gen writes them (`<group>_<plural>.yaml`, from `deployments/` of
 kai-scheduler/KAI-Scheduler); ours are checked against KAI v0.17.0's. Per CRD the facts are its identity (group,
-names, scope, versions, subresources, printer columns) and every field path of its schema with its type.
+names, scope, versions, subresources, printer columns), every field path of its schema with its type, and every
+validation of its schema (enum, minimum, pattern, required, CEL rule…) by field path.
 Needs only PyYAML.
 """
 
@@ -58,6 +59,28 @@ def fields(schema: dict[str, Any], path: str = "") -> dict[str, str | None]:
     return out
 
 
+RULES = (
+    "enum", "exclusiveMaximum", "exclusiveMinimum", "format", "maxItems", "maxLength", "maxProperties", "maximum",
+    "minItems", "minLength", "minProperties", "minimum", "pattern", "required", "x-kubernetes-validations",
+)  # fmt: skip
+"""The OpenAPI keywords that make an API server refuse an object."""
+
+
+def validations(schema: dict[str, Any], path: str = "") -> dict[str, dict[str, Any]]:
+    """Every field path of a structural schema that refuses something, with its refusing keywords."""
+    own = {rule: schema[rule] for rule in RULES if rule in schema}
+    out: dict[str, dict[str, Any]] = {path: own} if own else {}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return out
+    for name, sub in (schema.get("properties") or {}).items():
+        out |= validations(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        out |= validations(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        out |= validations(schema["additionalProperties"], f"{path}{{}}")
+    return out
+
+
 def facts(directory: Path) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for path in sorted(directory.glob("*.yaml")):
@@ -68,6 +91,10 @@ def facts(directory: Path) -> dict[str, Any]:
                 "identity": identity(crd),
                 "fields": {
                     v["name"]: dict(sorted(fields(v["schema"]["openAPIV3Schema"]).items()))
+                    for v in crd["spec"]["versions"]
+                },
+                "validations": {
+                    v["name"]: dict(sorted(validations(v["schema"]["openAPIV3Schema"]).items()))
                     for v in crd["spec"]["versions"]
                 },
             }

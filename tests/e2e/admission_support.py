@@ -67,12 +67,13 @@ CONFIGURATIONS = (
 )
 
 
-PROBE = "parent queue 'nowhere' does not exist"
-"""What only kai's queue webhook answers for the probe queue (the CRD's schema accepts it)."""
+PROBE = "resources must be specified"
+"""What only the queue webhook answers for a Queue without resources (the CRD's schema, as KAI's, accepts it)."""
 
 
 def kai_refuses(cp: ControlPlane) -> str:
-    return PROBE if PROBE in refused(cp, queue("probe", "nowhere"), "--dry-run=server") else ""
+    probe = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "probe"}, "spec": {}}
+    return PROBE if PROBE in refused(cp, probe, "--dry-run=server") else ""
 
 
 def kubectl_apply(cp: ControlPlane, document: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:

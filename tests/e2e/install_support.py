@@ -173,8 +173,8 @@ class HostComponent:
         files = mounted_files(cp, deployment, workdir)
         self.ports: dict[str, int] = {}
         args = [self._local(arg, files) for arg in spec["containers"][0]["args"]]
-        if args[0] == "scheduler":  # its plugin server's port is on loopback, where other sessions' schedulers run too
-            self.ports["--plugin-server-port"] = free_port()
+        if args[:1] == ["scheduler"] and not any(arg.startswith("--plugin-server-port") for arg in args):
+            self.ports["--plugin-server-port"] = free_port()  # its default, 8081, may be another test run's
             args.append(f"--plugin-server-port={self.ports['--plugin-server-port']}")
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(

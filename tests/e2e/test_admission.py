@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission_support import Admission, kai_refuses, queue, refused
+from admission_support import Admission, kai_refuses, kubectl_apply, queue, refused
 from controlplane import ControlPlane
 from kai_support import SEED, Kai, kubectl_json, pods, wait_until
 from testcluster import Kwok
@@ -26,44 +26,112 @@ def podgroup(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}  # fmt: skip
 
 
-def test_each_bad_case_is_refused_with_the_field_and_what_is_allowed(
+def queue_condition(cp: ControlPlane, name: str, condition_type: str) -> dict[str, Any] | None:
+    conditions = kubectl_json(cp, "get", "queue", name).get("status", {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == condition_type), None)
+
+
+def test_what_kai_refuses_it_refuses_in_kais_words_then_its_own(
     control_plane: ControlPlane, admission: Admission, namespace: str
 ) -> None:
     cp, ns = control_plane, namespace
     suffix = ns.removeprefix("e2e-")
-    assert not refused(cp, queue(f"top-{suffix}"))
-    assert not refused(cp, queue(f"child-{suffix}", f"top-{suffix}"))
     cases = [
-        (queue(f"neg-{suffix}", gpu={"quota": -5, "limit": -1, "overQuotaWeight": 1}),
-         "spec.resources.gpu.quota in body should be greater than or equal to -1"),  # the CRD's own minimum
-        (queue(f"half-{suffix}", gpu={"quota": -0.5, "limit": -1, "overQuotaWeight": 1}),
-         "field spec.resources.gpu.quota: got -0.5; allowed: -1 (unlimited) or a number of at least 0"),
-        (queue(f"orphan-{suffix}", f"missing-{suffix}"),
-         f"field spec.parentQueue: parent queue 'missing-{suffix}' does not exist"),
-        (queue(f"top-{suffix}", f"child-{suffix}"),
-         f"parent cycle top-{suffix} → child-{suffix} → top-{suffix}"),
-        (queue(f"low-{suffix}", gpu={"quota": 4, "limit": 2, "overQuotaWeight": 1}),
-         "field spec.resources.gpu.limit: got 2, below the quota 4"),
+        ({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": f"bare-{suffix}"}, "spec": {}},
+         "resources must be specified", f"Queue bare-{suffix}: field spec.resources: is required"),
         (podgroup(ns, "both", {"minMember": 2, "minSubGroup": 1, "subGroups": [{"name": "a", "minMember": 1}]}),
-         "minMember and minSubGroup are mutually exclusive"),
-        (podgroup(ns, "leaf", {"subGroups": [{"name": "a"}]}),
+         "minMember and minSubGroup are mutually exclusive: set minMember (2) to schedule a fixed number of pods",
+         "field spec.minSubGroup: set together with minMember"),
+        (podgroup(ns, "leaf", {"subGroups": [{"name": "a"}]}), "subgroup a: minMember is required",
          "field spec.subGroups[0].minMember: is required on a leaf sub-group"),
         (podgroup(ns, "loop", {"subGroups": [{"name": "a", "parent": "b", "minMember": 1},
                                              {"name": "b", "parent": "a"}]}),
-         "sub-group cycle a → b → a"),
+         "cycle detected in subgroups", "sub-group cycle a → b → a"),
         (kai_pod(ns, "fraction", {"gpu-fraction": "1.5"}, [{"name": "main", "image": "busybox"}]),
+         "gpu-fraction annotation value must be a positive number smaller than 1.0",
          "field metadata.annotations.gpu-fraction: got '1.5'; allowed: a number in (0, 1)"),
         (kai_pod(ns, "both-gpu", {"gpu-fraction": "0.5", "gpu-memory": "2000"}, [{"name": "main", "image": "busybox"}]),
+         "cannot request both GPU and GPU memory",
          "field metadata.annotations.gpu-memory: set together with gpu-fraction; allowed: one of the two"),
-        (kai_pod(ns, "empty", {}, []), "spec.containers: Required value"),
         ({"apiVersion": "kai.scheduler/v1alpha1", "kind": "Topology", "metadata": {"name": f"t-{suffix}"},
           "spec": {"levels": [{"nodeLabel": "zone", "alias": "rack"}, {"nodeLabel": "rack"}]}},
+         "invalid topology aliases: an alias must not equal a nodeLabel; conflicting: [rack]",
          "field spec.levels[0].alias: 'rack' is a node label of a level"),
     ]  # fmt: skip
-    for document, message in cases:
+    for document, kai, explained in cases:
         error = refused(cp, document)
-        assert message in error, f"{document['kind']} {document['metadata']['name']}: {error!r}"
-    assert kubectl_json(cp, "get", "queue", f"top-{suffix}")["spec"].get("parentQueue") is None
+        assert f"denied the request: {kai}" in error, f"{document['kind']} {document['metadata']['name']}: {error!r}"
+        assert f"({document['kind']} " in error and explained in error, error
+    assert "spec.containers: Required value" in refused(cp, kai_pod(ns, "empty", {}, []))  # the API server's own
+
+
+def test_what_kai_admits_is_admitted_with_kais_warning(
+    control_plane: ControlPlane, admission: Admission, namespace: str
+) -> None:
+    """Everything KAI's admission accepts, kai's accepts; what kai's scheduler cannot use comes back as a warning that
+    kubectl prints (the object is stored, and reported on by the scheduler until mended)."""
+    cp, ns = control_plane, namespace
+    suffix = ns.removeprefix("e2e-")
+    mended = "kai's scheduler will not use it until this is mended"
+    tops = [queue(f"top-{suffix}"), queue(f"child-{suffix}", f"top-{suffix}")]
+    cases = [
+        (queue(f"half-{suffix}", gpu={"quota": -0.5, "limit": -1, "overQuotaWeight": 1}),
+         f"Queue half-{suffix}: field spec.resources.gpu.quota: got -0.5; allowed: -1 (unlimited) or a number of at"),
+        (queue(f"orphan-{suffix}", f"missing-{suffix}"),
+         f"Queue orphan-{suffix}: field spec.parentQueue: parent queue 'missing-{suffix}' does not exist; {mended}"),
+        (queue(f"top-{suffix}", f"child-{suffix}"),
+         f"Queue top-{suffix}: field spec.parentQueue: parent cycle top-{suffix} → child-{suffix} → top-{suffix}"),
+        (queue(f"low-{suffix}", gpu={"quota": 4, "limit": 2, "overQuotaWeight": 1}),
+         f"Queue low-{suffix}: field spec.resources.gpu.limit: got 2, below the quota 4"),
+        (podgroup(ns, "too-many", {"minSubGroup": 3, "subGroups": [{"name": "a", "minMember": 1}]}),
+         "minSubGroup (3) exceeds the number of direct child SubGroups (1) (PodGroup"),
+        (podgroup(ns, "elastic", {"minSubGroup": 1, "subGroups": [
+            {"name": "w", "minSubGroup": 0}, {"name": "a", "parent": "w", "minMember": 1},
+            {"name": "b", "parent": "w", "minMember": 1}]}), ""),
+        (kai_pod(ns, "all-devices", {}, [{"name": "main", "image": "busybox", "env": [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+            "resources": {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]), ""),
+    ]  # fmt: skip
+    try:
+        for document in tops:
+            assert kubectl_apply(cp, document).returncode == 0
+        for document, warning in cases:
+            done = kubectl_apply(cp, document)
+            name = f"{document['kind']} {document['metadata']['name']}"
+            assert done.returncode == 0, f"{name}: {done.stderr!r}"
+            if warning:
+                assert f"Warning: {warning}" in done.stderr, f"{name}: {done.stderr!r}"
+            else:
+                assert "Warning:" not in done.stderr, f"{name}: {done.stderr!r}"
+    finally:
+        queues = {d["metadata"]["name"] for d in [*tops, *(case[0] for case in cases)] if d["kind"] == "Queue"}
+        cp.kubectl("delete", "queue", *sorted(queues), "--ignore-not-found")
+
+
+def test_a_child_queue_applied_before_its_parent_is_used_once_the_parent_appears(
+    control_plane: ControlPlane, admission: Admission, kai: Kai, kwok: Kwok, namespace: str
+) -> None:
+    """Objects applied in any order converge (`kubectl apply -f dir/`, GitOps): the child is admitted with a
+    warning, the Queue says why it is not used and its pod waits; the parent arrives and the pod runs."""
+    cp, ns = control_plane, namespace
+    parent, child = f"parent-{ns}", f"child-{ns}"
+    kwok.node(f"order-{ns}", 1)
+    try:
+        done = kubectl_apply(cp, queue(child, parent))
+        assert done.returncode == 0 and f"parent queue '{parent}' does not exist" in done.stderr, done.stderr
+        pod = kai_pod(ns, "early", {})
+        pod["metadata"]["labels"] = {"kai.scheduler/queue": child}
+        assert kubectl_apply(cp, pod).returncode == 0
+        valid = wait_until("the child queue's condition", lambda: queue_condition(cp, child, "Valid"))
+        assert (valid["status"], valid["reason"]) == ("False", "InvalidObject")
+        assert f"parent queue '{parent}' does not exist" in valid["message"]
+        assert not pods(cp, ns)["early"]["spec"].get("nodeName")
+        assert kubectl_apply(cp, queue(parent)).returncode == 0
+        wait_until("the pod to run", lambda: pods(cp, ns)["early"]["status"].get("phase") == "Running")
+        wait_until("the condition to go", lambda: queue_condition(cp, child, "Valid") is None)
+    finally:
+        cp.kubectl("delete", "pod", "early", "-n", ns, "--ignore-not-found", "--wait=false")
+        cp.kubectl("delete", "queue", child, parent, "--ignore-not-found")
 
 
 def test_inference_light_warns_then_runs_on_half_a_gpu(

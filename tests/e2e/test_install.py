@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from admission_support import queue, refused
+from admission_support import kubectl_apply, queue
 from controlplane import REPO, ControlPlane
 from drill_support import Drill, delete_nodes, gang, get, listed, make_nodes
 from install_support import (
@@ -300,7 +300,8 @@ def test_nvcf_values_change_the_scheduler_and_the_default_queues(
 
 def test_kai_doctor_on_the_nvcf_install_is_healthy_until_a_default_queue_is_broken(install: Install) -> None:
     """The NVCF seed's check after its install (the previous test left the NVCF values applied): healthy, then its
-    texts once the default queue has a GPU quota; and the real admission refuses a Queue under a missing parent."""
+    texts once the default queue has a GPU quota; and a Queue under a missing parent is admitted with a warning, as
+    KAI admits it, and listed by the doctor."""
     cp = install.cp
     healthy = install.doctor("--nvcf")
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
@@ -319,8 +320,17 @@ def test_kai_doctor_on_the_nvcf_install_is_healthy_until_a_default_queue_is_brok
         assert "GPU resource violation for queue default-queue" in broken.stdout
     finally:
         cp.kubectl("patch", "queue", "default-queue", "--type=merge", "-p", unlimited)
-    error = refused(cp, queue("orphan-install", "no-such-parent"))
-    assert "field spec.parentQueue: parent queue 'no-such-parent' does not exist" in error
+    done = kubectl_apply(cp, queue("orphan-install", "no-such-parent"))  # admitted as KAI admits it, with a warning
+    try:
+        assert done.returncode == 0, done.stderr
+        assert "field spec.parentQueue: parent queue 'no-such-parent' does not exist" in done.stderr
+        warned = install.doctor()
+        assert warned.returncode == 0, warned.stdout + warned.stderr  # a warning: it stops only its own workloads
+        assert "Queue orphan-install: field spec.parentQueue: parent queue 'no-such-parent' does not exist" in (
+            warned.stdout
+        )
+    finally:
+        cp.kubectl("delete", "queue", "orphan-install", "--ignore-not-found")
 
 
 # ------------------------------------------------------------------------------------------- the operator killed

@@ -5,7 +5,7 @@ import pytest
 from admission_support import container, patched, pod, request, seed
 
 from kai.components.admission.pod_mutation import mutate_pod
-from kai.components.admission.pod_validation import validate_pod
+from kai.components.admission.pod_validation import KAI_FRACTION, validate_pod
 from kai.components.admission.settings import AdmissionSettings
 
 SHARING = AdmissionSettings(gpu_sharing_enabled=True)
@@ -88,36 +88,70 @@ def test_configmap_names_fit_volume_names_for_long_owners_and_generated_pods() -
 
 
 @pytest.mark.parametrize(
-    ("annotations", "containers", "field", "allowed"),
+    ("annotations", "containers", "kai", "field", "allowed"),
     [
-        ({"gpu-fraction": "1.5"}, (), "metadata.annotations.gpu-fraction", "a number in (0, 1)"),
-        ({"gpu-fraction": "1"}, (), "metadata.annotations.gpu-fraction", "for a whole GPU, request nvidia.com/gpu"),
-        ({"gpu-fraction": "0.5", "gpu-memory": "1000"}, (), "metadata.annotations.gpu-memory", "one of the two"),
-        ({"gpu-memory": "0"}, (), "metadata.annotations.gpu-memory", "a whole number of MiB above 0"),
-        ({"gpu-fraction-num-devices": "2"}, (), "metadata.annotations.gpu-fraction-num-devices", "together with"),
-        ({"mps": "true"}, (), "metadata.annotations.mps", "together with gpu-fraction or gpu-memory"),
-        ({"gpu-fraction": "0.5"}, (container(limits={"nvidia.com/gpu": "1"}),), "metadata.annotations.gpu-fraction",
-         "one of the two"),
+        ({"gpu-fraction": "1.5"}, (), KAI_FRACTION, "metadata.annotations.gpu-fraction", "a number in (0, 1)"),
+        ({"gpu-fraction": "1"}, (), KAI_FRACTION, "metadata.annotations.gpu-fraction",
+         "for a whole GPU, request nvidia.com/gpu"),
+        ({"gpu-fraction": "0.5", "gpu-memory": "1000"}, (), "cannot request both GPU and GPU memory",
+         "metadata.annotations.gpu-memory", "one of the two"),
+        ({"gpu-memory": "0"}, (), "gpu-memory annotation value must be a positive integer greater than 0",
+         "metadata.annotations.gpu-memory", "a whole number of MiB above 0"),
+        ({"gpu-fraction-num-devices": "2"}, (),
+         "cannot request multiple fractional devices without specifying fraction portion or gpu-memory",
+         "metadata.annotations.gpu-fraction-num-devices", "together with"),
+        ({"gpu-fraction": "0.5", "gpu-fraction-num-devices": "0"}, (),
+         "fraction count annotation value must be a positive integer greater than 0",
+         "metadata.annotations.gpu-fraction-num-devices", "a whole number above 0"),
+        ({"mps": "true"}, (), "MPS is only supported with GPU fraction request", "metadata.annotations.mps",
+         "together with gpu-fraction or gpu-memory"),
+        ({"gpu-fraction": "0.5"}, (container(limits={"nvidia.com/gpu": "1"}),),
+         "cannot have both GPU fraction request and whole GPU resource request/limit",
+         "metadata.annotations.gpu-fraction", "one of the two"),
         ({"gpu-fraction": "0.5", "gpu-fraction-container-name": "nope"}, (),
+         "failed to get fraction container ref: container with name nope not found for fraction request",
          "metadata.annotations.gpu-fraction-container-name", "one of its containers (main)"),
-        ({}, (container(requests={"cpu": "lots"}),), "spec.containers[0].resources.requests.cpu", ""),
     ],
 )  # fmt: skip
-def test_bad_gpu_requests_are_refused_naming_the_field_and_what_is_allowed(
-    annotations: dict[str, str], containers: tuple[dict, ...], field: str, allowed: str
+def test_gpu_requests_kai_refuses_are_refused_in_kais_words_then_kais(
+    annotations: dict[str, str], containers: tuple[dict, ...], kai: str, field: str, allowed: str
 ) -> None:
     decision = validate_pod(request("Pod", pod(annotations, *containers)), SHARING)
     assert not decision.allowed
     assert decision.code == 422
-    assert f"Pod ns/p: field {field}:" in decision.message
+    assert decision.message.startswith(f"{kai} (Pod ns/p: field {field}:")
     assert allowed in decision.message
+
+
+def test_a_shared_gpu_while_sharing_is_off_is_refused_in_kais_words() -> None:
+    decision = validate_pod(request("Pod", pod({"gpu-fraction": "0.5"})), AdmissionSettings())
+    assert not decision.allowed
+    assert decision.message.startswith("attempting to create a pod ns/p with gpu sharing request, while GPU sharing")
+    assert "global.gpuSharing=true" in decision.message
+
+
+def test_what_kai_cannot_use_but_kai_admits_is_a_warning_and_refused_only_when_strict() -> None:
+    lots = pod({}, container(requests={"cpu": "lots"}))
+    decision = validate_pod(request("Pod", lots), SHARING)
+    assert decision.allowed
+    assert decision.warnings[0].startswith("Pod ns/p: field spec.containers[0].resources.requests.cpu: got 'lots'")
+    strict = validate_pod(request("Pod", lots), AdmissionSettings(gpu_sharing_enabled=True, strict=True))
+    assert not strict.allowed and "spec.containers[0].resources.requests.cpu" in strict.message
+
+
+def test_a_pod_setting_nvidia_visible_devices_itself_is_admitted_as_kai_admits_it() -> None:
+    gpu = {**container(limits={"nvidia.com/gpu": "1"}), "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}
+    own = pod({}, gpu)
+    decision = validate_pod(request("Pod", own), AdmissionSettings())
+    assert decision.allowed and decision.warnings == ()
 
 
 def test_a_pod_without_containers_is_refused_and_the_mutation_leaves_it_alone() -> None:
     empty = pod({"gpu-fraction": "0.5"})
     empty["spec"]["containers"] = []
-    decision = validate_pod(request("Pod", empty), SHARING)
+    decision = validate_pod(request("Pod", empty), AdmissionSettings(gpu_sharing_enabled=True, strict=True))
     assert not decision.allowed and "field spec.containers: is required" in decision.message
+    assert validate_pod(request("Pod", empty), SHARING).allowed  # KAI admits it; the API server refuses it
     assert "volumes" not in patched(empty, mutate_pod(request("Pod", empty), SHARING, TOKEN))["spec"]
 
 

@@ -1,7 +1,8 @@
 """kai's CRDs (deploy/crds) against the facts recorded from KAI v0.17.0's CRDs (tests/e2e/kai_crd_facts.json).
 
 Identity (group, names, scope, versions, subresources, printer columns) must be KAI's; every field KAI's schema
-has, ours has with the same type, so no KAI manifest loses a field to pruning. `hack/kai_crd_facts.py` writes the
+has, ours has with the same type, so no KAI manifest loses a field to pruning; and ours validates nothing KAI's
+does not, so no KAI manifest is refused. `hack/kai_crd_facts.py` writes the
 facts from KAI's CRD files (`python3 hack/kai_crd_facts.py DIR --check`, DIR holding KAI v0.17.0's
 deployments/kai-scheduler/crds, tells whether they still match).
 """
@@ -64,6 +65,21 @@ def test_crd_schema_keeps_every_kai_field_with_its_type(name: str) -> None:
             if not any(path.startswith(prefix) for prefix in kept_whole) and ours.get(path, "absent") != kind
         }
         assert not missing, f"fields of KAI's {name} {version} that ours lacks or types differently: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(OURS))
+def test_crd_schema_refuses_nothing_kais_accepts(name: str) -> None:
+    """Every validation of ours is KAI's, at the same field with the same value: an object KAI's API server stores,
+    ours stores too (what kai cannot use is warned of by its webhooks and reported by its components instead)."""
+    for version, ours in OURS[name]["validations"].items():
+        kai = KAI[name]["validations"].get(version, {})
+        stricter = {
+            f"{path} {rule}": value
+            for path, rules in ours.items()
+            for rule, value in rules.items()
+            if kai.get(path, {}).get(rule) != value
+        }
+        assert not stricter, f"validations of our {name} {version} that KAI's lacks: {stricter}"
 
 
 def test_crd_files_are_up_to_date_with_their_generator() -> None:

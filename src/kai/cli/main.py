@@ -476,7 +476,16 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     help=f'Runtime class set on GPU-sharing pods that name none (default {DEFAULT_RUNTIME_CLASS}; "" = off).',
 )
 @click.option("--gpu-pod-runtime-class-name", default=None, help="Deprecated alias of the flag above (KAI's).")
-@click.option("--enable-quota-validation", is_flag=True, help="Warn when child queues' quotas exceed their parent's.")
+@click.option(
+    "--enable-quota-validation",
+    is_flag=True,
+    help="KAI's: warn when child queues' quotas exceed their parent's, refuse a child whose parent does not exist.",
+)
+@click.option(
+    "--strict-validation",
+    is_flag=True,
+    help="kai's: refuse objects kai's scheduler cannot use (a missing parent queue, …); without it they are warnings.",
+)
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
 @rate_limit_options()
 def admission(
@@ -491,6 +500,7 @@ def admission(
     gpu_fraction_runtime_class_name: str | None,
     gpu_pod_runtime_class_name: str | None,
     enable_quota_validation: bool,
+    strict_validation: bool,
     leader_elect: bool,
     qps: float,
     burst: int,
@@ -502,7 +512,9 @@ def admission(
         (name for name in (gpu_fraction_runtime_class_name, gpu_pod_runtime_class_name) if name is not None),
         DEFAULT_RUNTIME_CLASS,
     )
-    settings = AdmissionSettings(scheduler_name, gpu_sharing_enabled, runtime_class, enable_quota_validation)
+    settings = AdmissionSettings(
+        scheduler_name, gpu_sharing_enabled, runtime_class, enable_quota_validation, strict_validation
+    )
     options = AdmissionOptions(
         settings,
         webhook_addr,

@@ -74,7 +74,7 @@ def decisions(settings: AdmissionSettings, queues: QueueCache) -> dict[str, Call
         webhooks.MUTATE_POD: lambda request: mutate_pod(request, settings, token()),
         webhooks.VALIDATE_POD: lambda request: validate_pod(request, settings),
         webhooks.VALIDATE_QUEUE: queue,
-        webhooks.VALIDATE_PODGROUP: validate_podgroup,
+        webhooks.VALIDATE_PODGROUP: lambda request: validate_podgroup(request, settings),
         webhooks.VALIDATE_TOPOLOGY: validate_topology,
     }
 

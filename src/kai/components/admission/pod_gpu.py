@@ -78,4 +78,5 @@ def fraction_container(pod: Mapping[str, Any], obj: str) -> ContainerRef | None:
         obj,
         f"metadata.annotations.{names.GPU_FRACTION_CONTAINER_ANNOTATION}",
         f"names container {wanted!r}, which the pod does not have; allowed: one of its containers ({available})",
+        kai=f"failed to get fraction container ref: container with name {wanted} not found for fraction request",
     )

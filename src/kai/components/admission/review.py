@@ -6,7 +6,7 @@ JSON Patch operations, mutating webhooks only) and ``warnings`` (kubectl prints 
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,18 @@ def allow(*warnings: str) -> Decision:
 def deny(problem: InvalidObject | str, *warnings: str) -> Decision:
     """A refusal: HTTP 422 in the Status, as the API server's own validation answers, with the problem's text."""
     return Decision(False, str(problem), (), warnings, 422)
+
+
+def unusable(problems: Sequence[InvalidObject | str], strict: bool, *warnings: str) -> Decision:
+    """What KAI admits but kai's scheduler cannot use: warnings (the object is stored and reported on by the
+    scheduler until mended), or a refusal with ``--strict-validation``."""
+    texts = list(dict.fromkeys(str(problem) for problem in problems))
+    if strict and texts:
+        return deny("; ".join(texts), *warnings)
+    return allow(*warnings, *(f"{text}; {UNUSABLE}" for text in texts))
+
+
+UNUSABLE = "kai's scheduler will not use it until this is mended"
 
 
 def parse_request(body: bytes) -> Request:

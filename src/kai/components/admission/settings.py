@@ -17,4 +17,8 @@ class AdmissionSettings:
     """Set on GPU-sharing pods that name no runtime class (``--gpu-fraction-runtime-class-name``; "" = off)."""
     quota_validation: bool = False
     """``--enable-quota-validation`` (KAI's queue-controller flag): warn when child queues' quotas exceed their
-    parent's."""
+    parent's, and refuse a child queue whose parent does not exist."""
+    strict: bool = False
+    """``--strict-validation`` (kai's, off by default): also refuse what KAI admits but kai's scheduler cannot use
+    (a missing parent queue, a limit below the quota, an unreadable field…). Off, those are warnings: the object is
+    stored, and the scheduler reports it on the object (event and condition) until it is mended."""

@@ -1,7 +1,7 @@
 """The Topology validating webhook (``/validate-kai-scheduler-v1alpha1-topology``, KAI's ``topologyhooks``): the
 levels' rules, also for clusters whose Topology CRD predates their CEL rules: 1 to 16 levels, each with a node
 label, node labels unique, ``kubernetes.io/hostname`` only as the lowest level, and (KAI v0.17) level aliases
-unique and never equal to a node label."""
+unique and never equal to a node label; in the words of KAI's CRD and webhook, kai's explanation after them."""
 
 from collections.abc import Mapping
 
@@ -32,18 +32,33 @@ def validate_topology(request: Request) -> Decision:
     aliases: set[str] = set()
     for i, label in enumerate(topology.levels):
         if label in seen:
-            problems.append(InvalidObject(obj, f"spec.levels[{i}].nodeLabel", f"{label} repeats a level above"))
+            problems.append(
+                InvalidObject(
+                    obj, f"spec.levels[{i}].nodeLabel", f"{label} repeats a level above", kai="nodeLabel must be unique"
+                )
+            )
         seen.add(label)
         if label == HOSTNAME and i != len(topology.levels) - 1:
             problems.append(
-                InvalidObject(obj, f"spec.levels[{i}].nodeLabel", f"{HOSTNAME} is allowed only as the lowest level")
+                InvalidObject(
+                    obj,
+                    f"spec.levels[{i}].nodeLabel",
+                    f"{HOSTNAME} is allowed only as the lowest level",
+                    kai=f"the {HOSTNAME} label can only be used at the lowest level of topology",
+                )
             )
         alias = levels[i].get("alias") if isinstance(levels[i], Mapping) else None
         if not alias:
             continue
         if alias in aliases:
-            problems.append(InvalidObject(obj, f"spec.levels[{i}].alias", f"{alias!r} names another level already"))
+            kai = f"invalid topology aliases: aliases must be unique within the topology; duplicated: [{alias}]"
+            problems.append(
+                InvalidObject(obj, f"spec.levels[{i}].alias", f"{alias!r} names another level already", kai=kai)
+            )
         elif alias in labels:
-            problems.append(InvalidObject(obj, f"spec.levels[{i}].alias", f"{alias!r} is a node label of a level"))
+            kai = f"invalid topology aliases: an alias must not equal a nodeLabel; conflicting: [{alias}]"
+            problems.append(
+                InvalidObject(obj, f"spec.levels[{i}].alias", f"{alias!r} is a node label of a level", kai=kai)
+            )
         aliases.add(alias)
     return deny("; ".join(str(p) for p in problems)) if problems else allow()

@@ -2,10 +2,15 @@
 
 
 class InvalidObject(ValueError):
-    """A Kubernetes object has a field the scheduler cannot use; names the object, the field and what is allowed."""
+    """A Kubernetes object has a field the scheduler cannot use; names the object, the field and what is allowed.
 
-    def __init__(self, obj: str, field: str, problem: str) -> None:
-        super().__init__(f"{obj}: field {field}: {problem}")
+    ``kai`` is KAI's own message for the same problem, where KAI has one: it comes first (KAI's tests and users'
+    scripts match it), kai's explanation after it in parentheses."""
+
+    def __init__(self, obj: str, field: str, problem: str, *, kai: str = "") -> None:
+        explained = f"{obj}: field {field}: {problem}"
+        super().__init__(f"{kai} ({explained})" if kai else explained)
         self.obj = obj
         self.field = field
         self.problem = problem
+        self.kai = kai

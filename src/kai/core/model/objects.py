@@ -490,7 +490,9 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         if not name:
             raise InvalidObject(obj, f"{field}.name", "is required and must not be empty")
         if name in seen:
-            raise InvalidObject(obj, f"{field}.name", f"duplicate sub-group name {name!r}")
+            raise InvalidObject(
+                obj, f"{field}.name", f"duplicate sub-group name {name!r}", kai=f"duplicate subgroup name {name}"
+            )
         seen.add(name)
         subgroups.append(
             SubGroupSpec(
@@ -503,7 +505,12 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         )
     for i, sub in enumerate(subgroups):
         if sub.parent and sub.parent.lower() not in {s.name.lower() for s in subgroups}:
-            raise InvalidObject(obj, f"spec.subGroups[{i}].parent", f"parent {sub.parent!r} is not a sub-group")
+            raise InvalidObject(
+                obj,
+                f"spec.subGroups[{i}].parent",
+                f"parent {sub.parent!r} is not a sub-group",
+                kai=f"parent {sub.parent} of {sub.name} was not found",
+            )
     _check_subgroup_cycles(subgroups, obj)
     annotations = meta.annotations
     backoff = integer(spec, "schedulingBackoff", obj, "spec.schedulingBackoff", -1)
@@ -540,7 +547,9 @@ def _check_subgroup_cycles(subgroups: list[SubGroupSpec], obj: str) -> None:
                 loop = path[path.index(name) :]
                 spelled = [subgroups[index[member]].name for member in [*loop, name]]
                 field = f"spec.subGroups[{index[name]}].parent"
-                raise InvalidObject(obj, field, f"sub-group cycle {' → '.join(spelled)}")
+                raise InvalidObject(
+                    obj, field, f"sub-group cycle {' → '.join(spelled)}", kai="cycle detected in subgroups"
+                )
             path.append(name)
             name = parents.get(name, "")
         done.update(path)
