@@ -236,15 +236,6 @@ class Judged:
 
 COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
 SCHEDULER = "kai-scheduler-default"
-SEVEN = {"admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", SCHEDULER}
-CRDS = {
-    "configs.kai.scheduler",
-    "schedulingshards.kai.scheduler",
-    "topologies.kai.scheduler",
-    "queues.scheduling.run.ai",
-    "podgroups.scheduling.run.ai",
-    "bindrequests.scheduling.run.ai",
-}
 CHART_OWNED = (
     *(("priorityclass", name, "") for name in ("train", "build-preemptible", "build", "inference")),
     ("namespace", "kai-resource-reservation", ""),
@@ -389,3 +380,16 @@ def workload_pod(
             "containers": [{"name": "main", "image": "busybox", "resources": resources}],
         },
     }
+
+
+def team_queues(parent: str, child: str, gpu_quota: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A top-level queue and its child, each with ``gpu_quota`` GPUs deserved (room for non-preemptible pods, which
+    the chart's default-parent-queue has not), CPU and memory unlimited."""
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    resources = {"gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
+    return (
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
+         "spec": {"resources": resources}},
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": child},
+         "spec": {"parentQueue": parent, "resources": resources}},
+    )  # fmt: skip

@@ -39,6 +39,7 @@ from install_support import (
     Judged,
     adopt,
     helm,
+    team_queues,
     workload_pod,
 )
 from kai_support import gpu_pod, kubectl_json
@@ -188,15 +189,8 @@ class Workloads:
         for pool, count, gpus, cpu in (("gpu", 2, 8, "64"), ("cpu", 2, 0, "8"), ("pre", 1, 8, "64")):
             for i in range(count):
                 kwok.node(f"{self.tag}-{pool}-{i}", gpus=gpus, cpu=cpu, labels={"pool": f"{self.tag}-{pool}"})
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        resources = {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
-        parent, self.queue = f"{self.tag}-parent", f"{self.tag}-team"
-        self.apply(
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
-             "spec": {"resources": resources}},
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": self.queue},
-             "spec": {"parentQueue": parent, "resources": resources}},
-        )  # fmt: skip
+        self.queue = f"{self.tag}-team"
+        self.apply(*team_queues(f"{self.tag}-parent", self.queue, 8))
 
     def apply(self, *documents: dict[str, Any]) -> None:
         path = self.tmp_path / f"{uuid.uuid4().hex[:6]}.yaml"

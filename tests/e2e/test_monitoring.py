@@ -28,7 +28,7 @@ import pytest
 import yaml
 from controlplane import REPO, ControlPlane, install_crds
 from drill_support import delete_nodes, get, make_nodes
-from install_support import COMPONENTS, NAMESPACE, SCHEDULER, TIMEOUT_S, Install, adopt, workload_pod
+from install_support import COMPONENTS, NAMESPACE, SCHEDULER, TIMEOUT_S, Install, adopt, team_queues, workload_pod
 from kai_support import Kai, kubectl_json
 from kube.kube_support import wait_until
 from monitoring_support import (
@@ -57,6 +57,10 @@ METRICS_SERVICES = {
 MONITORING = "/apis/monitoring.coreos.com/v1/namespaces/" + NAMESPACE
 POOLS = ("p", "q", "r")
 """One 8-GPU node each: p and r for the preemptions, q for the pods that run or wait."""
+QUEUE_GPU_QUOTA = 16
+"""Room for the two non-preemptible 8-GPU pods."""
+HELD_GPUS = 18
+"""What the workload's queue holds once both preemptions are done: run-0 (2) and the two 8-GPU pods."""
 KSM_NAMESPACE = "monitoring"
 """Where KAI's kube-state-metrics ServiceMonitor looks for it (with "default"), as kube-prometheus-stack installs it."""
 
@@ -172,15 +176,7 @@ class Monitored:
         cp.kubectl("create", "namespace", ns)
         for pool in POOLS:
             make_nodes(cp, f"mon-{tag}-{pool}", 1, gpus=8)
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        resources = {"gpu": {"quota": 16, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
-        parent = f"{self.queue}-parent"  # the chart's default-parent-queue has no quota for non-preemptible pods
-        self.apply(
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
-             "spec": {"resources": resources}},
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": self.queue},
-             "spec": {"parentQueue": parent, "resources": resources}},
-        )  # fmt: skip
+        self.apply(*team_queues(f"{self.queue}-parent", self.queue, QUEUE_GPU_QUOTA))
 
         def pod(name: str, pool: str, priority: str, gpus: int) -> dict[str, Any]:
             return workload_pod(ns, name, self.queue, f"mon-{tag}-{pool}", priority, {"nvidia.com/gpu": str(gpus)})
@@ -242,6 +238,7 @@ class Monitored:
             for pool in POOLS:
                 delete_nodes(self.cp, f"mon-{self.tag}-{pool}")
         self.install.stop()
+        self.cp.kubectl("delete", "schedulingshard", "default", "--ignore-not-found", check=False)  # its usage config
         self.cp.kubectl(
             "delete", "service", "kube-state-metrics", "-n", KSM_NAMESPACE, "--ignore-not-found", check=False
         )
@@ -254,6 +251,7 @@ def monitored(control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.
     and its operator on the host."""
     cp = control_plane
     cp.kubectl("delete", "crd", *OPERATOR_CRDS, "--ignore-not-found")
+    cp.kubectl("delete", "schedulingshard", "default", "--ignore-not-found")  # kept by helm: another install's values
     adopt(cp)
     setup = Monitored(cp, kwok, tmp_path_factory.mktemp("monitoring"))
     try:
@@ -374,10 +372,6 @@ def test_a_real_prometheus_scrapes_kai_and_every_dashboard_panel_has_data(monito
     wait_until("the queue's GPUs to reach Prometheus", lambda: prometheus.query(held) or None, TIMEOUT_S)
     for name in ("kai-queues.json", "kai-scheduler.json"):
         _show(prometheus, DASHBOARDS / name, monitored.queue)
-
-
-HELD_GPUS = 18
-"""What the workload's queue holds once both preemptions are done: run-0 (2) and the two 8-GPU pods."""
 
 
 def _show(prometheus: Prometheus, path: Path, queue: str) -> None:
