@@ -280,3 +280,24 @@ def test_a_value_the_prometheus_operator_would_refuse_is_named_on_the_config(spe
     cluster = reconciled(config({"prometheus": {"enabled": True, **spec}}), shard(), *OPERATOR_CRDS)
     deployed = condition(cluster, "Config", "kai-config", "Deployed")
     assert deployed["reason"] == "InvalidConfiguration" and field in deployed["message"]
+
+
+class NoCrdRights(Counting):
+    """A cluster whose API server refuses the operator the Prometheus Operator's CRDs (a chart without that rule)."""
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        if kind == "CustomResourceDefinition":
+            raise PermissionError(f"customresourcedefinitions {key} is forbidden")
+        return super().get(kind, key)
+
+
+def test_crds_the_operator_may_not_read_count_as_missing_said_once(caplog):
+    cluster = NoCrdRights([config({"prometheus": {"enabled": True}}), shard()])
+    reconciler = Reconciler(cluster, IMAGE, Clock())
+    with caplog.at_level(logging.WARNING, logger="kai.components.operator.reconciler"):
+        reconciler.reconcile()
+        reconciler.reconcile()
+    refused = [r.message for r in caplog.records if "cannot read" in r.message]
+    assert len(refused) == 2  # once per CRD, not per pass
+    assert condition(cluster, "Config", "kai-config", "DependenciesFulfilled")["status"] == "False"
+    assert condition(cluster, "Config", "kai-config", "Deployed")["status"] == "True"

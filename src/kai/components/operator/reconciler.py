@@ -72,6 +72,8 @@ class Reconciler:
         """What was last applied per object (its JSON) and when."""
         self._missing = ""
         """The missing dependency last logged: it is said once, not every pass."""
+        self._unreadable: set[str] = set()
+        """CRDs the operator could not read at its last look (said once)."""
 
     def reconcile(self) -> bool:
         """One pass. Whether it settled: every object written and every Deployment available, or nothing a later
@@ -139,8 +141,12 @@ class Reconciler:
             try:
                 present[name] = monitoring.established(self.cluster.get("CustomResourceDefinition", name))
             except Exception as error:  # no right to read it, say: monitoring waits, the rest is deployed
-                log.warning("cannot read CustomResourceDefinition %s: %s", name, error)
+                if name not in self._unreadable:
+                    log.warning("cannot read CustomResourceDefinition %s: %s; taken as not installed", name, error)
+                self._unreadable.add(name)
                 present[name] = False
+            else:
+                self._unreadable.discard(name)
         existing = None
         if present[monitoring.PROMETHEUS_CRD]:
             instance = monitoring.read_monitoring(settings.spec).instance
