@@ -269,7 +269,10 @@ def test_without_the_prometheus_operators_crds_the_config_says_why_and_kai_is_de
         "the Config to say what is missing", lambda: condition(cp, "DependenciesFulfilled") or None, TIMEOUT_S
     )
     assert (missing["status"], missing["reason"]) == ("False", "DependenciesMissing")
-    assert "CustomResourceDefinition prometheuses.monitoring.coreos.com is not installed" in missing["message"]
+    assert (
+        "needs the CustomResourceDefinitions prometheuses.monitoring.coreos.com and servicemonitors"
+        in (missing["message"])
+    )
     monitored.running()  # the default queues are written once the Queue webhook answers
     wait_until("the Config to be Deployed", lambda: condition(cp, "Deployed").get("status") == "True", TIMEOUT_S)
     for name, port in METRICS_SERVICES.items():

@@ -75,8 +75,12 @@ def test_without_the_prometheus_operators_crds_the_config_says_so_once_and_the_r
             reconciler.reconcile()
     missing = condition(cluster, "Config", "kai-config", "DependenciesFulfilled")
     assert (missing["status"], missing["reason"]) == ("False", "DependenciesMissing")
-    assert monitoring.PROMETHEUS_CRD in missing["message"] and "the rest of kai is deployed" in missing["message"]
-    assert [r.message for r in caplog.records] == [f"Config kai-config: missing {monitoring.MISSING_OPERATOR}"]
+    assert missing["message"] == (
+        "prometheus operator: spec.prometheus.enabled needs the CustomResourceDefinitions "
+        "prometheuses.monitoring.coreos.com and servicemonitors.monitoring.coreos.com, not installed (install the "
+        "Prometheus Operator); the rest of kai is deployed"
+    )
+    assert [r.message for r in caplog.records] == [f"Config kai-config: missing {missing['message']}"]
     assert condition(cluster, "Config", "kai-config", "Deployed")["status"] == "True"
     assert set(COMPONENT_SERVICES) <= names(cluster, "Deployment")
     assert names(cluster, "ServiceMonitor") == names(cluster, "Prometheus") == set()
@@ -172,6 +176,14 @@ def test_the_configs_values_reach_the_prometheus_and_the_service_monitors():
         "5s",
     )
     assert cluster.get("Service", f"{NS}/usage-prometheus")["spec"]["selector"]["app.kubernetes.io/instance"] == "usage"
+
+
+def test_an_external_prometheus_needs_only_the_service_monitor_crd():
+    cluster = reconciled(
+        config({"prometheus": {"enabled": True, "externalPrometheusUrl": "http://mine:9090"}}), shard()
+    )
+    missing = condition(cluster, "Config", "kai-config", "DependenciesFulfilled")["message"]
+    assert "CustomResourceDefinition servicemonitors.monitoring.coreos.com, not installed" in missing
 
 
 def test_an_external_prometheus_gets_service_monitors_and_no_prometheus_of_ours():

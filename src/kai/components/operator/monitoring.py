@@ -36,11 +36,6 @@ ACCOUNTING = ("kai.scheduler/accounting", "true")
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 KUBE_STATE_METRICS = ("kube-state-metrics", "http", {"app.kubernetes.io/name": "kube-state-metrics"})
 KUBE_STATE_METRICS_NAMESPACES = ["monitoring", "default"]
-MISSING_OPERATOR = (
-    f"prometheus operator: spec.prometheus.enabled asks for a Prometheus, but the CustomResourceDefinition "
-    f"{PROMETHEUS_CRD} is not installed (install the Prometheus Operator, or set spec.prometheus."
-    f"externalPrometheusUrl); the rest of kai is deployed"
-)
 PROMETHEUS_RULES = [
     {
         "apiGroups": [""],
@@ -158,8 +153,7 @@ def render_monitoring(settings: Settings, services: list[MetricsService], found:
     monitoring = read_monitoring(settings.spec)
     ns = settings.namespace
     out = Rendered([], [], "", "")
-    if monitoring.in_cluster and not found.prometheus_crd:
-        out.missing = MISSING_OPERATOR
+    out.missing = _missing(monitoring, found)
     if monitoring.in_cluster and found.prometheus_crd:
         out.objects += [*_prometheus_objects(settings, monitoring, None), _usage_service(settings, monitoring)]
         out.prometheus = f"{ns}/{monitoring.instance}"
@@ -176,6 +170,23 @@ def render_monitoring(settings: Settings, services: list[MetricsService], found:
     elif found.service_monitor_crd:
         out.absent += [("ServiceMonitor", key_of(m)) for m in monitors]
     return out
+
+
+def _missing(monitoring: Monitoring, found: Found) -> str:
+    """The Prometheus Operator's CRDs the Config needs and the cluster lacks, as the Config's condition says it
+    (KAI's HasMissingDependencies names the Prometheus one; kai names the ServiceMonitor one too)."""
+    lacking = []
+    if monitoring.in_cluster and not found.prometheus_crd:
+        lacking.append(PROMETHEUS_CRD)
+    if monitoring.enabled and monitoring.service_monitors and not found.service_monitor_crd:
+        lacking.append(SERVICE_MONITOR_CRD)
+    if not lacking:
+        return ""
+    kinds = "CustomResourceDefinitions" if len(lacking) > 1 else "CustomResourceDefinition"
+    return (
+        f"prometheus operator: spec.prometheus.enabled needs the {kinds} {' and '.join(lacking)}, not installed "
+        "(install the Prometheus Operator); the rest of kai is deployed"
+    )
 
 
 def _deprecated(found: Found) -> str | None:
