@@ -30,7 +30,7 @@ from field_bench import build, rss_mb
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Raw
 from kai.components.controllers import PodGroupStatusController, QueueStatusController
-from kai.components.parallel import Writes
+from kai.components.shared.parallel import Writes
 
 PASSES = ("first", "settle", "after-writes", "quiet", "changes", "changes-settle")
 

@@ -39,8 +39,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.metrics import SchedulerMetrics
 from kai.components.scheduler.loop import SchedulerLoop
+from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.framework.config import SearchBudgets, parse_config
 from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time

@@ -11,7 +11,7 @@ used); the unbound ones are 1-GPU gang members the first cycle places. Creation 
 
 A second process (so that its RSS is the informers' alone) then starts the scheduler's informers (the kinds
 ``kai scheduler`` watches), waits until every one has listed its kind, and starts the scheduler loop on them
-(``kai.components.runtime.run``: the scheduler's state is built from the informers' objects) until its first cycle
+(``kai.components.runtime.loops.run``: the scheduler's state is built from the informers' objects) until its first cycle
 begins; with ``--cycle``, until that cycle ends (minutes at the default size: the first cycle's actions).
 
 bench informer-create nodes=<n> pods=<m> podgroups=<g> seconds=<creating everything> objects_per_s=<r>
@@ -52,8 +52,9 @@ from kai.cluster.kube import resources as api  # noqa: E402
 from kai.cluster.kube.client import KubeCluster  # noqa: E402
 from kai.cluster.kube.errors import ApiError  # noqa: E402
 from kai.components.controllers import default_queue  # noqa: E402
-from kai.components.runtime import RuntimeOptions, kinds_for, run  # noqa: E402
+from kai.components.runtime.loops import RuntimeOptions, run  # noqa: E402
 from kai.components.scheduler.loop import SchedulerLoop  # noqa: E402
+from kai.components.shared.kinds import kinds_for  # noqa: E402
 from kai.core.model import names  # noqa: E402
 
 GPUS_PER_NODE = 8

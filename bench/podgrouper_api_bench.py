@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from controlplane import ControlPlane, find_binaries, install_crds, start  # noqa: E402
 
 from kai.cluster.kube import KubeCluster  # noqa: E402
-from kai.components.runtime import RuntimeOptions, kinds_for, run  # noqa: E402
+from kai.components.runtime.loops import RuntimeOptions, run  # noqa: E402
+from kai.components.shared.kinds import kinds_for  # noqa: E402
 
 JOB_PODS, DEPLOYMENTS, REPLICAS = 1000, 100, 10
 CONTAINERS = [{"name": "main", "image": "busybox"}]

@@ -9,8 +9,8 @@ Groups, versions, kinds, scope, short names, the status subresource and printer 
 (pkg/apis in NVIDIA/KAI-Scheduler), so KAI's manifests and tools work unchanged; tests/e2e/test_crds.py checks this
 against KAI's own CRDs. Printer columns add to KAI's, after them (docs/deviations.md): PodGroups get the columns a
 user looks for first (KAI's has none), and ``-o wide`` (priority 1) shows quotas and allocations. The OpenAPI
-schemas are ours: the same fields and types, and no validation KAI's lack (tests/unit/test_crd_compat.py), so that
-everything KAI's API server accepts, kai's accepts too; what kai cannot use is said by its webhooks (warnings), its
+schemas are ours: the same fields and types, and no validation KAI's lack (tests/unit/deploy/test_crd_compat.py), so
+that everything KAI's API server accepts, kai's accepts too; what kai cannot use is said by its webhooks (warnings), its
 components (events and conditions) and the operator (the Config's status), not refused by the schema.
 Needs only PyYAML.
 """

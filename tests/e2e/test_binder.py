@@ -26,7 +26,7 @@ from testcluster import Kwok
 from kai.cluster.kube import ApiError, KubeCluster
 from kai.cluster.kube import resources as api
 
-BINDER = "kai.components.binder"
+BINDER = "kai.components.binder.component"
 HOLD = "kai.test/hold"
 """A finalizer that keeps an object, and so its namespace, terminating until the test lets it go."""
 RELEASE = '{"metadata": {"finalizers": null}}'
@@ -109,7 +109,9 @@ def attempts(kai: Kai, result: str) -> float:
 def assert_no_traceback(kai: Kai) -> None:
     """No traceback through the binder's code (`kai all` tests: the other components' logs are not judged here)."""
     frames = [
-        line for line in kai.log_lines() if "components/binder.py" in line or "components/reservations.py" in line
+        line
+        for line in kai.log_lines()
+        if "components/binder/component.py" in line or "components/binder/reservations.py" in line
     ]
     assert not frames and not kai.log_lines(f"ERROR {BINDER}"), kai.log.read_text()[-3000:]
 

@@ -24,7 +24,8 @@ from kube.kube_support import wait_until
 from testcluster import Part
 
 from kai.cluster.kube import KubeCluster
-from kai.components.runtime import RuntimeOptions, kinds_for, run
+from kai.components.runtime.loops import RuntimeOptions, run
+from kai.components.shared.kinds import kinds_for
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUE = "kai.scheduler/queue"

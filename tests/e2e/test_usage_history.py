@@ -11,8 +11,8 @@ from kube.kube_support import unique
 from kai.cluster.kube import KubeCluster
 from kai.components.scheduler.usage import BuiltinUsage
 from kai.components.scheduler.usage_history import ConfigMapHistory
-from kai.core.framework.usage_config import UsageParams
-from kai.core.framework.usage_store import AllocationSample
+from kai.core.framework.usage.usage_config import UsageParams
+from kai.core.framework.usage.usage_store import AllocationSample
 
 T0 = 1_767_225_600.0
 PARAMS = UsageParams(window_s=3600, fetch_interval_s=60)

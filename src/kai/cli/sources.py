@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from kai.cluster.yamlfile import YamlFileError, read_mapping
-from kai.components.inspect import Inspection, inspect
-from kai.components.live import LiveError, SchedulerSide, connect, read, scheduler_side
+from kai.components.insight.inspect import Inspection, inspect
+from kai.components.insight.live import LiveError, SchedulerSide, connect, read, scheduler_side
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios
 from kai.core.framework.config import parse_config

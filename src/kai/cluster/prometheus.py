@@ -14,9 +14,9 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from kai.core.framework.usage_config import RESOURCES, UsageParams, WindowType
-from kai.core.framework.usage_store import Quantities
-from kai.core.framework.usage_window import window_start
+from kai.core.framework.usage.usage_config import RESOURCES, UsageParams, WindowType
+from kai.core.framework.usage.usage_store import Quantities
+from kai.core.framework.usage.usage_window import window_start
 from kai.core.model.duration import format_duration
 
 QUEUE_LABEL = "queue_name"

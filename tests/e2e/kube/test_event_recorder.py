@@ -10,7 +10,7 @@ import pytest
 from kube_support import pod, remove_test_objects, unique
 
 from kai.cluster.kube import KubeCluster
-from kai.components.events import EventRecorder, ObjectRef
+from kai.components.shared.events import EventRecorder, ObjectRef
 
 
 @pytest.fixture(autouse=True)

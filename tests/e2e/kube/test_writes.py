@@ -114,13 +114,13 @@ def test_an_event_is_recorded_about_its_object(cluster, namespace):
 def test_a_batch_of_writes_reports_each_outcome_and_one_refusal_does_not_stop_the_rest(cluster, namespace):
     names = [unique("bind") for _ in range(6)]
     bodies = [{"metadata": meta(n, namespace), "spec": {"podName": n, "selectedNode": "node-1"}} for n in names]
-    bodies[2]["spec"]["receivedResourceType"] = "Half"  # not in the CRD's enum
+    bodies[2]["spec"]["receivedGPU"] = {"count": "one"}  # not the CRD's integer
     kind = api.KINDS["BindRequest"]
     results = cluster.send_all([api.create_request(kind, body, idempotent=True) for body in bodies])
 
     assert isinstance(results[2], ApiError)
     assert results[2].code == 422
-    assert "receivedResourceType" in results[2].message
+    assert "spec.receivedGPU.count" in results[2].message
     created = [r for i, r in enumerate(results) if i != 2]
     assert [r["metadata"]["name"] for r in created] == names[:2] + names[3:]
     again = cluster.send_all([api.create_request(kind, bodies[0], idempotent=True), api.delete_request(kind, "x/y")])

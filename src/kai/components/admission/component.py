@@ -32,8 +32,9 @@ from kai.components.admission.review import BadReview, Decision, Request, parse_
 from kai.components.admission.server import BadRequest, CertificateFiles, Handler, WebhookServer
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.admission.topology_validation import validate_topology
-from kai.components.endpoints import EndpointError, Endpoints, Health, parse_address
-from kai.components.metrics import RestClientMetrics
+from kai.components.shared.endpoints import EndpointError, Endpoints, Health, parse_address
+from kai.components.shared.kinds import KINDS
+from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
 DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
@@ -139,7 +140,11 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
     address = _webhook_address(options.webhook_address)
     try:
         cluster = KubeCluster.from_kubeconfig(
-            kubeconfig, context=context, kinds=["Queue"], component="kai-admission", rate_limit=options.rate_limit
+            kubeconfig,
+            context=context,
+            kinds=list(KINDS["admission"]),
+            component="kai-admission",
+            rate_limit=options.rate_limit,
         )
     except KubeconfigError as error:
         raise AdmissionError(str(error)) from error

@@ -36,7 +36,7 @@ from kai.components.controllers.pod_usage import (
 from kai.components.controllers.problems import ProblemLog
 from kai.components.controllers.status_writes import patch_statuses
 from kai.components.controllers.totals import NONE, Frozen, added, resource_list
-from kai.components.parallel import Writes
+from kai.components.shared.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import parse_podgroup, parse_priority_class

@@ -2,7 +2,7 @@
 ones that failed named, so the controller tries them again next pass."""
 
 from kai.cluster.port import ClusterClient, Raw
-from kai.components.parallel import Writes
+from kai.components.shared.parallel import Writes
 
 
 def patch_statuses(cluster: ClusterClient, writes: Writes, kind: str, patches: list[tuple[str, Raw]]) -> set[str]:

@@ -12,9 +12,10 @@ from typing import Any, Protocol
 from kai.cluster.port import Listener
 from kai.components.operator.reconciler import InstallCluster, Reconciler
 from kai.components.operator.settings import Image
+from kai.components.shared.kinds import KINDS
 
 log = logging.getLogger(__name__)
-WATCHED = ("Config", "SchedulingShard")
+WATCHED = KINDS["operator"]
 FIRST_RETRY_S = 0.5
 
 

@@ -27,7 +27,7 @@ from kai.components.operator.workloads import (
     service_object,
 )
 from kai.core.framework.config import SchedulerConfig, parse_config
-from kai.core.framework.usage_config import CLIENT_PROMETHEUS
+from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 
 PLUGIN_PRIORITIES = {

@@ -24,13 +24,13 @@ from typing import Any
 
 from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kai.cluster.port import ClusterClient, Raw
-from kai.components.events import EventRecorder, ObjectRef
-from kai.components.parallel import Writes
 from kai.components.podgrouper.owners import ClusterLookup, UnknownKind, owner_chain
 from kai.components.podgrouper.podgroups import podgroup_object, updated
 from kai.components.podgrouper.rules import hub, keys
 from kai.components.podgrouper.rules.default import parse_default_priorities, podgroup_name
 from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Settings, Workload
+from kai.components.shared.events import EventRecorder, ObjectRef
+from kai.components.shared.parallel import Writes
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 

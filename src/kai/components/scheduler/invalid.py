@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kai.cluster.port import ClusterClient, Raw
-from kai.components.events import EventRecorder, ObjectRef
-from kai.components.parallel import Writes
 from kai.components.scheduler.conditions import (
     INVALID_OBJECT,
     QUEUE_VALID,
@@ -24,6 +22,8 @@ from kai.components.scheduler.conditions import (
     set_condition,
     set_scheduling_condition,
 )
+from kai.components.shared.events import EventRecorder, ObjectRef
+from kai.components.shared.parallel import Writes
 from kai.core.model.errors import InvalidObject
 
 log = logging.getLogger(__name__)

@@ -21,15 +21,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kai.cluster.port import ClusterClient
-from kai.components.events import EventRecorder
-from kai.components.metrics import SchedulerMetrics
-from kai.components.parallel import Writes
 from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.in_flight import BindRequestsInFlight
 from kai.components.scheduler.invalid import InvalidObjectReporter
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageSource, cycle_with_usage, usage_source
 from kai.components.scheduler.writer import COMPONENT, DecisionWriter
+from kai.components.shared.events import EventRecorder
+from kai.components.shared.metrics import SchedulerMetrics
+from kai.components.shared.parallel import Writes
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session

@@ -19,11 +19,11 @@ from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIServer
 
 from kai.cluster.port import ClusterClient
-from kai.components.capture import capture
-from kai.components.endpoints import WsgiApp, bind, start
-from kai.components.kai_snapshot import kai_config_of, shard_of, write_zip
+from kai.components.scheduler.capture import capture
 from kai.components.scheduler.loop import SchedulerLoop
-from kai.core.framework.job_order import job_order, reflect
+from kai.components.scheduler.snapshot_format import kai_config_of, shard_of, write_zip
+from kai.components.shared.endpoints import WsgiApp, bind, start
+from kai.core.framework.queueing.job_order import job_order, reflect
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"

@@ -20,8 +20,8 @@ from kai.components.scheduler.usage_history import ConfigMapHistory
 from kai.core.cycle import run_cycle
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
-from kai.core.framework.usage_config import CLIENT_BUILTIN, UsageDBConfig, UsageParams
-from kai.core.framework.usage_store import AllocationSample, Quantities, UsageStore
+from kai.core.framework.usage.usage_config import CLIENT_BUILTIN, UsageDBConfig, UsageParams
+from kai.core.framework.usage.usage_store import AllocationSample, Quantities, UsageStore
 from kai.core.state.snapshot import ClusterInfo
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kai.cluster.port import ClusterClient, Raw
-from kai.core.framework.usage_store import AllocationSample, UsageHistory
+from kai.core.framework.usage.usage_store import AllocationSample, UsageHistory
 
 log = logging.getLogger(__name__)
 FORMAT = "kai usage history v1"

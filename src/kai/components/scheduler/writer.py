@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
-from kai.components.events import EventRecorder, ObjectRef
-from kai.components.parallel import Writes
 from kai.components.scheduler.conditions import clear_scheduling_conditions, set_condition, set_scheduling_condition
 from kai.components.scheduler.node_pool import SINGLE_SCHEDULING_BACKOFF, NodePool
+from kai.components.shared.events import EventRecorder, ObjectRef
+from kai.components.shared.parallel import Writes
 from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time

@@ -8,7 +8,7 @@ the Job is done, if the deadline allows), ``Replace`` deletes the active Jobs fi
 that time is already active (its time was run). A Job is ``<cronjob>-<scheduled minutes since the epoch>`` from
 ``spec.jobTemplate`` (its labels and annotations, not the CronJob's), owned by the CronJob, with the
 ``batch.kubernetes.io/cronjob-scheduled-timestamp`` annotation; finished Jobs beyond ``successfulJobsHistoryLimit``
-(3) and ``failedJobsHistoryLimit`` (1) are deleted, oldest first. ``sync`` decides; ``workload_controllers`` makes and
+(3) and ``failedJobsHistoryLimit`` (1) are deleted, oldest first. ``sync`` decides; ``stand_ins.cron_job`` makes and
 deletes.
 """
 

@@ -9,7 +9,7 @@
 - A pod with the annotation ``simulate.kai.scheduler/fail-after`` fails (phase ``Failed``, its resources free) that
   long after it started running, unless its run time is over first. Only a pod of ``restartPolicy: Never`` fails: the
   kubelet restarts the others' containers in place, so they keep running (a warning says so, once per controller).
-  A Job replaces its failed pods until its ``backoffLimit`` (``workload_controllers``).
+  A Job replaces its failed pods until its ``backoffLimit`` (``stand_ins.job``).
 - A PodGroup with the annotation ``simulate.kai.scheduler/resubmit: "true"`` is submitted again, as a fresh
   PodGroup with fresh pods (names ``<podgroup>-2``, ``-3``, …, created at that time), once every pod of the
   previous one has finished; the finished one is removed. So a queue's demand stays steady. The same annotation on

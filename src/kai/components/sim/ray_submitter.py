@@ -9,7 +9,7 @@ the head pod instead; HTTPMode and InteractiveMode make no pod. The RayJob is Co
 KAI's pod-grouper gives a submitter pod meant for KAI the RayJob's PodGroup without a sub-group (it has no
 ``ray.io/group`` label), so KAI never schedules it (KubeRay v1.6's KAI integration refuses K8sJobMode for this
 reason; v1.5, the one kai's test cluster runs, does not). The default one is the default scheduler's.
-``workload_controllers`` says so and runs the latter without a node. In SidecarMode the Ray job starts once every pod
+``stand_ins.ray_job`` says so and runs the latter without a node. In SidecarMode the Ray job starts once every pod
 of the cluster runs and ends its run time (the RayJob's run-time annotation) later.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.binder import Binder
+from kai.components.binder.component import Binder
 from kai.components.podgrouper import PodGrouper
 from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
 from kai.components.scheduler.node_pool import NodePool
@@ -28,11 +28,11 @@ from kai.components.sim.lifecycle import WorkloadLifecycle
 from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
+from kai.components.sim.stand_ins.dispatch import WorkloadControllers
 from kai.components.sim.timeline import TimelineSample, sample_of
-from kai.components.sim.workload_controllers import WorkloadControllers
 from kai.components.sim.world import run_workload
 from kai.core.framework.session import Session
-from kai.core.framework.usage_config import CLIENT_PROMETHEUS
+from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState, object_key
@@ -175,7 +175,7 @@ class Simulation:
                 "the clock does not move (no clock.period or --period): only the Job of a time already due at the "
                 "start is made, none later"
             )
-            for key in self.workloads.cron_jobs:
+            for key in self.workloads.cron_jobs.specs:
                 found.append(
                     Problem.of(WARNING, "CronJob", key, InvalidObject(f"CronJob {key}", "spec.schedule", frozen))
                 )

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kai.cluster.yamlfile import YamlFileError, read_documents
-from kai.components.kai_snapshot import SnapshotFormatError
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.scheduler.snapshot_format import SnapshotFormatError
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
 from kai.components.sim.snapshot_file import is_snapshot, load_snapshot

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kai.components.kai_snapshot import SnapshotFormatError, podgroup_of_pod, read_zip
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.scheduler.snapshot_format import SnapshotFormatError, podgroup_of_pod, read_zip
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import WARNING, Problem
 from kai.core.framework.config import SchedulerConfig, parse_config

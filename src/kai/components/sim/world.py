@@ -4,7 +4,7 @@ Bound pods start running (``status.startTime`` is then); terminating pods finish
 their controller (unless their podgroup is being deleted, or they are stuck terminating: running pods deleted before
 ``stuck_before``), as scenario-format.md §4.2 describes. The scheduler's writer and the binder are the real
 components; pods finishing their run time and jobs submitted again are ``lifecycle``'s, the pods a workload makes
-``workload_controllers``'s.
+``stand_ins``'s.
 """
 
 from kai.cluster.memory import MemoryCluster, json_copy

@@ -10,7 +10,7 @@ too big to fit, say) would take them back, be reclaimed again, and so on every c
 """
 
 from kai.core.framework.job_allocation import allocate_job
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.state.podgroup_info import PodGroupInfo

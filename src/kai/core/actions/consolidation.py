@@ -16,10 +16,10 @@ from kai.core.framework.eviction import (
     run_solver_action,
 )
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_index import JobIndex
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
+from kai.core.framework.queueing.job_index import JobIndex
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.framework.victims import Scenario
+from kai.core.framework.victims.scenario import Scenario
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 

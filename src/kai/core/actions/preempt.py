@@ -21,8 +21,8 @@ from kai.core.framework.eviction import (
     victim_candidates,
 )
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_index import JobIndex
-from kai.core.framework.job_queue import JobsOrderByQueues
+from kai.core.framework.queueing.job_index import JobIndex
+from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.plugins import priority
 from kai.core.state.pod_status import ACTIVE_ALLOCATED

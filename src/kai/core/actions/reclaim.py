@@ -17,8 +17,8 @@ from kai.core.framework.eviction import (
     pending_jobs,
     run_solver_action,
 )
-from kai.core.framework.job_index import JobIndex
-from kai.core.framework.job_queue import JobsOrderByQueues
+from kai.core.framework.queueing.job_index import JobIndex
+from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 from kai.core.state.podgroup_info import PodGroupInfo

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.core.framework.usage_config import UsageDBConfig, parse_usage_db_config
+from kai.core.framework.usage.usage_config import UsageDBConfig, parse_usage_db_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject

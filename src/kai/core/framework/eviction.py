@@ -6,13 +6,13 @@ from typing import Protocol, runtime_checkable
 
 from kai.core.framework.fit_reasons import refused_everywhere
 from kai.core.framework.job_allocation import tasks_to_allocate
-from kai.core.framework.job_queue import JobQueueOptions, JobsOrderByQueues
-from kai.core.framework.scenario_search import JobSolver
-from kai.core.framework.search_budget import ActionBudget
+from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
-from kai.core.framework.victim_solver import EvictionMessages, ScenarioSolver, Validator, feasible_nodes
-from kai.core.framework.victims import Scenario
+from kai.core.framework.victims.scenario import Scenario
+from kai.core.framework.victims.scenario_search import JobSolver
+from kai.core.framework.victims.search_budget import ActionBudget
+from kai.core.framework.victims.victim_solver import EvictionMessages, ScenarioSolver, Validator, feasible_nodes
 from kai.core.state.fit_errors import POD_SCHEDULING_ERRORS, JobFitError, TaskFitErrors
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo

@@ -13,7 +13,7 @@ import numpy as np
 
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
-from kai.core.framework.usage_store import AllocationSample
+from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet

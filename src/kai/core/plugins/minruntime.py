@@ -16,7 +16,7 @@ from typing import Any
 
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
-from kai.core.framework.victims import Scenario
+from kai.core.framework.victims.scenario import Scenario
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.state.pod_status import ACTIVE_ALLOCATED

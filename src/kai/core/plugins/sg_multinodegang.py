@@ -9,9 +9,10 @@ gang that needs several nodes can find its victims on several nodes at once.
 from collections.abc import Iterator
 
 from kai.core.framework.config import GENERATOR_MULTI_NODE_GANG
-from kai.core.framework.scenario_search import SolveContext
 from kai.core.framework.session import Session
-from kai.core.framework.victims import Scenario, ScenarioBuilder
+from kai.core.framework.victims.scenario import Scenario
+from kai.core.framework.victims.scenario_search import SolveContext
+from kai.core.framework.victims.victims import ScenarioBuilder
 
 
 def multi_node_scenarios(context: SolveContext) -> Iterator[Scenario]:

@@ -8,9 +8,10 @@ scenario with only recorded victims is tried as it is.
 from collections.abc import Iterator
 
 from kai.core.framework.config import GENERATOR_NODE_LOCAL_GREEDY
-from kai.core.framework.scenario_search import SolveContext
 from kai.core.framework.session import Session
-from kai.core.framework.victims import Scenario, ScenarioBuilder
+from kai.core.framework.victims.scenario import Scenario
+from kai.core.framework.victims.scenario_search import SolveContext
+from kai.core.framework.victims.victims import ScenarioBuilder
 from kai.core.state.task import TaskInfo
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
-from kai.core.framework.usage_store import AllocationSample
+from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit

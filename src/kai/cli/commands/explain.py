@@ -1,0 +1,191 @@
+"""``kai explain pod|podgroup|KIND NAME``: why it waits, the nearest fix, its place in line, what the last cycles
+did."""
+
+import json
+import shlex
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from kai.cli.sources import Source, source_options
+from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
+from kai.components.insight.live import history
+from kai.core.model import names
+from kai.core.state.reason_text import when
+
+
+@click.command()
+@click.argument("kind", metavar="pod|podgroup|KIND")
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True, help="Namespace (or give NAME as ns/name).")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@source_options
+def explain(kind: str, name: str, namespace: str, output: str, **options: Any) -> None:
+    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line,
+    and what the last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or a file (-f).
+
+    KIND is the kind of a workload (job, deployment, statefulset, pytorchjob, raycluster, rayjob, leaderworkerset,
+    jobset, …, as kubectl names them): each of its podgroups is explained."""
+    source = Source.of(options)
+    key = name if "/" in name else f"{namespace}/{name}"
+    inspection, side = source.inspect()
+    try:
+        if kind == "pod":
+            told = explain_pod(inspection, key)
+        elif kind in ("podgroup", "podgroups", "pg"):
+            told = explain_podgroup(inspection, key)
+        else:
+            told = explain_workload(inspection, kind, key)
+    except NotFound as error:
+        raise click.ClickException(str(error)) from error
+    for podgroup in told.get("podgroups") or [told.get("explanation", told)]:
+        if side is not None and podgroup.get("kind") == "PodGroup":
+            podgroup["lastCycles"] = history(side, podgroup["name"])
+            told["config"] = side.source
+    if output == "json":
+        click.echo(json.dumps(told, indent=2, default=str))
+        return
+    console = Console(width=160, highlight=False)
+    if "podgroups" not in told:
+        render(told, inspection.now, console)
+        return
+    count = len(told["podgroups"])
+    console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
+    for podgroup in told["podgroups"]:
+        console.print()
+        render(podgroup, inspection.now, console)
+
+
+def render(told: dict[str, Any], now: float, console: Console) -> None:
+    if told["kind"] == "Pod":
+        _pod_header(told, now, console)
+        if "explanation" not in told:
+            return
+        told = told["explanation"]
+    if told.get("state") == "invalid":
+        console.print(f"[bold]{told['kind']} {told['name']}[/bold]: [red]{told['summary']}[/red]")
+        _fix(told, console)
+        return
+    if told.get("state") in NOT_HERE:
+        console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {told['summary']}")
+        _pool_hint(told, console)
+        return
+    preemptible = "preemptible" if told["preemptible"] else "non-preemptible"
+    count = len(told["pods"])
+    console.print(
+        f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {count} pod{'s' * (count != 1)} "
+        f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
+    )
+    console.print(f"State: [bold]{told['state']}[/bold]")
+    if told["reasons"]:
+        tree = Tree("[bold]Why it waits[/bold]")
+        for reason in told["reasons"]:
+            _reason(tree, reason)
+        console.print(tree)
+    if told["kai"]:
+        console.print(Text(f"KAI: {told['kai']['reason']}: {told['kai']['detailedMessage']}", style="dim"))
+    _fix(told, console)
+    console.print(f"In line: {_position(told['position'])}")
+    start = told["estimatedStart"]
+    if start["basis"]:
+        at = when(start["at"], now) + " — " if start["at"] is not None else ""
+        console.print(f"Estimated start: {at}{start['basis']}")
+    pods = Table("pod", "status", "node", "next cycle", "why", title="Pods", title_justify="left")
+    for pod in told["pods"]:
+        why = pod["reason"]["text"] if pod["reason"] else ""
+        pods.add_row(pod["name"], pod["status"], pod["node"] or "-", pod["nextCycle"], why)
+    console.print(pods)
+    _last_cycles(told["lastCycles"], now, console)
+
+
+def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
+    if "explanation" not in told:
+        console.print(f"[bold]Pod {told['name']}[/bold]: {told.get('summary', '')}")
+        _fix(told, console)
+        _pool_hint(told, console)
+        return
+    console.print(f"[bold]Pod {told['name']}[/bold] of podgroup {told['podgroup']}")
+    if told["reason"]:
+        console.print(f"This pod: {told['reason']['text']}")
+
+
+def _reason(parent: Tree, reason: dict[str, Any]) -> None:
+    branch = parent.add(f"[bold]{reason['kind']}[/bold]  {reason['text']}")
+    for fix in reason["fixes"]:
+        branch.add(f"[green]fix:[/green] {fix['text']}")
+    for child in reason["children"]:
+        _reason(branch, child)
+
+
+def _fix(told: dict[str, Any], console: Console) -> None:
+    fix = told.get("nearestFix")
+    if fix is not None:
+        console.print(f"Nearest fix: [bold green]{fix['text']}[/bold green]")
+
+
+def _pool_hint(told: dict[str, Any], console: Console) -> None:
+    value = told.get("partitionLabelValue")
+    if value is None:
+        return
+    flags = f"--partition-label-value={shlex.quote(value)}"
+    if told["nodePoolLabelKey"] != names.NODE_POOL_LABEL:
+        flags += f" --nodepool-label-key={shlex.quote(told['nodePoolLabelKey'])}"
+    console.print(f"Look at it in its pool: add [bold]{flags}[/bold]")
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _position(position: dict[str, Any]) -> str:
+    if not position["inLine"]:
+        return f"not in line: {position['why']}"
+    first = position["inQueue"]
+    parts = [f"{_ordinal(first['place'])} of {first['of']} in queue {first['queue']}"]
+    for level in position["queues"]:
+        where = f"under {level['under']}" if level["under"] else "at the top"
+        parts.append(f"{level['queue']} {_ordinal(level['place'])} of {level['of']} {where}")
+    cluster = position["cluster"]
+    parts.append(f"{_ordinal(cluster['place'])} of {cluster['of']} in the cluster")
+    return " · ".join(parts)
+
+
+def _last_cycles(last: dict[str, Any], now: float, console: Console) -> None:
+    console.print(f"[bold]Last cycles[/bold] ({last['source']})")
+    if last.get("unavailable"):
+        console.print(f"  not known: {last['unavailable']}")
+        console.print("  (run on the scheduler's host, or `kubectl port-forward` its plugin server port)")
+        return
+    runs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for cycle in last["cycles"]:
+        if runs and _same(runs[-1][1], cycle):
+            runs[-1] = (runs[-1][0], cycle)
+        else:
+            runs.append((cycle, cycle))
+    for first, last_one in runs:
+        span = f"cycle {first['cycle']}" if first is last_one else f"cycles {first['cycle']}–{last_one['cycle']}"
+        console.print(f"  {span} ({when(first['at'], now)}): {_did(last_one)}")
+
+
+def _same(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    keys = ("did", "reason", "kind", "text", "pods")
+    return all(left.get(key) == right.get(key) for key in keys)
+
+
+def _did(cycle: dict[str, Any]) -> str:
+    did = cycle["did"]
+    if did == "placed":
+        return "placed " + ", ".join(f"{p['pod']} on {p['node']}" for p in cycle["pods"])
+    if did == "pipelined":
+        evicted = f"; evicted {', '.join(cycle['evicted'])}" if cycle["evicted"] else ""
+        return "pipelined " + ", ".join(f"{p['pod']} on {p['node']}" for p in cycle["pods"]) + evicted
+    if did == "lost-pods":
+        return "lost " + ", ".join(f"{p['pod']} ({p['action']} by {p['by']})" for p in cycle["pods"])
+    if did == "waited":
+        return f"waited: {cycle['kind'] or cycle['reason']}: {cycle['text']}"
+    return "nothing (not pending, or not tried)"

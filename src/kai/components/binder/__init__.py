@@ -1,0 +1,1 @@
+"""The binder: binds the pods the scheduler's BindRequests name, with GPU reservation pods for shared GPUs."""

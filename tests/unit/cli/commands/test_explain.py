@@ -1,0 +1,135 @@
+"""`kai explain` on a scenario file, as a user runs it: what it prints and its JSON."""
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+from insight_support import (
+    NOW,
+    explain_json,
+    node_obj,
+    pod_obj,
+    podgroup_obj,
+    queue_obj,
+    run,
+    team_scenario,
+    workloads_file,
+)
+
+from kai.cli.main import main
+
+
+def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
+    scenario = team_scenario(tmp_path)
+    told = explain_json(scenario, "podgroup", "big")
+    assert told["state"] == "waiting"
+    assert told["kai"]["reason"] == "OverLimit"
+    assert [r["kind"] for r in told["reasons"]] == ["QueueLimit"]
+    assert told["nearestFix"]["text"] == "raise the GPU limit of queue a by 2 GPUs (to 6)"
+    assert told["position"] == {
+        "inLine": True,
+        "inQueue": {"queue": "a", "place": 1, "of": 1},
+        "queues": [
+            {"queue": "a", "place": 2, "of": 3, "under": "dept"},  # b, below its quota, comes first
+            {"queue": "dept", "place": 1, "of": 1, "under": ""},
+        ],
+        "cluster": {"place": 2, "of": 2},
+    }
+    assert told["estimatedStart"]["at"] is None
+    assert told["lastCycles"]["cycles"] == [
+        {
+            "cycle": 1,
+            "at": 1735690200.0,
+            "did": "waited",
+            "reason": "OverLimit",
+            "kind": "QueueLimit",
+            "text": "queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
+        }
+    ]
+    text = run("explain", "podgroup", "team/big", "-f", str(scenario))
+    for line in (
+        "PodGroup team/big  queue a · 2 pods (minMember 2) · priority 50 · preemptible",
+        "State: waiting",
+        "QueueLimit  queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
+        "KAI: OverLimit: OverLimit.",
+        "Nearest fix: raise the GPU limit of queue a by 2 GPUs (to 6)",
+        "In line: 1st of 1 in queue a · a 2nd of 3 under dept · dept 1st of 1 at the top · 2nd of 2 in the cluster",
+        "cycle 1 (00:10:00Z (now)): waited: QueueLimit: queue a would exceed its GPU limit",
+    ):
+        assert line in text, f"{line!r} not in:\n{text}"
+
+
+def test_a_job_the_cycle_places_starts_next_cycle(tmp_path: Path) -> None:
+    scenario = team_scenario(tmp_path)
+    told = explain_json(scenario, "podgroup", "small")
+    assert told["state"] == "starting" and told["reasons"] == [] and told["nearestFix"] is None
+    assert told["pods"] == [
+        {"name": "team/small-0", "status": "Pending", "node": "", "nextCycle": "placed on n0", "reason": None}
+    ]
+    assert told["estimatedStart"] == {"at": 1735690200.0, "basis": "the next cycle binds it (this cycle placed it)"}
+    assert told["lastCycles"]["cycles"][0]["did"] == "placed"
+
+
+def test_a_gated_job_is_not_in_line_and_names_its_gates(tmp_path: Path) -> None:
+    scenario = team_scenario(tmp_path)
+    told = explain_json(scenario, "podgroup", "later")
+    assert told["position"] == {"inLine": False, "why": "it is not ready: too few of its pods exist or they are gated"}
+    assert told["reasons"][0]["kind"] == "SchedulingGate"
+    assert told["nearestFix"]["text"] == "remove the scheduling gates of team/later-0"
+
+
+def test_a_pod_is_explained_with_its_podgroup(tmp_path: Path) -> None:
+    scenario = team_scenario(tmp_path)
+    told = explain_json(scenario, "pod", "big-1")
+    assert told["podgroup"] == "team/big" and told["explanation"]["nearestFix"]["kind"] == "RaiseQueueLimit"
+    text = run("explain", "pod", "big-1", "-n", "team", "-f", str(scenario))
+    assert "Pod team/big-1 of podgroup team/big" in text and "Nearest fix: raise the GPU limit of queue a" in text
+
+
+def test_objects_kai_cannot_use_or_does_not_schedule(tmp_path: Path) -> None:
+    scenario = team_scenario(tmp_path)
+    told = explain_json(scenario, "podgroup", "broken")
+    assert told["state"] == "invalid" and told["reasons"][0]["kind"] == "InvalidObject"
+    assert told["nearestFix"]["text"].startswith("fix PodGroup team/broken, field spec.minMember:")
+    other = explain_json(scenario, "pod", "other")
+    assert other["summary"] == "pod team/other is scheduled by default-scheduler, not by kai"
+    result = CliRunner().invoke(main, ["explain", "podgroup", "nowhere", "-n", "team", "-f", str(scenario)])
+    assert result.exit_code == 1 and "Error: podgroup team/nowhere not found in team cluster" in result.output
+
+
+def test_a_workload_is_explained_by_its_kind_and_name(tmp_path: Path) -> None:
+    path = workloads_file(tmp_path)
+    told = explain_json(path, "pytorchjobs", "bert")
+    assert (told["kind"], told["name"]) == ("pytorchjobs", "team/bert")
+    (podgroup,) = told["podgroups"]
+    assert podgroup["name"].startswith("team/pg-bert-") and podgroup["minMember"] == 4
+    assert podgroup["state"] == "waiting" and podgroup["nearestFix"] is not None
+    deployment = explain_json(path, "deploy", "serve")
+    assert len(deployment["podgroups"]) == 2
+    assert {p["state"] for p in deployment["podgroups"]} == {"starting"}
+    text = run("explain", "PyTorchJob", "team/bert", "-f", str(path))
+    assert text.startswith("PyTorchJob team/bert: 1 podgroup\n") and "minMember 4" in text
+
+
+def test_a_workload_without_pods_is_an_error_that_says_why(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", "job", "bert", "-n", "team", "-f", str(workloads_file(tmp_path))])
+    assert result.exit_code == 1
+    assert "job team/bert: no podgroup or pod of it in workloads" in result.output
+
+
+def test_a_podgroup_that_used_up_its_scheduling_backoff_is_explained_as_left_out(tmp_path: Path) -> None:
+    """Tried once in its pool (``schedulingBackoff: 1``) and found unschedulable there: kai leaves it out, and says
+    so of it and of its pods instead of not knowing them."""
+    once = podgroup_obj("once", "a", 1, schedulingBackoff=1)
+    once["status"] = {
+        "schedulingConditions": [{"type": "UnschedulableOnNodePool", "nodePool": "default", "transitionID": "1"}]
+    }
+    objects = [queue_obj("a"), node_obj("n0", 8), once, pod_obj("once-0", "once", 16)]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"name": "team cluster", "now": NOW, "objects": objects}))
+    told = explain_json(path, "podgroup", "once")
+    assert told["state"] == "left out" and "schedulingBackoff is used up" in told["summary"]
+    pod = explain_json(path, "pod", "once-0")
+    assert pod["summary"].startswith("pod team/once-0: podgroup team/once was found unschedulable")
+    shown = run("explain", "podgroup", "once", "-n", "team", "-f", str(path))
+    assert "moved to another pool" in " ".join(shown.split())

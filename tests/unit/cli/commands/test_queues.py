@@ -1,0 +1,46 @@
+"""`kai queues` on a scenario file, as a user runs it: pending podgroups named by their workload, and --watch."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from insight_support import run, team_scenario, workloads_file
+
+from kai.cli.main import main
+
+
+def test_queues_watch_shows_each_look_and_stops_on_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kai queues --watch -f FILE` reads the file again at every refresh: a quota raised between two looks shows,
+    and Ctrl-C ends it quietly (exit 0)."""
+    scenario = team_scenario(tmp_path)
+    looks: list[float] = []
+
+    def between_looks(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) == 2:
+            raise KeyboardInterrupt
+        document = yaml.safe_load(scenario.read_text())
+        for obj in document["objects"]:
+            if obj["kind"] == "Queue" and obj["metadata"]["name"] == "c":
+                obj["spec"]["resources"]["gpu"]["quota"] = 5
+        scenario.write_text(yaml.safe_dump(document))
+
+    monkeypatch.setattr("kai.cli.commands.queues.time.sleep", between_looks)
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(main, ["queues", "--watch", "--interval", "1s", "-f", str(scenario)])
+    assert result.exit_code == 0, result.output
+    assert looks == [1.0, 1.0]
+    rows = [line for line in result.output.splitlines() if "└ c" in line]
+    assert rows, result.output
+    assert rows[-1].split("│")[3].strip() == "5", rows[-1]  # the quota column (a terminal shows each look in place)
+
+
+def test_pending_podgroups_in_a_queue_name_their_workload(tmp_path: Path) -> None:
+    report = json.loads(run("queues", "a", "-f", str(workloads_file(tmp_path)), "-o", "json"))
+    workloads = sorted(row["workload"] for row in report["pending"])
+    assert workloads[-1] == "PyTorchJob/bert"
+    assert [w.split("/")[0] for w in workloads[:-1]] == ["Pod", "Pod"]  # a Deployment's pods own their podgroups
+    text = run("queues", "a", "-f", str(workloads_file(tmp_path)))
+    assert "(PyTorchJob bert)" in text

@@ -1,0 +1,50 @@
+"""A write pass: an expected refusal (the object was made, changed or removed meanwhile, e.g. a create whose answer
+was lost and whose retry finds it made) is one warning line; an API server that refused or could not be reached after
+the retries is one error line; anything else (a bug) is logged with its traceback; the other items go on either
+way."""
+
+import logging
+
+import pytest
+
+from kai.cluster.kube.errors import Unreachable
+from kai.cluster.port import AlreadyExists, Conflict, NotFound
+from kai.components.shared.parallel import Writes
+
+
+def test_expected_refusals_are_one_line_and_the_rest_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    done: list[str] = []
+    refusals = {"a": AlreadyExists("bindrequests a already exists"), "b": Conflict("b changed"), "c": NotFound("gone")}
+
+    def write(name: str) -> None:
+        if name in refusals:
+            raise refusals[name]
+        done.append(name)
+
+    with caplog.at_level(logging.WARNING):
+        assert Writes().each("bind", ["a", "b", "c", "d"], write) == 1
+    assert done == ["d"]
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] * 3
+    assert all(r.exc_info is None for r in caplog.records)
+    assert "bind a: bindrequests a already exists" in caplog.text
+
+
+def test_an_api_server_down_is_one_error_line(caplog: pytest.LogCaptureFixture) -> None:
+    def write(_name: str) -> None:
+        raise Unreachable(0, "Unreachable", "connection refused", what="create bindrequests ns/x")
+
+    with caplog.at_level(logging.WARNING):
+        assert Writes().each("bind", ["ns/x"], write) == 0
+    (record,) = caplog.records
+    assert record.levelno == logging.ERROR and record.exc_info is None
+    assert "bind ns/x failed: " in record.getMessage() and "connection refused" in record.getMessage()
+
+
+def test_an_unexpected_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    def write(_name: str) -> None:
+        raise RuntimeError("bug")
+
+    with caplog.at_level(logging.WARNING):
+        assert Writes().each("bind", ["x"], write) == 0
+    (record,) = caplog.records
+    assert record.levelno == logging.ERROR and record.exc_info is not None
