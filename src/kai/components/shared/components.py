@@ -40,8 +40,6 @@ class Component:
     """Its section of KAI's Config."""
     reconciles: bool = False
     """It takes KAI's ``--max-concurrent-reconciles`` from its Config section."""
-    metrics_service: bool = False
-    """The operator gives it a Service for its metrics (as KAI's does)."""
 
 
 COMPONENTS: dict[str, Component] = {
@@ -68,7 +66,6 @@ COMPONENTS: dict[str, Component] = {
             operand="binder",
             section="binder",
             reconciles=True,
-            metrics_service=True,
         ),
         Component(
             "controllers",
@@ -100,7 +97,6 @@ COMPONENTS: dict[str, Component] = {
             ("Queue", "PodGroup"),
             operand="queue-controller",
             section="queueController",
-            metrics_service=True,
         ),
         Component(
             "admission",
