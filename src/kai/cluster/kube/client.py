@@ -47,7 +47,6 @@ class KubeCluster:
         config: SingleConfig,
         *,
         kinds: Iterable[str] = (),
-        more_kinds: Mapping[str, api.Kind] | None = None,
         component: str = "kai",
         page_size: int = 500,
         watch_timeout_s: int = 300,
@@ -58,12 +57,9 @@ class KubeCluster:
         clock: Callable[[], float] = time.time,
         faults: FaultPlan | None = None,
     ) -> None:
-        """``kinds``: the kinds to watch. ``more_kinds``: kinds it reads beside kai's own (``resources.KINDS``), by the
-        name callers give them (the pod-grouper's owner kinds). ``faults``: inject API failures (``faults``; default:
-        as ``$KAI_FAULTS`` says, else none). ``rate_limit``: the client-side rate limit (``ratelimit``; by default
-        none)."""
-        self._kinds = {**api.KINDS, **(more_kinds or {})}
-        watched = [self._kind(name) for name in kinds]  # an unknown kind fails here, before any thread starts
+        """``faults``: inject API failures (``faults``; default: as ``$KAI_FAULTS`` says, else none). ``rate_limit``:
+        the client-side rate limit (``ratelimit``; by default none)."""
+        watched = [api.kind_of(name) for name in kinds]  # an unknown kind fails here, before any thread starts
         self.component = component
         self._clock = clock
         self._page_size = page_size
@@ -76,7 +72,7 @@ class KubeCluster:
         )
         self._dispatcher = Dispatcher()
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        self._decoders = {name: Decoder(kind) for name, kind in self._kinds.items()}
+        self._decoders = {name: Decoder(kind) for name, kind in api.KINDS.items()}
         self._tasks: list[asyncio.Task[None]] = []
         self.informers = {
             kind.name: Informer(
@@ -104,8 +100,12 @@ class KubeCluster:
     ) -> "KubeCluster":
         return cls(load_config(kubeconfig, context), **options)
 
-    def _kind(self, name: str) -> api.Kind:
-        return api.kind_of(name, self._kinds)
+    def _decoder(self, name: str) -> Decoder:
+        """The decoder of a kind by port name (made on first use for a ``Kind.version.group`` one)."""
+        decoder = self._decoders.get(name)
+        if decoder is None:
+            decoder = self._decoders[name] = Decoder(api.kind_of(name))
+        return decoder
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
@@ -157,7 +157,7 @@ class KubeCluster:
         informer = self.informers.get(kind)
         if informer is not None and informer.synced.is_set():
             return copy_json(informer.objects())
-        decoder = self._decoders[self._kind(kind).name]
+        decoder = self._decoder(kind)
         items, _, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
         return items
 
@@ -167,7 +167,7 @@ class KubeCluster:
             obj = informer.lookup(key)
             return copy_json(obj) if obj is not None else None
         try:
-            return self._read(kind, api.get_request(self._kind(kind), key))
+            return self._read(kind, api.get_request(api.kind_of(kind), key))
         except NotFound:
             return None
 
@@ -187,46 +187,46 @@ class KubeCluster:
 
     def create(self, kind: str, obj: Raw, *, idempotent: bool = False) -> Raw:
         """Creates ``obj``; with ``idempotent`` an existing object of that name is returned instead of refused."""
-        k = self._kind(kind)
+        k = api.kind_of(kind)
         request = api.create_request(k, obj, idempotent=idempotent, field_manager=self.component)
         body = self._io.call(self._send(request))
         if body is not None:
-            return self._decoders[kind].object(body)
+            return self._decoder(kind).object(body)
         return self._read(kind, api.get_request(k, api.object_key(k, obj)))
 
     def update(self, kind: str, obj: Raw) -> Raw:
         """Replaces ``obj`` if its resourceVersion is current; ``Conflict`` if it changed meanwhile. Pods and nodes
         are views: what the caller changed is patched instead (``patch``), with the same condition."""
-        k = self._kind(kind)
+        k = api.kind_of(kind)
         if kind in PRUNED_KINDS:
             return self._patch_view(k, obj, status=False)
         return self._read(kind, api.update_request(k, obj, field_manager=self.component))
 
     def update_status(self, kind: str, obj: Raw) -> Raw:
         """Replaces ``obj``'s status through the status subresource, on the same terms as ``update``."""
-        k = self._kind(kind)
+        k = api.kind_of(kind)
         if kind in PRUNED_KINDS:
             return self._patch_view(k, obj, status=True)
         return self._read(kind, api.status_update_request(k, obj, field_manager=self.component))
 
     def delete(self, kind: str, key: str, *, grace_period_s: int | None = None) -> None:
         """Deletes; an object that does not exist counts as deleted. See ``resources.delete_request``."""
-        self._io.call(self._send(api.delete_request(self._kind(kind), key, grace_period_s=grace_period_s)))
+        self._io.call(self._send(api.delete_request(api.kind_of(kind), key, grace_period_s=grace_period_s)))
 
     def patch_merge(self, kind: str, key: str, patch: Raw, *, strategic: bool = False) -> Raw:
         """A JSON merge patch (``strategic``: Kubernetes' strategic merge, built-in kinds only); unconditional."""
-        request = api.patch_request(self._kind(kind), key, patch, strategic=strategic, field_manager=self.component)
+        request = api.patch_request(api.kind_of(kind), key, patch, strategic=strategic, field_manager=self.component)
         return self._read(kind, request)
 
     def patch_status(self, kind: str, key: str, status: Raw, *, strategic: bool = False) -> Raw:
         """Patches ``status`` (the given fields of it) through the status subresource; unconditional."""
-        k = self._kind(kind)
+        k = api.kind_of(kind)
         request = api.status_patch_request(k, key, status, strategic=strategic, field_manager=self.component)
         return self._read(kind, request)
 
     def apply(self, kind: str, obj: Raw) -> Raw:
         """Server-side apply of ``obj`` as this component (``resources.apply_request``): idempotent."""
-        return self._read(kind, api.apply_request(self._kind(kind), obj, field_manager=self.component))
+        return self._read(kind, api.apply_request(api.kind_of(kind), obj, field_manager=self.component))
 
     def bind_pod(
         self, namespace: str, name: str, node: str, uid: str = "", annotations: Mapping[str, str] | None = None
@@ -248,7 +248,7 @@ class KubeCluster:
         """Records a core/v1 Event about ``involved`` from this component (``kubectl describe`` shows it)."""
         now = self._clock()
         request = api.event_request(
-            self._kind(kind),
+            api.kind_of(kind),
             involved,
             reason=reason,
             message=message,
@@ -318,4 +318,4 @@ class KubeCluster:
 
     def _read(self, kind: str, request: api.Request) -> Raw:
         """A request that accepts no refusal, decoded as ``kind`` (pods and nodes as the informers' views)."""
-        return self._decoders[kind].object(self._io.call(self._transport.send(request)))
+        return self._decoder(kind).object(self._io.call(self._transport.send(request)))

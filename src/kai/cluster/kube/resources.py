@@ -57,8 +57,7 @@ KINDS: dict[str, Kind] = {
         Kind("Namespace", "", "v1", "namespaces", namespaced=False),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
         Kind("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True),
-        Kind("Job", "batch", "v1", "jobs", namespaced=True),  # a CronJob's Jobs (kai explain); other workload kinds
-        # are the pod-grouper's to register (``KubeCluster(more_kinds=…)``)
+        Kind("Job", "batch", "v1", "jobs", namespaced=True),  # a CronJob's Jobs (kai explain)
         Kind("Queue", "scheduling.run.ai", "v2", "queues", namespaced=False),
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", namespaced=True),
         Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", namespaced=True),
@@ -109,11 +108,17 @@ INSTALL_KINDS: dict[str, Kind] = {
 KINDS.update(INSTALL_KINDS)
 
 
-def kind_of(name: str, kinds: Mapping[str, Kind] = KINDS) -> Kind:
-    try:
-        return kinds[name]
-    except KeyError:
-        raise ValueError(f"unknown kind {name!r}; kai knows: {', '.join(sorted(kinds))}") from None
+def kind_of(name: str) -> Kind:
+    """One of kai's kinds by name, or a custom resource named ``Kind.version.group``: namespaced, its plural the kind
+    in lower case + s (the pod-grouper reads the owner kinds it knows so: ``podgrouper.rules.hub``)."""
+    known = KINDS.get(name)
+    if known is not None:
+        return known
+    kind, _, rest = name.partition(".")
+    version, _, group = rest.partition(".")
+    if kind and version and group:
+        return Kind(kind, group, version, kind.lower() + "s", namespaced=True)
+    raise ValueError(f"unknown kind {name!r}; kai knows: {', '.join(sorted(KINDS))} and Kind.version.group")
 
 
 def split_key(kind: Kind, key: str) -> tuple[str | None, str]:

@@ -11,7 +11,7 @@ from typing import Any
 from kai.components.operator import monitoring
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
-from kai.components.podgrouper.rules.hub import PORT_KINDS
+from kai.components.podgrouper.rules.hub import READ_KINDS
 
 Rule = dict[str, Any]
 READ = ("get", "list", "watch")
@@ -59,8 +59,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("podgroups",), (*READ, "create", "update", "patch")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         *(
-            rule(group, tuple(sorted({k.plural for k in PORT_KINDS.values() if k.group == group})), ("get",))
-            for group in sorted({k.group for k in PORT_KINDS.values()} - {CORE})
+            rule(group, tuple(sorted({k.plural for k in READ_KINDS if k.group == group})), ("get",))
+            for group in sorted({k.group for k in READ_KINDS} - {CORE})
         ),  # a pod's owners, read when a pod names them (pods: above)
         EVENTS,
     ],

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -21,8 +21,6 @@ from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.leader import LeaderElector
 from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
-from kai.cluster.kube.resources import Kind
-from kai.components.podgrouper.rules.hub import PORT_KINDS
 from kai.components.runtime.loops import RuntimeOptions, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
@@ -92,7 +90,6 @@ def serve(
             lease_namespace,
             lease_name,
             rate_limit,
-            more_kinds=PORT_KINDS if "podgrouper" in components else None,
         )
     finally:
         if plugin_server is not None:
@@ -110,10 +107,9 @@ def serve_body(
     lease_namespace: str,
     lease_name: str,
     rate_limit: RateLimit = UNLIMITED,
-    more_kinds: Mapping[str, Kind] | None = None,
 ) -> None:
-    """Connects with informers on ``kinds`` (its requests within ``rate_limit``; ``more_kinds`` read beside kai's
-    own), serves the endpoints, waits for the sync and the Lease, runs ``body``."""
+    """Connects with informers on ``kinds`` (its requests within ``rate_limit``), serves the endpoints, waits for the
+    sync and the Lease, runs ``body``."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -122,7 +118,6 @@ def serve_body(
             kubeconfig,
             context=context,
             kinds=kinds,
-            more_kinds=more_kinds,
             component=lease_name,
             rate_limit=rate_limit,
         )

@@ -114,30 +114,30 @@ GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
 """The owner kinds the pod-grouper has a rule for."""
 
 
-def _port_kinds() -> dict[str, Kind]:
-    """Every kind the pod-grouper reads, by its cluster-port name: the API kind, or ``Kind.version.group`` where the
-    API kind already names another kind (core's Service; the MPIJob of the other operator's CRD)."""
-    taken: dict[str, Kind] = dict(KINDS)
-    found: dict[str, Kind] = {}
-    for owner in OWNERS:
-        version = owner.read_version
-        if version is None:
-            continue
-        kind = Kind(owner.kind, owner.group, version, owner.kind.lower() + "s", namespaced=True)
-        same = taken.get(owner.kind)
-        name = owner.kind if same is None or same == kind else f"{owner.kind}.{version}.{owner.group}"
-        taken.setdefault(name, kind)
-        found.setdefault(name, kind)
-    return found
+def _read(owner: OwnerKind) -> Kind | None:
+    """Where the pod-grouper reads an owner of this kind (None: it does not read it)."""
+    version = owner.read_version
+    if version is None:
+        return None
+    return Kind(owner.kind, owner.group, version, owner.kind.lower() + "s", namespaced=True)
 
 
-PORT_KINDS = _port_kinds()
-"""The kinds the pod-grouper reads through the cluster port, by port name (``KubeCluster(more_kinds=…)``); every
-plural is the kind in lower case + s."""
-QUALIFIED: dict[tuple[str, str], str] = {
-    (kind.api_version, kind.name): name for name, kind in PORT_KINDS.items() if name != kind.name
-}
-"""The port names of the owner kinds whose API kind names another kind."""
+READ_KINDS: tuple[Kind, ...] = tuple(dict.fromkeys(kind for owner in OWNERS if (kind := _read(owner)) is not None))
+"""Every kind the pod-grouper reads (its RBAC gets them); every plural is the kind in lower case + s."""
+
+
+def port_kinds(api_version: str, kind: str) -> tuple[str, ...]:
+    """The cluster-port names to read an owner of this apiVersion and kind under, most specific first: where the
+    pod-grouper reads that kind (kai's own name for it, or ``Kind.version.group``, which the kube adapter reads as a
+    namespaced custom resource: ``resources.kind_of``), then its bare kind (the embedded cluster holds objects by
+    kind). A kind it does not read has only its bare kind."""
+    group, _, version = api_version.rpartition("/")
+    same_kind = [owner for owner in OWNERS if owner.group == group and owner.kind == kind]
+    exact = [owner for owner in same_kind if owner.version in (version, "*")]
+    read = next((_read(owner) for owner in exact or same_kind), None)
+    if read is None or KINDS.get(kind) == read:
+        return (kind,)
+    return (f"{kind}.{read.version}.{read.group}", kind)
 
 
 def group(workload: Workload, ctx: Context) -> Grouping:

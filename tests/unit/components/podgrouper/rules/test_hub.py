@@ -5,10 +5,10 @@ from pathlib import Path
 
 from registry_support import literal_tables, module_names, where
 
-from kai.cluster.kube.resources import KINDS
+from kai.cluster.kube.resources import kind_of
 from kai.components.operator.rbac import CLUSTER_RULES
 from kai.components.podgrouper.rules.default import default_rule
-from kai.components.podgrouper.rules.hub import GROUPED_KINDS, OWNERS, PORT_KINDS, QUALIFIED, rule_for
+from kai.components.podgrouper.rules.hub import GROUPED_KINDS, OWNERS, READ_KINDS, port_kinds, rule_for
 from kai.components.podgrouper.rules.model import Obj
 from kai.components.sim.envelope import NAMESPACED
 from kai.components.sim.workload_makers import API_GROUPS, MAKERS
@@ -51,18 +51,19 @@ def test_the_pod_grouper_may_get_every_kind_it_reads() -> None:
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     }
-    assert {(kind.group, kind.plural) for kind in PORT_KINDS.values()} <= allowed
+    assert {(kind.group, kind.plural) for kind in READ_KINDS} <= allowed
 
 
-def test_each_read_kind_has_one_port_name_and_only_a_clash_qualifies_it() -> None:
-    read = {(o.group, o.kind, o.read_version) for o in OWNERS if o.read_version is not None}
-    assert {(k.group, k.name, k.version) for k in PORT_KINDS.values()} == read
-    assert QUALIFIED == {
-        ("kubeflow.org/v2beta1", "MPIJob"): "MPIJob.v2beta1.kubeflow.org",
-        ("serving.knative.dev/v1", "Service"): "Service.v1.serving.knative.dev",
-    }
-    assert {name for name, kind in PORT_KINDS.items() if name != kind.name} == set(QUALIFIED.values())
-    assert all(KINDS.get(name, kind) == kind for name, kind in PORT_KINDS.items())  # none shadows one of kai's own
+def test_an_owner_is_read_where_the_hub_says_under_a_name_the_kube_adapter_resolves() -> None:
+    assert port_kinds("apps/v1", "Deployment") == ("Deployment",)  # one of kai's own kinds
+    assert port_kinds("kubeflow.org/v2beta1", "MPIJob") == ("MPIJob.v2beta1.kubeflow.org", "MPIJob")
+    assert port_kinds("ray.io/v1alpha1", "RayCluster") == ("RayCluster.v1.ray.io", "RayCluster")  # one CRD serves both
+    assert port_kinds("serving.knative.dev/v1", "Service") == ("Service.v1.serving.knative.dev", "Service")
+    assert port_kinds("example.com/v1", "Widget") == ("Widget",)  # not read: the kube adapter does not know it
+    assert port_kinds("run.ai/v2", "TrainingWorkload") == ("TrainingWorkload",)
+    for kind in READ_KINDS:
+        names = port_kinds(kind.api_version, kind.name)
+        assert kind_of(names[0]) == kind
 
 
 def test_the_simulator_makes_pods_only_for_known_kinds_and_holds_every_grouped_kind_in_a_namespace() -> None:
