@@ -70,14 +70,33 @@ class Pod:
 
 def _container_requests(container: Raw, obj: str, field: str) -> dict[str, float]:
     resources = mapping(container, "resources", obj, f"{field}.resources")
-    requests = dict(mapping(resources, "requests", obj, f"{field}.resources.requests"))
+    given = mapping(resources, "requests", obj, f"{field}.resources.requests")
     limits = mapping(resources, "limits", obj, f"{field}.resources.limits")
-    for name, value in limits.items():
-        requests.setdefault(name, value)  # Kubernetes defaults a missing request to its limit
-    return {
+    requests = {
         str(name): resource_amount(str(name), value, obj, f"{field}.resources.requests.{name}")
-        for name, value in requests.items()
+        for name, value in given.items()
     }
+    for name, value in limits.items():
+        limit = resource_amount(str(name), value, obj, f"{field}.resources.limits.{name}")
+        request = requests.setdefault(str(name), limit)  # Kubernetes defaults a missing request to its limit
+        _check_limit(str(name), request, limit, obj, f"{field}.resources.requests.{name}")
+    return requests
+
+
+def _check_limit(name: str, request: float, limit: float, obj: str, field: str) -> None:
+    """What the API server refuses (its ValidateResourceRequirements): a request above its limit, and an extended
+    resource (nvidia.com/gpu) whose request is not its limit (extended resources are never overcommitted)."""
+    if request > limit:
+        raise InvalidObject(obj, field, f"got {request:g}, above its limit of {limit:g}; the API server refuses it")
+    domain = name.partition("/")[0] if "/" in name else ""
+    extended = bool(domain) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+    if extended and request != limit:
+        raise InvalidObject(
+            obj,
+            field,
+            f"got {request:g} with a limit of {limit:g}: the request of an extended resource must equal its limit "
+            "(the API server refuses it)",
+        )
 
 
 def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:

@@ -34,13 +34,11 @@ def test_queues_watch_shows_each_look_and_stops_on_ctrl_c(tmp_path: Path, monkey
     assert looks == [1.0, 1.0]
     rows = [line for line in result.output.splitlines() if "└ c" in line]
     assert rows, result.output
-    assert rows[-1].split("│")[3].strip() == "5", rows[-1]  # the quota column (a terminal shows each look in place)
+    assert rows[-1].split()[2] == "5", rows[-1]  # the quota column (a terminal shows each look in place)
 
 
 def test_pending_podgroups_in_a_queue_name_their_workload(tmp_path: Path) -> None:
     report = json.loads(run("queues", "a", "-f", str(workloads_file(tmp_path)), "-o", "json"))
-    workloads = sorted(row["workload"] for row in report["pending"])
-    assert workloads[-1] == "PyTorchJob/bert"
-    assert [w.split("/")[0] for w in workloads[:-1]] == ["Pod", "Pod"]  # a Deployment's pods own their podgroups
+    assert [row["workload"] for row in report["pending"]] == ["PyTorchJob/bert"]  # the Deployment's pods run
     text = run("queues", "a", "-f", str(workloads_file(tmp_path)))
-    assert "(PyTorchJob bert)" in text
+    assert "PyTorchJob bert" in text

@@ -14,7 +14,7 @@ from kai.components.sim.scenario import ClockSpec, load_scenario
 from kai.components.sim.whatif import plots
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_changes, parse_set
-from kai.components.sim.whatif.compare import Comparison, compare, wait_stats
+from kai.components.sim.whatif.compare import Assumptions, Comparison, compare, wait_stats
 
 NOW = "2026-01-01T00:00:00Z"
 HOUR = 3600.0
@@ -86,8 +86,8 @@ def run(path: Path, changes: Changes, hours: float = 3, run_time_s: float | None
     period = 600.0
     scenario = load_scenario(path, clock=ClockSpec(period, hours * HOUR))
     changed = apply_changes(scenario, changes)
-    cycles = scenario.runner.cycles_before_check
-    return compare(scenario, changed, cycles, period, run_time_s, changes.describe())
+    given = Assumptions((str(path),), scenario.now, scenario.runner.cycles_before_check, period, run_time_s)
+    return compare(scenario, changed, given, changes.describe())
 
 
 def test_a_queue_quota_change_moves_gpus_between_queues(tmp_path: Path) -> None:
@@ -184,11 +184,14 @@ def test_the_command_prints_base_beside_changed(tmp_path: Path) -> None:
     args = ["simulate", str(path), "--what-if", str(changes), "--period", "10m", "--duration", "2h"]
     result = CliRunner().invoke(main, [*args, "--default-run-time", "none"])
     assert result.exit_code == 0, result.output
-    assert "12 cycles, one every 10m0s (2h0m0s simulated); pods without a run time run until evicted" in result.output
-    assert "queue a: gpu.quota = 6" in result.output
-    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 3}
+    assert f"input: {path}" in result.output
+    assert "horizon: 2h0m0s from 2026-01-01T00:00:00Z, one cycle every 10m0s (12 cycles)" in result.output
+    assert "run times: pods without a run time run until evicted" in result.output
+    assert "queue a: gpu.quota = 6" in result.output and "Result: the runs differ" in result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
     assert "4.00 → 6.00" in lines["a"] and "4.00 → 2.00" in lines["b"]
-    assert [cell.strip() for cell in lines["pods started"].split("│")[2:4]] == ["8", "8"]
+    started = next(line for line in result.output.splitlines() if line.startswith("pods started"))
+    assert started.split()[-2:] == ["8", "8"]  # base and changed
 
 
 BAD_FILES = [
