@@ -83,15 +83,17 @@ def pods_section(view: View, wide: bool) -> list[RenderableType]:
 
 
 def _pods_table(pods: Iterable[PodView], now: float, wide: bool) -> Table:
-    """A pod that waits for the same reason as the pod above it says so, instead of the same paragraph again."""
+    """A pod that waits for a reason told above for a pod of its podgroup says so, instead of the same paragraph
+    again."""
     columns = ["pod", *(["podgroup"] if wide else []), "queue", "status", "node", "GPUs", "why it waits"]
     table = plain_table(*columns, title="Pods", keep=len(columns) - 1)
-    above: tuple[str, Reason | None] | None = None
+    told: dict[str, list[Reason]] = {}  # reasons are compared, not hashed: their evidence is a mapping
     for pod in pods:
         cells = [pod.pod, *([pod.podgroup] if wide else []), pod.queue, pod.status, pod.node or "-", n(pod.gpus)]
-        same = pod.reason is not None and above == (pod.podgroup, pod.reason)
+        same = pod.reason is not None and pod.reason in told.get(pod.podgroup, ())
         table.add_row(*cells, "〃 as above" if same else why(pod.reason, now))
-        above = (pod.podgroup, pod.reason)
+        if pod.reason is not None and not same:
+            told.setdefault(pod.podgroup, []).append(pod.reason)
     return table
 
 
@@ -193,7 +195,8 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
     """The waiting podgroups in the order the next cycle tries them: their place in their queue (``wide``: among
     siblings and in the cluster too), since when they wait, why, the nearest fix and an estimated start."""
     rows = view.pending
-    title = f"Waiting ({len(rows)}), in the order the next cycle tries them"
+    where = f" in {view.filters['queue']}" if "queue" in view.filters else ""
+    title = f"Pending{where}: {len(rows)} podgroups waiting, in the order the next cycle tries them"
     columns = ["#", "podgroup", "queue", "pods", "GPUs", "waiting", "why", "nearest fix", "start"]
     if wide:
         columns[1:1] = ["in cluster"]
@@ -215,10 +218,11 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
 
 
 def _podgroup_cell(row: PendingView, wide: bool) -> str:
+    """The workload it is of, as its owner knows it (the podgroup's own name too with ``wide``)."""
     if row.workload is None:
         return row.podgroup
-    workload = row.workload.replace("/", " ")
-    return f"{row.podgroup}\n({workload})" if wide else f"{workload}\n({row.podgroup})"
+    workload = f"{row.workload.replace('/', ' ')} ({row.namespace})"
+    return f"{row.podgroup}\n{workload}" if wide else workload
 
 
 def _fix(row: PendingView, now: float) -> str:

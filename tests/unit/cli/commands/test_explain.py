@@ -15,6 +15,7 @@ from insight_support import (
     team_scenario,
     workloads_file,
 )
+from research_cluster import FILES, RESEARCH, dash_f, kai
 
 from kai.cli.main import main
 
@@ -139,3 +140,48 @@ def test_a_podgroup_that_used_up_its_scheduling_backoff_is_explained_as_left_out
     assert pod["summary"].startswith("pod team/once-0: podgroup team/once was found unschedulable")
     shown = run("explain", "podgroup", "once", "-n", "team", "-f", str(path))
     assert "moved to another pool" in " ".join(shown.split())
+
+
+def test_kai_s_texts_are_not_doubled_and_no_paragraph_is_printed_twice() -> None:
+    """KAI's condition repeats its reason and ends a quoted sentence with a second full stop: explain printed
+    `PodSchedulingErrors: PodSchedulingErrors.` and `GPUs..`, and the headline again under Last cycles."""
+    text = kai("explain", "pytorchjob", "llama-finetune", "-n", "llm", *dash_f())
+    flat = " ".join(text.split())
+    assert "KAI: PodSchedulingErrors: Resources were found for 1 pods" in flat
+    assert "PodSchedulingErrors: PodSchedulingErrors" not in flat and ".." not in flat
+    headline = "queue team-llm may not reclaim: its 0 GPUs allocated plus 32 requested exceed its GPU fair share"
+    assert flat.count(headline) == 1 and "waited: FairShareBelowRequest: (the reason above)" in flat
+    pods = kai("simulate", str(RESEARCH))
+    assert " ".join(pods.split()).count(headline) == 1  # the master's; the other workers say "as above"
+
+
+def test_unknown_kinds_and_names_get_a_did_you_mean() -> None:
+    for args, told in (
+        (["pytorchjb", "llama-finetune"], "kai knows no workload kind pytorchjb; did you mean pytorchjob?"),
+        (["pytorchjob", "llama-finetun"], "no podgroup or pod of it in nodes + queues + workloads; did you mean "
+         "llm/llama-finetune?"),
+        (["pod", "llama-finetune-master"], "did you mean llm/llama-finetune-master-0?"),
+    ):  # fmt: skip
+        result = CliRunner().invoke(main, ["explain", *args, "-n", "llm", *dash_f()])
+        assert result.exit_code == 1 and told in result.output, result.output
+    text = kai("explain", "pod", "alice-notebook", "-n", "vision", *dash_f())
+    assert "QueueUnusable  queue team-visoin does not exist (did you mean team-vision?)" in text
+    assert "Nearest fix: create queue team-visoin, or name queue team-vision instead" in text
+
+
+def test_several_files_with_one_error_say_that_error(tmp_path: Path) -> None:
+    """Several -f files, one of them with a YAML error, said "give one scenario or snapshot…", hiding the error."""
+    broken = tmp_path / "workloads.yaml"
+    broken.write_text((RESEARCH / "workloads.yaml").read_text().replace("kind: Job", "kind: Job\n  bad: [", 1))
+    args = ["explain", "pod", "x", "-f", str(FILES[0]), "-f", str(FILES[1]), "-f", str(broken)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "give one scenario" not in result.output
+    assert f"Error: {broken}: not valid YAML at line" in result.output
+
+
+def test_the_kubeconfig_help_says_where_kai_looks() -> None:
+    """--kubeconfig's help said "default: in-cluster" where the error named ~/.kube/config."""
+    for command in ("explain", "queues", "snapshot", "doctor", "scheduler", "all"):
+        text = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+        assert "its service account; else $KUBECONFIG; else ~/.kube/config" in text, command
+        assert "default: in-cluster" not in text, command
