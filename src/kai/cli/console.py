@@ -3,6 +3,7 @@ line: the output formats kubectl users expect and the filters."""
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,11 +18,22 @@ wrapped (tables take only the columns they need)."""
 
 
 def console(width: int | None = None) -> Console:
-    """A console ``width`` columns wide; by default the terminal's (``COLUMNS`` when set), else ``PIPE_WIDTH``."""
+    """A console ``width`` columns wide; by default the terminal's, else ``COLUMNS``, else the terminal's the output
+    is piped from (``kai … | less`` in a 100-column terminal is 100 wide), else ``PIPE_WIDTH``."""
     if width is None:
         probe = Console()
-        width = probe.width if probe.is_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
+        width = probe.width if probe.is_terminal or os.environ.get("COLUMNS") else _piped_from() or PIPE_WIDTH
     return Console(width=width, highlight=False, soft_wrap=False)
+
+
+def _piped_from() -> int | None:
+    """The width of the terminal stderr or stdin is (None when neither is one)."""
+    for stream in (sys.stderr, sys.stdin):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            continue
+    return None
 
 
 def width_option(command: F) -> F:

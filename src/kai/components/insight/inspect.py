@@ -9,8 +9,8 @@ one dry cycle of the real core over what the scheduler sees: it writes nothing. 
 - *after the last cycle* (files): the cluster once the file's cycles ran and the last one's binds were done, as
   ``kai simulate`` shows it; the last cycle says why the others wait.
 
-Kept: the last cycle's session (its decisions and typed reasons), a session opened on the state it starts from, one
-opened on the moment shown (queue shares, and the order jobs stand in line then), and the run.
+Kept: the last cycle's session (its decisions and typed reasons), one opened on the moment shown (queue shares, and
+the order jobs stand in line then), and the run.
 """
 
 from dataclasses import dataclass
@@ -37,12 +37,11 @@ class Inspection:
     run: ScenarioRun
     """The cycles run (all of a frozen clock's, the last of a running one's), the timeline and the problems."""
     state: ClusterState
-    before: Session
-    """Opened (no action run) on the state the last cycle starts from."""
     session: Session
     """The last cycle's: its decisions and why the others wait."""
     shown: Session
-    """Opened on the moment shown: ``before`` as given, else the cluster after the last cycle's binds."""
+    """Opened (no action run) on the moment shown: the state the last cycle starts from as given, else the cluster
+    after the last cycle's binds."""
     order: JobOrder
     """The order jobs stand in line at the moment shown (the next cycle's)."""
     cluster: MemoryCluster
@@ -71,23 +70,20 @@ def inspect(scenario: Scenario, moment: Moment = Moment.AFTER) -> Inspection:
     """Run the scenario's cycles (one for manifests, snapshots and live clusters), moving the world between them."""
     sim = Simulation(scenario)
     opened: list[Session] = []
-    run = run_scenario(scenario, sim, lambda at: opened.append(at.open()))
+    run = run_scenario(scenario, sim, (lambda at: opened.append(at.open())) if moment is Moment.GIVEN else None)
     session = run.cycles[-1].session
     if moment is Moment.AFTER:
         sim.settle(run.cycles[-1])
-        shown = sim.open()
-    else:
-        shown = opened[0]
+        opened.append(sim.open())
     backed_off = frozenset(key for key in sim.state.elsewhere if sim.backed_off(key))
     return Inspection(
         scenario,
         moment,
         run,
         sim.state,
-        opened[0],
         session,
-        shown,
-        job_order(shown),
+        opened[0],
+        job_order(opened[0]),
         sim.cluster,
         backed_off,
         sim.clock.now,

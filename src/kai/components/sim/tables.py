@@ -6,8 +6,9 @@ from rich.table import Table
 
 
 def plain_table(*columns: str, title: str = "", keep: int = 1) -> Table:
-    """Its first ``keep`` columns (names, numbers) are never cut or wrapped: the others wrap to fit the width. It is
-    at least as wide as its title where the width allows (a narrow table's title would wrap)."""
+    """Its first ``keep`` columns (names, numbers) are never cut or wrapped: the others wrap to fit the width (a word
+    longer than the column is folded, not cut). It is at least as wide as its title where the width allows (a
+    narrow table's title would wrap)."""
     table = Table(
         min_width=len(title),
         title=title or None,
@@ -20,5 +21,5 @@ def plain_table(*columns: str, title: str = "", keep: int = 1) -> Table:
         expand=False,
     )
     for index, column in enumerate(columns):
-        table.add_column(column, no_wrap=index < keep)
+        table.add_column(column, no_wrap=index < keep, overflow="ellipsis" if index < keep else "fold")
     return table

@@ -97,6 +97,7 @@ def _time_to_start(comparison: Comparison) -> Figure:
             axes.bar_label(bars, texts, fontsize="small")
     axes.set_xticks(range(len(queues)), queues)
     axes.set(title="Time to start per queue (pods started in the run)", ylabel="minutes")
+    axes.set_ylim(bottom=0, top=max(1.0, axes.get_ylim()[1]))  # all at once: a 0..1 axis, not one around 0
     axes.legend(fontsize="small")
     axes.grid(alpha=0.3, axis="y")
     return figure
