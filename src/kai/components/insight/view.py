@@ -10,7 +10,7 @@ priority down), and every pod. Renderers only choose and format; a filter (``Vie
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from kai.components.sim.problems import Problem
@@ -279,17 +279,7 @@ def view_json(view: View) -> dict[str, Any]:
         "queues": [queue_json(queue) for queue in view.queues],
         "pending": [pending_json(row, view.at) for row in view.pending],
         "pods": [pod_json(pod, view.at) for pod in view.pods],
-        "problems": [problem_json(problem) for problem in view.problems],
-    }
-
-
-def problem_json(problem: Problem) -> dict[str, Any]:
-    return {
-        "severity": problem.severity,
-        "kind": problem.kind,
-        "name": problem.name,
-        "field": problem.field,
-        "problem": problem.problem,
+        "problems": [asdict(problem) for problem in view.problems],  # as kai simulate --json lists them
     }
 
 

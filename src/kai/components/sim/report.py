@@ -83,7 +83,7 @@ def print_timeline(run: ScenarioRun, console: Console) -> None:
         return
     leaves = rows[-1].leaves
     usage = run.scenario.config.usage_db is not None
-    title = f"GPUs over time: allocated / fair share{' / usage' if usage else ''}"
+    title = f"GPUs over time, after each cycle: allocated / fair share{' / usage' if usage else ''}"
     caption = f"{run.completed} pods finished their run time" + (f", {run.failed} failed" if run.failed else "")
     table = plain_table("time", "cycle", *leaves, title=title, keep=2)
     table.caption = caption

@@ -172,7 +172,10 @@ class Simulation:
         """A session opened on the cluster as it stands (no action run): queue shares and the order jobs stand in
         line for the next cycle."""
         self.grouper.reconcile()
-        return open_session(self._snapshot(), self.scenario.config, self.clock.now)
+        cluster_info = self._snapshot()
+        if self.usage is not None:  # recent usage as the next cycle reads it (nothing is recorded)
+            cluster_info.queue_usage = self.usage.read(self.clock.now)
+        return open_session(cluster_info, self.scenario.config, self.clock.now)
 
     def _snapshot(self) -> ClusterInfo:
         config = self.scenario.config

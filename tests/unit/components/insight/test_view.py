@@ -3,8 +3,10 @@ in the real job order with their reasons and positions, and the queues kai canno
 
 from pathlib import Path
 
+import pytest
 import yaml
 from insight_support import NOW, node_obj, pod_obj, podgroup_obj, queue_obj, team_scenario
+from repo import REPO
 
 from kai.components.insight.build import build_view
 from kai.components.insight.inspect import Moment, inspect
@@ -94,3 +96,12 @@ def test_queues_kai_cannot_use_are_rows_saying_why(tmp_path: Path) -> None:
     document = view_json(view)
     assert document["queues"][2]["problem"].startswith("field spec.resources.gpu.quota")
     assert {row["podgroup"] for row in document["pending"]} == {"team/nb", "team/train"}
+
+
+def test_recent_usage_is_the_time_based_fair_share_the_next_cycle_reads() -> None:
+    """With usageDBConfig, each queue shows its recent usage (as sshare shows its decayed usage); without, none."""
+    scenario = load_scenario(REPO / "examples" / "two-queue-oscillation.yaml", cycles=12)
+    rows = {row.queue: row for row in build_view(inspect(scenario)).queues}
+    usage = {name: row.resources["gpu"].usage for name, row in rows.items()}
+    assert usage["team-a"] is not None and usage["team-b"] is not None and usage["team-a"] > 0
+    assert usage["training-department"] == pytest.approx(usage["team-a"] + usage["team-b"], abs=0.002)

@@ -128,7 +128,7 @@ def print_comparison(comparison: Comparison, console: Console, sample_every_s: f
 def _print_timeline(comparison: Comparison, console: Console, sample_every_s: float | None) -> None:
     base, changed = comparison.base, comparison.changed
     queues = comparison.queues()
-    title = f"GPUs over time: allocated / fair share (base{ARROW}changed)"
+    title = f"GPUs over time, after each cycle: allocated / fair share (base{ARROW}changed)"
     table = plain_table("time", *queues, title=title)
     rows = sampled(base.timeline, comparison.period_s, sample_every_s)
     by_cycle = {sample.cycle: sample for sample in changed.timeline}
