@@ -85,11 +85,12 @@ def pods_section(view: View, wide: bool) -> list[RenderableType]:
 def _pods_table(pods: Iterable[PodView], now: float, wide: bool) -> Table:
     """A pod that waits for a reason told above for a pod of its podgroup says so, instead of the same paragraph
     again."""
-    columns = ["pod", *(["podgroup"] if wide else []), "queue", "status", "node", "GPUs", "why it waits"]
+    columns = ["pod", *(["podgroup"] if wide else []), "queue", "status (for)", "node", "GPUs", "why it waits"]
     table = plain_table(*columns, title="Pods", keep=len(columns) - 1)
     told: dict[str, list[Reason]] = {}  # reasons are compared, not hashed: their evidence is a mapping
     for pod in pods:
-        cells = [pod.pod, *([pod.podgroup] if wide else []), pod.queue, pod.status, pod.node or "-", n(pod.gpus)]
+        status = f"{pod.status} {age(pod.waiting_since, now)}" if pod.status in WAITING_STATUSES else pod.status
+        cells = [pod.pod, *([pod.podgroup] if wide else []), pod.queue, status, pod.node or "-", n(pod.gpus)]
         same = pod.reason is not None and pod.reason in told.get(pod.podgroup, ())
         table.add_row(*cells, "〃 as above" if same else why(pod.reason, now))
         if pod.reason is not None and not same:
@@ -103,7 +104,9 @@ def _podgroups_table(view: View) -> list[RenderableType]:
         by_group.setdefault(pod.podgroup, []).append(pod)
     waiting = [row.podgroup for row in view.pending if row.podgroup in by_group]
     order = waiting + sorted(set(by_group) - set(waiting))
-    table = plain_table("podgroup", "queue", "pods", "nodes", "GPUs", "why it waits", title="Pods by podgroup", keep=2)
+    columns = ("podgroup", "queue", "pods", "nodes", "GPUs", "waiting", "why it waits")
+    table = plain_table(*columns, title="Pods by podgroup", keep=2)
+    since = {row.podgroup: row.waiting_since for row in view.pending}
     workloads = {row.podgroup: row.workload for row in view.pending if row.workload}
     for key in order[:FOLD_AT]:
         pods = by_group[key]
@@ -117,6 +120,7 @@ def _podgroups_table(view: View) -> list[RenderableType]:
             ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
             ", ".join(nodes) if len(nodes) <= 2 else f"{len(nodes)} nodes",
             n(sum(pod.gpus for pod in pods)),
+            age(since.get(key), view.at) if key in since else "",
             why(waiting_pod.reason if waiting_pod is not None else None, view.at),
         )
     rest = order[FOLD_AT:]

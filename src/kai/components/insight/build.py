@@ -5,7 +5,6 @@ from kai.components.insight.inspect import Inspection, Moment
 from kai.components.insight.pending import Line, Prove, pending_rows
 from kai.components.insight.queues import queue_rows
 from kai.components.insight.view import PendingView, PodView, View
-from kai.core.state.reasons import Reason
 
 
 def build_view(ins: Inspection, config_source: str = "", prove: Prove | None = None) -> View:
@@ -33,14 +32,14 @@ def build_view(ins: Inspection, config_source: str = "", prove: Prove | None = N
 def _pods(ins: Inspection, pending: list[PendingView]) -> list[PodView]:
     """Every pod of a podgroup at the moment shown, by name; a waiting one with its own reason, else its
     podgroup's headline."""
-    headline: dict[str, Reason | None] = {row.podgroup: row.reason for row in pending}
+    rows = {row.podgroup: row for row in pending}
     own = ins.session.result.pod_reasons
     session = ins.shown
     pods = []
     for job in (*session.jobs.values(), *session.cluster.unschedulable_jobs.values()):
-        reason = headline.get(job.key)
+        row = rows.get(job.key)
         for task in job.tasks.values():
-            waits = task.status.value in ("Pending", "Gated")
+            waits = task.status.value in ("Pending", "Gated") and row is not None
             pods.append(
                 PodView(
                     pod=task.key,
@@ -50,7 +49,8 @@ def _pods(ins: Inspection, pending: list[PendingView]) -> list[PodView]:
                     status=task.status.value,
                     node=task.node_name or "",
                     gpus=task.gpus_quota,
-                    reason=(own.get(task.key) or reason) if waits else None,
+                    reason=(own.get(task.key) or row.reason) if waits and row is not None else None,
+                    waiting_since=row.waiting_since if waits and row is not None else None,
                 )
             )
     return sorted(pods, key=lambda pod: pod.pod)

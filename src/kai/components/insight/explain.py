@@ -17,12 +17,12 @@ from kai.components.insight.inspect import Inspection, Moment
 from kai.components.insight.pending import (
     WAITING,
     Line,
+    Prove,
     did,
     estimated_start,
     nearest_fix,
-    order_key,
+    pending_row,
     position,
-    waiting_since,
 )
 from kai.components.insight.view import order_key_json, position_json
 from kai.components.insight.workload_podgroups import (
@@ -53,8 +53,11 @@ class NotFound(LookupError):
     """The object is not in what the cycle saw; the message says what was looked for and where."""
 
 
-def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles."""
+def explain_podgroup(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, prove: Prove | None = None
+) -> dict[str, Any]:
+    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles;
+    ``prove``: the fix search (``view.PendingView.proven_fixes``)."""
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
         if key in ins.state.elsewhere:
@@ -64,10 +67,10 @@ def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None =
             keys = [*ins.session.jobs, *ins.session.cluster.unschedulable_jobs]
             raise NotFound(f"podgroup {key} not found in {ins.scenario.name}{_did_you_mean(key, keys)}")
         return _invalid("PodGroup", key, error.field, error.problem, ins.now)
-    return _podgroup(ins, job, history)
+    return _podgroup(ins, job, history, prove)
 
 
-def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
+def explain_workload(ins: Inspection, kind: str, key: str, prove: Prove | None = None) -> dict[str, Any]:
     """A workload by its kind and name: each of its PodGroups explained (``explain_podgroup``)."""
     namespace, _, name = key.partition("/")
     unknown = unknown_kind(kind)
@@ -85,10 +88,12 @@ def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
                 "has grouped them)"
             )
         )
-    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group) for group in groups]}
+    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group, prove=prove) for group in groups]}
 
 
-def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
+def explain_pod(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, prove: Prove | None = None
+) -> dict[str, Any]:
     for job in [*ins.session.jobs.values(), *ins.session.cluster.unschedulable_jobs.values()]:
         task = job.tasks.get(key)
         if task is not None:
@@ -98,7 +103,7 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
                 "name": key,
                 "podgroup": job.key,
                 "reason": as_json(own, ins.now) if own is not None else None,
-                "explanation": _podgroup(ins, job, history),
+                "explanation": _podgroup(ins, job, history, prove),
             }
     error = ins.state.invalid.get(("Pod", key))
     if error is not None:
@@ -181,7 +186,11 @@ def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[
     }
 
 
-def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None) -> dict[str, Any]:
+def _podgroup(
+    ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None, prove: Prove | None
+) -> dict[str, Any]:
+    """The podgroup's explanation; one that waits reads its place, order key, wait and fixes from the view's row
+    (``pending.pending_row``), so kai queues and kai simulate say the same of it."""
     now = ins.now
     cycle = did(ins, job.key)
     reasons = list(cycle.reasons)
@@ -189,6 +198,8 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
     shown = ins.shown.jobs.get(job.key) or ins.shown.cluster.unschedulable_jobs.get(job.key) or job
     own = ins.session.result.pod_reasons
     at, basis = estimated_start(cycle.state, fix, now)
+    line = Line(ins.order)
+    row = pending_row(ins, line, shown, prove) if any(t.status in WAITING for t in shown.tasks.values()) else None
     return {
         "kind": "PodGroup",
         "name": job.key,
@@ -205,10 +216,10 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
         "kai": _kai(ins, job.key),
         "reasons": [as_json(reason, now) for reason in reasons],
         "nearestFix": fix_json(fix, now) if fix is not None else None,
-        "provenFixes": [],
-        "waitingSince": waiting_since(shown, now) if any(t.status in WAITING for t in shown.tasks.values()) else None,
-        "position": position_json(position(ins, Line(ins.order), shown)),
-        "orderKey": order_key_json(order_key(ins, shown)),
+        "provenFixes": [proven.as_json() for proven in row.proven_fixes] if row is not None else [],
+        "waitingSince": row.waiting_since if row is not None else None,
+        "position": position_json(row.position if row is not None else position(ins, line, shown)),
+        "orderKey": order_key_json(row.order_key if row is not None else None),
         "estimatedStart": {"at": at, "basis": basis},
         "lastCycles": _last_cycles(ins, job.key, history),
     }

@@ -175,30 +175,32 @@ def pending_rows(ins: Inspection, line: Line, prove: Prove | None = None) -> lis
     jobs = {**session.cluster.unschedulable_jobs, **session.jobs}
     waiting = [key for key, job in jobs.items() if any(t.status in WAITING for t in job.tasks.values())]
     waiting.sort(key=lambda key: (line.cluster.get(key, len(line.cluster) + 1), key))
-    rows = []
-    for key in waiting:
-        job = jobs[key]
-        cycle = did(ins, key)
-        fix = nearest_fix(cycle.reasons)
-        pods = [task for task in job.tasks.values() if task.status in WAITING]
-        row = PendingView(
-            podgroup=key,
-            workload=workload_of(ins.cluster, key),
-            namespace=job.namespace,
-            queue=job.queue,
-            state=cycle.state,
-            pods=len(pods),
-            gpus=rounded(sum(task.gpus_quota for task in pods)),
-            priority=job.priority,
-            preemptible=job.preemptible,
-            reasons=cycle.reasons,
-            fix=fix,
-            waiting_since=waiting_since(job, ins.now),
-            position=position(ins, line, job),
-            order_key=order_key(ins, job),
-            estimated_start=estimated_start(cycle.state, fix, ins.now),
-        )
-        if prove is not None and cycle.state == "waiting":
-            row = replace(row, proven_fixes=tuple(prove(ins, row)))
-        rows.append(row)
-    return rows
+    return [pending_row(ins, line, jobs[key], prove) for key in waiting]
+
+
+def pending_row(ins: Inspection, line: Line, job: PodGroupInfo, prove: Prove | None = None) -> PendingView:
+    """One waiting podgroup (``job`` as the moment shown has it); with ``prove``, the fixes proven for it."""
+    key = job.key
+    cycle = did(ins, key)
+    fix = nearest_fix(cycle.reasons)
+    pods = [task for task in job.tasks.values() if task.status in WAITING]
+    row = PendingView(
+        podgroup=key,
+        workload=workload_of(ins.cluster, key),
+        namespace=job.namespace,
+        queue=job.queue,
+        state=cycle.state,
+        pods=len(pods),
+        gpus=rounded(sum(task.gpus_quota for task in pods)),
+        priority=job.priority,
+        preemptible=job.preemptible,
+        reasons=cycle.reasons,
+        fix=fix,
+        waiting_since=waiting_since(job, ins.now),
+        position=position(ins, line, job),
+        order_key=order_key(ins, job),
+        estimated_start=estimated_start(cycle.state, fix, ins.now),
+    )
+    if prove is not None and cycle.state == "waiting":
+        row = replace(row, proven_fixes=tuple(prove(ins, row)))
+    return row

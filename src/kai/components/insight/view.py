@@ -171,6 +171,8 @@ class PodView:
     gpus: float
     reason: Reason | None
     """Why it waits: its own reason, else its podgroup's headline."""
+    waiting_since: float | None = None
+    """When its podgroup began to wait (a waiting pod's)."""
 
 
 @dataclass(frozen=True)
@@ -349,6 +351,7 @@ def pod_json(pod: PodView, now: float) -> dict[str, Any]:
         "node": pod.node,
         "gpus": pod.gpus,
         "reason": as_json(pod.reason, now) if pod.reason is not None else None,
+        "waitingSince": pod.waiting_since,
     }
 
 
