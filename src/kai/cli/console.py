@@ -17,9 +17,12 @@ PIPE_WIDTH = 200
 wrapped (tables take only the columns they need)."""
 
 
-def console(width: int | None = None) -> Console:
+def console(width: int | None = None, wide: bool = False) -> Console:
     """A console ``width`` columns wide; by default the terminal's, else ``COLUMNS``, else the terminal's the output
-    is piped from (``kai … | less`` in a 100-column terminal is 100 wide), else ``PIPE_WIDTH``."""
+    is piped from (``kai … | less`` in a 100-column terminal is 100 wide), else ``PIPE_WIDTH``; ``wide`` (``-o
+    wide``): ``PIPE_WIDTH`` unless given, every column whole, as kubectl's wide lines run past the terminal."""
+    if width is None and wide:
+        width = PIPE_WIDTH
     if width is None:
         probe = Console()
         width = probe.width if probe.is_terminal or os.environ.get("COLUMNS") else _piped_from() or PIPE_WIDTH

@@ -68,13 +68,13 @@ def queues(
         if output in ("json", "yaml"):
             emit(view_json(view), output)
         else:
-            console(width).print(_rendered(view, resources, wide, queue is not None or pending))
+            console(width, wide).print(_rendered(view, resources, wide, queue is not None or pending))
         return
     try:
         period = parse_duration(interval, "command line", "--interval")
     except InvalidObject as error:
         raise click.ClickException(str(error)) from error
-    out = console(width)
+    out = console(width, wide)
     with _looks(source) as inspect, Live(console=out, auto_refresh=False, screen=False) as live:
         try:
             while True:

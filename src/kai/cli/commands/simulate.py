@@ -127,7 +127,7 @@ def simulate(
     for _, error in failed:  # before any table: an error after pages of output is missed
         click.echo(f"error: {error}", err=True)
     documents = []
-    out = console(width)
+    out = console(width, output == "wide")
     for _, scenario in runs:
         if isinstance(scenario, ScenarioError):
             continue
