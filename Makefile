@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/kai simulate examples/department.yaml
+	$(BIN)/kai simulate examples/research
 
 # Everything: static checks, then the tests that need no cluster, then the real control plane.
 test: $(STAMP) lint typecheck contracts unit properties e2e

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kai.cli.client_flags import rate_limit_options, reconciles_option
+from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options, reconciles_option
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.runtime.loops import RuntimeOptions
@@ -91,9 +91,7 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
     schedules = "scheduler" in components
 
     @click.command(name=name, help=help_text)
-    @click.option(
-        "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
-    )
+    @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
     @click.option("--context", help="Kubeconfig context.")
     @click.option(
         "--scheduler-conf",
