@@ -45,20 +45,23 @@ class OwnerKind:
     read_at: str | None = ""
     """The version the pod-grouper reads it at (``""``: ``version``; None: not read, its pods are grouped by their
     ownerReference alone). Versions one CRD serves are read at one of them."""
+    serves: bool = False
+    """Its pods serve until stopped (no run to completion): ``kai simulate``'s default run time does not end them."""
 
     @property
     def read_version(self) -> str | None:
         return self.version if self.read_at == "" else self.read_at
 
 
-def _default_rule_for(group: str, version: str, *kinds: str) -> tuple[OwnerKind, ...]:
-    return tuple(OwnerKind(group, version, kind, default_rule) for kind in kinds)
+def _default_rule_for(group: str, version: str, *kinds: str, serves: bool = False) -> tuple[OwnerKind, ...]:
+    return tuple(OwnerKind(group, version, kind, default_rule, serves=serves) for kind in kinds)
 
 
+RAY_KINDS = ("RayCluster", "RayJob", "RayService")
 OWNERS: tuple[OwnerKind, ...] = (
     OwnerKind("", "v1", "Pod", pod.pod),
-    OwnerKind("apps", "v1", "Deployment", apps.deployment),
-    *_default_rule_for("apps", "v1", "StatefulSet", "ReplicaSet"),
+    OwnerKind("apps", "v1", "Deployment", apps.deployment, serves=True),
+    *_default_rule_for("apps", "v1", "StatefulSet", "ReplicaSet", serves=True),
     OwnerKind("batch", "v1", "Job", batch.job),
     OwnerKind("batch", "v1", "CronJob", batch.cronjob),
     OwnerKind("kubeflow.org", "v1", "TFJob", kubeflow.tfjob),
@@ -69,9 +72,9 @@ OWNERS: tuple[OwnerKind, ...] = (
     OwnerKind("kubeflow.org", "v2beta1", "MPIJob", kubeflow.mpi_job),  # mpi-operator's CRD, not the training one's
     OwnerKind("kubeflow.org", "v1beta1", "Notebook", kubeflow.notebook),
     OwnerKind("kubeflow.org", "v1alpha1", "ScheduledWorkflow", default_rule, read_at="v1beta1"),
-    *(OwnerKind("ray.io", "v1", kind, ray.ray) for kind in ("RayCluster", "RayJob", "RayService")),
-    *(OwnerKind("ray.io", "v1alpha1", kind, ray.ray, read_at="v1") for kind in ("RayCluster", "RayJob", "RayService")),
-    OwnerKind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", lws.leader_worker_set),
+    *(OwnerKind("ray.io", "v1", kind, ray.ray, serves=kind == "RayService") for kind in RAY_KINDS),
+    *(OwnerKind("ray.io", "v1alpha1", kind, ray.ray, read_at="v1", serves=kind == "RayService") for kind in RAY_KINDS),
+    OwnerKind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", lws.leader_worker_set, serves=True),
     OwnerKind("jobset.x-k8s.io", "v1alpha2", "JobSet", jobset.jobset),
     OwnerKind("grove.io", "v1alpha1", "PodGangSet", grove.grove),
     OwnerKind("grove.io", "v1alpha1", "PodCliqueSet", grove.grove),
