@@ -65,6 +65,11 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     **GO_BOOL,
     help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
 )
+@click.option(
+    "--block-nvidia-visible-devices",
+    **GO_BOOL,
+    help="Give containers without a GPU NVIDIA_VISIBLE_DEVICES=void; refuse one that picks GPUs with it (=true/false).",
+)
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
 @rate_limit_options()
 def admission(
@@ -82,6 +87,7 @@ def admission(
     strict_validation: bool,
     validate_pod_resize_quota: bool,
     block_upsize_on_bounded_queues: bool,
+    block_nvidia_visible_devices: bool,
     leader_elect: bool,
     qps: float,
     burst: int,
@@ -102,6 +108,7 @@ def admission(
         strict_validation,
         validate_pod_resize_quota,
         block_upsize_on_bounded_queues,
+        block_nvidia_visible_devices,
     )
     options = AdmissionOptions(
         settings,

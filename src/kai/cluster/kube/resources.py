@@ -76,6 +76,7 @@ INSTALL_KINDS: dict[str, Kind] = {
         Kind("Namespace", "", "v1", "namespaces", namespaced=False),
         Kind("Deployment", "apps", "v1", "deployments", namespaced=True),
         Kind("Service", "", "v1", "services", namespaced=True),
+        Kind("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", namespaced=True),
         Kind("ServiceAccount", "", "v1", "serviceaccounts", namespaced=True),
         Kind("Secret", "", "v1", "secrets", namespaced=True),
         Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", namespaced=False),

@@ -10,7 +10,8 @@
 Then, as KAI: a GPU-sharing pod's GPU container gets ``NVIDIA_VISIBLE_DEVICES``, ``RUNAI_NUM_OF_GPUS`` and
 ``GPU_PORTION`` from its capabilities ConfigMap (named from the ``runai/shared-gpu-configmap`` annotation the webhook
 sets), a volume of that ConfigMap, the ``-evar`` ConfigMap as ``envFrom``, and the GPU-sharing runtime class when it
-names none. The binder fills those ConfigMaps when it binds the pod.
+names none. The binder fills those ConfigMaps when it binds the pod. With ``--block-nvidia-visible-devices``, KAI's
+``deviceaccess`` plugin after it: containers without a GPU get ``NVIDIA_VISIBLE_DEVICES=void`` (``device_access``).
 
 The mutation never refuses a pod: what is wrong with it is the validating webhook's to say (it sees the mutated pod).
 """
@@ -22,6 +23,7 @@ from typing import Any
 
 import jsonpatch
 
+from kai.components.admission.device_access import block_gpu_access
 from kai.components.admission.pod_gpu import (
     ContainerRef,
     annotations_of,
@@ -61,6 +63,8 @@ def mutate_pod(request: Request, settings: AdmissionSettings, token: str) -> Dec
             _share_gpu(mutated, ref, token)
         if settings.gpu_fraction_runtime_class and not mutated["spec"].get("runtimeClassName"):
             mutated["spec"]["runtimeClassName"] = settings.gpu_fraction_runtime_class
+    if settings.block_nvidia_visible_devices:
+        block_gpu_access(mutated, object_ref("Pod", as_stored(request)))
     patch = jsonpatch.make_patch(dict(pod), mutated).patch
     return Decision(patch=tuple(patch), warnings=tuple(warnings))
 

@@ -2,7 +2,8 @@
 ``pkg/binder/plugins/gpusharing/gpu-request``): GPU-sharing requests KAI refuses are refused in KAI's words (kai's
 explanation after them, naming the field and what is allowed); what else kai's scheduler could not use (the core's
 pod parser: containers, quantities, affinity…) is a warning, as KAI admits it, and a refusal only with
-``--strict-validation``.
+``--strict-validation``. With ``--block-nvidia-visible-devices``, KAI's ``deviceaccess`` refusals too
+(``device_access``).
 
 On update only new problems refuse the change: a pod admitted before (or by an older kai) can still have its
 labels and annotations written, by the binder among others.
@@ -11,6 +12,7 @@ labels and annotations written, by the binder among others.
 from collections.abc import Mapping
 from typing import Any
 
+from kai.components.admission.device_access import device_access_problems
 from kai.components.admission.pod_gpu import (
     annotations_of,
     containers,
@@ -64,6 +66,8 @@ def pod_problems(
     obj = object_ref("Pod", pod)
     annotations = annotations_of(pod)
     refused = _sharing_problems(pod, annotations, obj, settings)
+    if settings.block_nvidia_visible_devices:
+        refused += device_access_problems(pod, obj)
     unused: list[InvalidObject] = []
     try:
         parse_pod(pod)

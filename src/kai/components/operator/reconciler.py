@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kai.components.operator import certs, monitoring
+from kai.components.operator import certs, leader, monitoring
 from kai.components.operator.objects import key_of, made_by_kai
 from kai.components.operator.queues import needs_write
 from kai.components.operator.render import Desired, render
@@ -96,7 +96,7 @@ class Reconciler:
             _secret_data(self.cluster, ca_key), _secret_data(self.cluster, serving_key), service_names(settings), now
         )
         try:
-            desired = render(config, settings, shards, issued, self._found(settings))
+            desired = render(config, settings, shards, issued, self._found(settings), self._leaders(settings, shards))
         except InvalidObject as error:
             self._report(config, "Config", deployed=str(error), available="", invalid=True)
             return True
@@ -154,6 +154,20 @@ class Reconciler:
         return monitoring.Found(
             present[monitoring.PROMETHEUS_CRD], present[monitoring.SERVICE_MONITOR_CRD], existing, self.clock()
         )
+
+    def _leaders(self, settings: Settings, shards: list[Obj]) -> dict[str, Obj]:
+        """Each shard's Lease holder pod, by shard name, when its schedulers elect a leader (KAI's
+        endpointSliceForShard reads them at each pass too)."""
+        if not leader.routed_to_leader(settings):
+            return {}
+        found = {}
+        for shard in shards:
+            lease = self.cluster.get("Lease", f"{settings.namespace}/{leader.lease_name(settings, shard)}")
+            name = leader.holder_pod_name(lease)
+            pod = self.cluster.get("Pod", f"{settings.namespace}/{name}") if name else None
+            if pod is not None:
+                found[str(shard["metadata"]["name"])] = pod
+        return found
 
     # ------------------------------------------------------------------------------------------- writes
 

@@ -2,12 +2,14 @@
 rendering is unit-tested on its own and the reconciler only applies, prunes and reports.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kai.components.operator.certs import CA_SECRET, Issued, ca_secret_data, serving_secret_data
+from kai.components.operator.leader import routed_to_leader
 from kai.components.operator.monitoring import Found, MetricsService, read_monitoring, render_monitoring
-from kai.components.operator.objects import labelled, owned_by
+from kai.components.operator.objects import key_of, labelled, owned_by
 from kai.components.operator.queues import default_queues
 from kai.components.operator.rbac import rbac_objects
 from kai.components.operator.settings import Settings
@@ -48,9 +50,17 @@ def _secret(settings: Settings, name: str, data: dict[str, str]) -> Obj:
     return labelled("Secret", name, "admission", settings.namespace) | {"type": "Opaque", "data": data}
 
 
-def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued, found: Found) -> Desired:
+def render(
+    config: Obj,
+    settings: Settings,
+    shards: list[Obj],
+    issued: Issued,
+    found: Found,
+    leaders: Mapping[str, Obj] | None = None,
+) -> Desired:
     """The objects of ``config`` (already read into ``settings``) and of every shard; a shard whose spec is wrong
-    is left out and reported in its outcome, the others go on. ``found``: what the monitoring objects depend on."""
+    is left out and reported in its outcome, the others go on. ``found``: what the monitoring objects depend on;
+    ``leaders``: each shard's Lease holder pod, by shard name (``operator.leader``)."""
     read_monitoring(settings.spec)  # a bad spec.prometheus is the Config's, before any shard reads it
     ns = settings.namespace
     objects: list[Obj] = []
@@ -91,13 +101,16 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued, f
         if not scheduler_rbac:
             objects += rbac_objects(settings, "scheduler", SCHEDULER_ACCOUNT)
             scheduler_rbac = True
-        for obj in shard_objects(settings, shard, rendered):
+        leader = (leaders or {}).get(outcome.name)
+        for obj in shard_objects(settings, shard, rendered, leader):
             objects.append(owned_by(obj, shard))
             if obj["kind"] == "Deployment":
                 outcome.deployment = f"{ns}/{obj['metadata']['name']}"
                 deployments.append(outcome.deployment)
             if obj["kind"] == "Service":
                 services.append(MetricsService(obj["metadata"]["name"], metrics_port(obj["metadata"]["name"])["name"]))
+                if not routed_to_leader(settings):
+                    absent.append(("EndpointSlice", f"{key_of(obj)}-leader"))
     monitoring = render_monitoring(settings, services, found)
     objects += monitoring.objects
     absent += monitoring.absent

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from kai.components.operator.fields import Fields
+from kai.components.operator.leader import leader_slice, routed_to_leader
 from kai.components.operator.monitoring import usage_url
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
@@ -161,7 +162,7 @@ def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
             args.append(f"--{flag}={value}")
         else:
             warnings.append(f"spec.args.{flag}: not a flag kai's scheduler takes; ignored")
-    if settings.services["scheduler"].replicas > 1 and "leader-elect" not in flags:
+    if routed_to_leader(settings) and "leader-elect" not in flags:
         args.append("--leader-elect")
     return RenderedShard(config, parsed, args, warnings)
 
@@ -184,8 +185,11 @@ def _connect_usage(settings: Settings, spec: Fields, config: dict[str, Any]) -> 
     config["usageDBConfig"] = usage | {"connectionString": url}
 
 
-def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedShard) -> list[dict[str, Any]]:
-    """ConfigMap, Deployment and Service ``<schedulerName>-<shard>``. The pod template carries a hash of the
+def shard_objects(
+    settings: Settings, shard: dict[str, Any], rendered: RenderedShard, leader: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """ConfigMap, Deployment and Service ``<schedulerName>-<shard>``, and with more than one replica the Service's
+    EndpointSlice to ``leader`` (the Lease holder's pod, ``operator.leader``). The pod template carries a hash of the
     config, so a changed config restarts the scheduler (KAI: the ConfigMap's resourceVersion)."""
     name = f"{settings.scheduler_name}-{shard['metadata']['name']}"
     text = yaml.safe_dump(rendered.config, sort_keys=False)
@@ -206,7 +210,10 @@ def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedS
     service = service_object(settings, name, [metrics_port(name)])
     service["metadata"]["annotations"] = {"prometheus.io/scrape": "true"}  # as KAI's
     service["spec"]["clusterIP"] = "None"
-    return [config_map, scheduler, service]
+    if not routed_to_leader(settings):
+        return [config_map, scheduler, service]
+    del service["spec"]["selector"]  # the operator keeps its endpoints: the leader's
+    return [config_map, scheduler, service, leader_slice(settings, name, leader)]
 
 
 def hash_text(text: str) -> str:

@@ -93,6 +93,8 @@ def _admission_args(settings: Settings, section: Fields) -> list[str]:
         args.append("--validate-pod-resize-quota=false")
     if resize.flag("blockUpsizeOnBoundedQueues", False):
         args.append("--block-upsize-on-bounded-queues=true")
+    if section.flag("blockNvidiaVisibleDevices", False):
+        args.append("--block-nvidia-visible-devices=true")
     return args
 
 

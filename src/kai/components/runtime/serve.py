@@ -139,7 +139,7 @@ def serve_body(
                 raise ServeError(f"the API server's objects could not be listed within {SYNC_TIMEOUT_S:.0f} s")
         if leader_elect:
             leading = threading.Event()
-            identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+            identity = f"{socket.gethostname()}_{uuid.uuid4()}"  # KAI's "<pod name>_<uuid>": the operator routes to it
             elector = LeaderElector(
                 cluster,
                 namespace=lease_namespace,

@@ -219,6 +219,18 @@ def test_in_place_resize_admission_follows_the_config():
     assert admission_args(strict) == ["--validate-pod-resize-quota=false", "--block-upsize-on-bounded-queues=true"]
 
 
+def test_device_access_admission_follows_the_config():
+    """KAI's ``admission.blockNvidiaVisibleDevices``, off by default."""
+
+    def admission_args(spec: dict[str, Any] | None) -> list[str]:
+        cluster = reconciled(config(spec), shard())
+        container = cluster.get("Deployment", f"{NS}/admission")["spec"]["template"]["spec"]["containers"][0]
+        return [a for a in container["args"] if "visible-devices" in a]
+
+    assert admission_args(None) == []
+    assert admission_args({"admission": {"blockNvidiaVisibleDevices": True}}) == ["--block-nvidia-visible-devices=true"]
+
+
 def test_reconcile_is_idempotent():
     cluster = reconciled(config(), shard())
     before = {kind: [o["metadata"] | {"resourceVersion": ""} for o in cluster.list(kind)] for kind in cluster._store}
