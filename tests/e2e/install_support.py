@@ -168,8 +168,12 @@ def mounted_files(cp: ControlPlane, deployment: dict[str, Any], workdir: Path) -
 class HostComponent:
     """One component run on the host from its Deployment (see the module docstring)."""
 
-    def __init__(self, cp: ControlPlane, deployment: dict[str, Any], workdir: Path, env: dict[str, str]) -> None:
-        self.name = deployment["metadata"]["name"]
+    def __init__(
+        self, cp: ControlPlane, deployment: dict[str, Any], workdir: Path, env: dict[str, str], pod: str = ""
+    ) -> None:
+        """``pod``: run as that pod of the Deployment, its hostname the pod's name (as in the pod: a Lease holder
+        names itself by it), in a UTS namespace of its own."""
+        self.name = pod or deployment["metadata"]["name"]
         self.log = workdir / f"{self.name}.log"
         spec = deployment["spec"]["template"]["spec"]
         kubeconfig = cp.token_kubeconfig(NAMESPACE, spec["serviceAccountName"], workdir / f"{self.name}.kubeconfig")
@@ -179,9 +183,12 @@ class HostComponent:
         if args[:1] == ["scheduler"] and not any(arg.startswith("--plugin-server-port") for arg in args):
             self.ports["--plugin-server-port"] = free_port()  # its default, 8081, may be another test run's
             args.append(f"--plugin-server-port={self.ports['--plugin-server-port']}")
+        argv = kai_argv(args, kubeconfig)
+        if pod:
+            argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', pod, *argv]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                kai_argv(args, kubeconfig), stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **env}
+                argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **env}
             )
 
     def _local(self, arg: str, files: dict[str, Path]) -> str:

@@ -76,6 +76,7 @@ class _PodStatus(TypedDict, total=False):
     message: str
     startTime: str
     qosClass: str
+    podIP: str  # the operator routes the scheduler Service to the Lease holder's (operator.leader)
     containerStatuses: list[_ContainerStatus]
     initContainerStatuses: list[_ContainerStatus]
     resourceClaimStatuses: list[Any]

@@ -141,6 +141,8 @@ FULL_POD = {
             }
         ],
         "qosClass": "Burstable",
+        "podIP": "10.244.0.8",
+        "hostIP": "10.240.0.1",
     },
 }
 
@@ -170,6 +172,7 @@ PRUNED_POD = {
             {"name": "c", "resources": {"requests": {"cpu": "2"}}, "allocatedResources": {"cpu": "2"}}
         ],
         "qosClass": "Burstable",
+        "podIP": "10.244.0.8",  # the operator routes the scheduler Service to the leader's
     },
 }
 
