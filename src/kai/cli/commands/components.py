@@ -160,9 +160,10 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
         burst: int,
         max_concurrent_reconciles: int,
     ) -> None:
-        lease = name if name not in ("scheduler", "all") else "kai-scheduler"
-        if name == "scheduler" and partition_label_value:
-            lease = f"kai-scheduler-{partition_label_value}"  # KAI's per-shard Lease
+        lease = name if name not in ("scheduler", "all") else names.SCHEDULER_NAME
+        if name == "scheduler":  # KAI's LeaseName: the scheduler name, per shard (the operator routes to its holder)
+            lease = scheduler_name or names.SCHEDULER_NAME
+            lease += f"-{partition_label_value}" if partition_label_value else ""
         flags = ServeFlags(
             kubeconfig=kubeconfig,
             context=context,

@@ -8,7 +8,9 @@ Config's ``spec.prometheus`` with KAI's defaults, and what it asks for once the 
   retention, storage, selecting the ServiceMonitors by the accounting label) and the ``usage-prometheus`` Service the
   scheduler's time-based fair share reads (``usage_url``).
 - Without the Prometheus CRD, an enabled in-cluster Prometheus is a missing dependency (KAI's
-  ``DependenciesFulfilled`` condition); the rest of the install goes on.
+  ``DependenciesFulfilled`` condition, False then only, as KAI's); without the ServiceMonitor CRD, the monitors
+  wanted are named too (a warning on the Config's Ready condition when that is all that lacks). The rest of the
+  install goes on.
 - A Prometheus kai made and no longer wanted is kept for its retention (KAI's ``kai/deprecation-timestamp``
   annotation), so turning monitoring off does not throw away the usage history at once; then it is deleted.
 """
@@ -97,7 +99,9 @@ class Rendered:
     objects: list[Obj]
     absent: list[tuple[str, str]]
     missing: str
-    """A missing dependency, for the Config's DependenciesFulfilled condition ("" when none)."""
+    """The Prometheus Operator's CRDs the Config needs and the cluster lacks ("" when none)."""
+    required: bool
+    """Whether KAI's DependenciesFulfilled counts them: an in-cluster Prometheus without its CRD."""
     prometheus: str
     """The key of the Prometheus whose availability counts for the install's ("" when none is wanted)."""
 
@@ -152,8 +156,7 @@ def render_monitoring(settings: Settings, services: list[MetricsService], found:
     otherwise), so a cluster without them costs no reads."""
     monitoring = read_monitoring(settings.spec)
     ns = settings.namespace
-    out = Rendered([], [], "", "")
-    out.missing = _missing(monitoring, found)
+    out = Rendered([], [], _missing(monitoring, found), monitoring.in_cluster and not found.prometheus_crd, "")
     if monitoring.in_cluster and found.prometheus_crd:
         out.objects += [*_prometheus_objects(settings, monitoring, None), _usage_service(settings, monitoring)]
         out.prometheus = f"{ns}/{monitoring.instance}"

@@ -113,7 +113,8 @@ class Reconciler:
             "Config",
             deployed="; ".join(failures),
             available=f"not available yet: {', '.join(unavailable)}" if unavailable else "",
-            missing=desired.missing,
+            missing=desired.missing if desired.missing_required else "",
+            warnings=[desired.missing] if desired.missing and not desired.missing_required else None,
         )
         settled = not failures and not unavailable
         for outcome, shard in zip(

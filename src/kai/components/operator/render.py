@@ -44,6 +44,8 @@ class Desired:
     """The key of the Prometheus whose availability counts too ("" when kai runs none)."""
     missing: str = ""
     """A dependency the Config needs that the cluster lacks ("" when none)."""
+    missing_required: bool = False
+    """KAI's DependenciesFulfilled counts ``missing`` (else it is a warning only)."""
 
 
 def _secret(settings: Settings, name: str, data: dict[str, str]) -> Obj:
@@ -118,7 +120,14 @@ def render(
         if "ownerReferences" not in obj["metadata"]:
             owned_by(obj, config)
     return Desired(
-        objects, default_queues(settings.spec), absent, deployments, outcomes, monitoring.prometheus, monitoring.missing
+        objects,
+        default_queues(settings.spec),
+        absent,
+        deployments,
+        outcomes,
+        monitoring.prometheus,
+        monitoring.missing,
+        monitoring.required,
     )
 
 

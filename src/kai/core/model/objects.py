@@ -5,7 +5,7 @@ the object, the field and what is allowed. Units are the scheduler's: millicores
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kai.core.model import names
 from kai.core.model.dra import PodClaim, pod_claims
@@ -600,16 +600,45 @@ def parse_bind_request(raw: Raw) -> BindRequest:
 class Topology:
     name: str
     levels: tuple[str, ...]
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(alias, node label) of the levels that have one (KAI v0.17): a constraint may name a level by either."""
+
+
+def with_level_labels(podgroup: PodGroup, topologies: Mapping[str, Topology]) -> PodGroup:
+    """``podgroup`` with every topology constraint's levels named by node label (KAI's ResolveTopologyAliases, done
+    once as jobs are built, so the plugins and the victim filters read labels only); a level that is no alias of its
+    topology is kept as it is."""
+
+    def resolved(constraint: TopologyConstraint | None) -> TopologyConstraint | None:
+        topology = topologies.get(constraint.topology) if constraint is not None else None
+        if constraint is None or topology is None or not topology.aliases:
+            return constraint
+        labels = dict(topology.aliases)
+        required = labels.get(constraint.required_level, constraint.required_level)
+        preferred = labels.get(constraint.preferred_level, constraint.preferred_level)
+        if (required, preferred) == (constraint.required_level, constraint.preferred_level):
+            return constraint
+        return replace(constraint, required_level=required, preferred_level=preferred)
+
+    topology = resolved(podgroup.topology)
+    subgroups = tuple(replace(sub, topology=resolved(sub.topology)) for sub in podgroup.subgroups)
+    same = all(new.topology is old.topology for new, old in zip(subgroups, podgroup.subgroups, strict=True))
+    if topology is podgroup.topology and same:
+        return podgroup
+    return replace(podgroup, topology=topology, subgroups=subgroups)
 
 
 def parse_topology(raw: Raw) -> Topology:
     meta = Metadata(raw, "Topology", namespaced=False)
     obj = object_ref("Topology", raw)
     spec = mapping(raw, "spec", obj, "spec")
-    levels = []
+    levels, aliases = [], []
     for i, level in enumerate(sequence(spec, "levels", obj, "spec.levels")):
         label = string(level, "nodeLabel", obj, f"spec.levels[{i}].nodeLabel")
         if not label:
             raise InvalidObject(obj, f"spec.levels[{i}].nodeLabel", "is required")
         levels.append(label)
-    return Topology(meta.name, tuple(levels))
+        alias = string(level, "alias", obj, f"spec.levels[{i}].alias")
+        if alias:
+            aliases.append((alias, label))
+    return Topology(meta.name, tuple(levels), tuple(aliases))

@@ -20,7 +20,7 @@ from typing import Any
 from kai.core.model import names
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.numa import NodeTopology
-from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology
+from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology, with_level_labels
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.fit_errors import QUEUE_DOES_NOT_EXIST, JobFitError
@@ -455,7 +455,7 @@ class Snapshots:
         queue_names = frozenset(queues)
         relist = queue_names != self._queue_names
         self._queue_names = queue_names
-        if "PriorityClass" in changes:
+        if "PriorityClass" in changes or "Topology" in changes:  # priorities, or the level aliases jobs resolved
             dirty |= self._jobs.keys()
         inserted = []
         for key, was_inserted in changes.get("PodGroup", {}).items():
@@ -532,7 +532,8 @@ class Snapshots:
         return built
 
     def _job(self, podgroup: PodGroup) -> PodGroupInfo:
-        return PodGroupInfo(podgroup, _priority(self.state, podgroup.priority_class_name), self._journal)
+        resolved = with_level_labels(podgroup, self.state.topologies)
+        return PodGroupInfo(resolved, _priority(self.state, podgroup.priority_class_name), self._journal)
 
     def _info(self, table: NodeTable, queues: dict[str, QueueInfo]) -> ClusterInfo:
         state = self.state

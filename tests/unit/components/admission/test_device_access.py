@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from webhook_support import container, patched, pod, request
 
+from kai.components.admission.device_access import VISIBLE_DEVICES
 from kai.components.admission.pod_mutation import mutate_pod
 from kai.components.admission.pod_validation import validate_pod
 from kai.components.admission.settings import AdmissionSettings
@@ -17,7 +18,7 @@ GPU = {"nvidia.com/gpu": "1"}
 
 
 def visible(obj: dict[str, Any], value: str | None = None, **env_from: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": "NVIDIA_VISIBLE_DEVICES", **env_from}
+    entry: dict[str, Any] = {"name": VISIBLE_DEVICES, **env_from}
     if value is not None:
         entry["value"] = value
     obj["env"] = [entry]

@@ -42,7 +42,8 @@ def test_one_replica_selects_its_pod_and_keeps_no_slice():
 
 
 def test_two_replicas_route_the_service_to_the_lease_holder_and_follow_a_new_one():
-    cluster = reconciled(config(TWO), shard(), lease("sched-a_1"), pod("sched-a", "10.0.0.1"), pod("sched-b", "10.0.0.2"))
+    pods = (pod("sched-a", "10.0.0.1"), pod("sched-b", "10.0.0.2"))
+    cluster = reconciled(config(TWO), shard(), lease("sched-a_1"), *pods)
     assert "selector" not in cluster.get("Service", SERVICE)["spec"]
     routed = cluster.get("EndpointSlice", SLICE)
     assert routed["metadata"]["labels"]["kubernetes.io/service-name"] == "kai-scheduler-default"

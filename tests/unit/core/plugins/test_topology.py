@@ -1,5 +1,6 @@
 """topology: a gang with a required topology level gets the nodes of the domains of that level that can hold it
-whole, each as one candidate set; a gang naming a topology that does not exist gets none, and says so."""
+whole, each as one candidate set (a level may be named by its alias); a gang naming a topology that does not exist
+gets none, and says so."""
 
 from typing import Any
 
@@ -9,7 +10,7 @@ from plugin_support import opened
 
 from kai.core.plugins.topology import TopologyPlugin
 
-RACKS = {"metadata": {"name": "racks"}, "spec": {"levels": [{"nodeLabel": "rack"}]}}
+RACKS = {"metadata": {"name": "racks"}, "spec": {"levels": [{"nodeLabel": "rack", "alias": "server-rack"}]}}
 
 
 def _node(name: str, rack: str) -> tuple[str, dict[str, Any]]:
@@ -18,8 +19,8 @@ def _node(name: str, rack: str) -> tuple[str, dict[str, Any]]:
     return "Node", racked
 
 
-def _session(topology: str):  # type: ignore[no-untyped-def]
-    constraint = {"topology": topology, "requiredTopologyLevel": "rack"}
+def _session(topology: str, level: str = "rack"):  # type: ignore[no-untyped-def]
+    constraint = {"topology": topology, "requiredTopologyLevel": level}
     return opened(
         TopologyPlugin(),
         ("Topology", RACKS),
@@ -46,6 +47,13 @@ def test_a_gang_that_must_share_a_rack_gets_the_racks_that_can_hold_it_whole() -
     ssn = _session("racks")
     assert _subsets(ssn) == [["b1", "b2"]]  # rack-a has 4 of the 8 GPUs free
     assert ssn.jobs["default/gang"].fit_errors == []
+
+
+def test_a_level_named_by_its_alias_is_its_node_label() -> None:
+    """KAI v0.17's level aliases: ``requiredTopologyLevel: server-rack`` is the ``rack`` level."""
+    ssn = _session("racks", "server-rack")
+    assert _subsets(ssn) == [["b1", "b2"]]
+    assert ssn.jobs["default/gang"].root.topology.required_level == "rack"
 
 
 def test_a_gang_naming_a_missing_topology_gets_no_nodes_and_a_reason() -> None:

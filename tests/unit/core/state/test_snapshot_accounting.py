@@ -7,7 +7,7 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.core.model import names
 from kai.core.state.node_table import NodeTable
-from kai.core.state.snapshot import take_snapshot
+from kai.core.state.snapshot import Snapshots, take_snapshot
 
 
 def _fraction(name: str, group: str, node_name: str, deleted: float | None = None) -> dict[str, Any]:
@@ -81,3 +81,26 @@ def test_snapshots_share_a_pod_s_read_only_request() -> None:
     first = take_snapshot(state, "kai-scheduler", T0).jobs["default/whole-a"].tasks["default/whole-a"].req_vec
     second = take_snapshot(state, "kai-scheduler", T0).jobs["default/whole-a"].tasks["default/whole-a"].req_vec
     assert first is second and not first.flags.writeable
+
+
+def test_kept_jobs_follow_a_topology_whose_level_aliases_change() -> None:
+    """Jobs name their topology levels by node label (aliases resolved as they are built); a Topology edit, which
+    may move an alias, has the snapshot build its jobs again."""
+
+    def racks(alias_of_rack: str) -> dict[str, Any]:
+        levels = [{"nodeLabel": "zone", "alias": "z"}, {"nodeLabel": "rack", "alias": alias_of_rack}]
+        return {"metadata": {"name": "racks"}, "spec": {"levels": levels}}
+
+    constraint = {"topology": "racks", "requiredTopologyLevel": "r", "preferredTopologyLevel": "rack"}
+    state = cluster(
+        ("Topology", racks("r")),
+        ("Queue", queue("q")),
+        ("Node", node("n1", 4)),
+        ("PodGroup", podgroup("gang", "q", T0, minMember=1, topologyConstraint=constraint)),
+        ("Pod", pod("gang-0", "gang", gpus=1, node_name="n1")),  # running: a job no session touches
+    )
+    snapshots = Snapshots(state, "kai-scheduler")
+    levels = snapshots.take(T0).jobs["default/gang"].root.topology
+    assert (levels.required_level, levels.preferred_level) == ("rack", "rack")
+    state.apply("Topology", racks("server-rack"))  # "r" no longer names a level: kept as written, as KAI keeps it
+    assert snapshots.take(T0).jobs["default/gang"].root.topology.required_level == "r"
