@@ -1,5 +1,5 @@
-"""``kai explain pod|podgroup|KIND NAME``: why it waits, the nearest fix, its place in line, what the last cycles
-did."""
+"""``kai explain pod|podgroup|KIND NAME``: why it waits, the fixes proven to start it, its place in line, what the
+last cycles did."""
 
 import json
 import shlex
@@ -13,9 +13,13 @@ from rich.tree import Tree
 
 from kai.cli.sources import Source, source_options
 from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
+from kai.components.insight.fixes.search import DEFAULT_CANDIDATES, DEFAULT_SECONDS, Budget, FixFinder
 from kai.components.insight.live import history
 from kai.core.model import names
 from kai.core.state.reason_text import when
+
+SHOWN_TRIED = 3
+"""Candidates that did not start it, shown when none did (-o json has every one)."""
 
 
 @click.command()
@@ -23,23 +27,44 @@ from kai.core.state.reason_text import when
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True, help="Namespace (or give NAME as ns/name).")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--fix-budget",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_SECONDS,
+    show_default=True,
+    help="Seconds to search for proven fixes (each candidate change is proven by a what-if run; 0: no search).",
+)
+@click.option(
+    "--fix-candidates",
+    type=click.IntRange(min=0),
+    default=DEFAULT_CANDIDATES,
+    show_default=True,
+    help="Candidate changes to prove at most, per podgroup.",
+)
 @source_options
-def explain(kind: str, name: str, namespace: str, output: str, **options: Any) -> None:
-    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line,
-    and what the last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or a file (-f).
+def explain(
+    kind: str, name: str, namespace: str, output: str, fix_budget: float, fix_candidates: int, **options: Any
+) -> None:
+    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the fixes proven to start it, its
+    place in line, and what the last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or
+    a file (-f).
+
+    A fix is offered only once a what-if run of the same input with that change (as `kai simulate --what-if` runs
+    it) starts the podgroup within two cycles; -o json carries each as a change file for `kai simulate --what-if`.
 
     KIND is the kind of a workload (job, deployment, statefulset, pytorchjob, raycluster, rayjob, leaderworkerset,
     jobset, …, as kubectl names them): each of its podgroups is explained."""
     source = Source.of(options)
     key = name if "/" in name else f"{namespace}/{name}"
     inspection, side = source.inspect()
+    finder = FixFinder(inspection, Budget(fix_budget, fix_candidates)) if fix_budget and fix_candidates else None
     try:
         if kind == "pod":
-            told = explain_pod(inspection, key)
+            told = explain_pod(inspection, key, finder=finder)
         elif kind in ("podgroup", "podgroups", "pg"):
-            told = explain_podgroup(inspection, key)
+            told = explain_podgroup(inspection, key, finder=finder)
         else:
-            told = explain_workload(inspection, kind, key)
+            told = explain_workload(inspection, kind, key, finder)
     except NotFound as error:
         raise click.ClickException(str(error)) from error
     for podgroup in told.get("podgroups") or [told.get("explanation", told)]:
@@ -115,16 +140,32 @@ def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
 
 def _reason(parent: Tree, reason: dict[str, Any]) -> None:
     branch = parent.add(f"[bold]{reason['kind']}[/bold]  {reason['text']}")
-    for fix in reason["fixes"]:
-        branch.add(f"[green]fix:[/green] {fix['text']}")
     for child in reason["children"]:
         _reason(branch, child)
 
 
 def _fix(told: dict[str, Any], console: Console) -> None:
-    fix = told.get("nearestFix")
-    if fix is not None:
-        console.print(f"Nearest fix: [bold green]{fix['text']}[/bold green]")
+    """The fixes proven to start it (or what was tried), and what it needs that no change kai tries gives."""
+    needs = told.get("needs")
+    if needs is not None:
+        console.print(f"Needs: [bold]{needs['text']}[/bold]")
+    fixes = told.get("fixes")
+    if not fixes or needs is not None:
+        return
+    console.print(f"Fixes: {fixes['summary']}")
+    for number, fix in enumerate(fixes["proven"], 1):
+        cost = fix["cost"]
+        pods = cost["podsDisturbed"]
+        disturbed = f", {pods} pod{'s' * (pods != 1)} disturbed" if pods else ""
+        console.print(
+            f"  {number}. [bold green]{fix['text']}[/bold green] (starts in cycle {fix['startsInCycle']}{disturbed})"
+        )
+    if fixes["proven"] or not fixes["tried"]:
+        return
+    for tried in fixes["tried"][:SHOWN_TRIED]:
+        console.print(f"  tried: {tried['text']}: {tried['outcome']}")
+    if len(fixes["tried"]) > SHOWN_TRIED:
+        console.print(f"  and {len(fixes['tried']) - SHOWN_TRIED} more tried (-o json lists them)")
 
 
 def _pool_hint(told: dict[str, Any], console: Console) -> None:

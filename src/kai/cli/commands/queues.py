@@ -139,7 +139,7 @@ def _borrowing(numbers: dict[str, Any]) -> str:
 
 def _pending_table(report: dict[str, Any], now: float) -> Table:
     table = Table(title=f"Pending in {report['queue']} (in the order the next cycle tries them)", title_justify="left")
-    for column in ("#", "podgroup", "queue", "pods", "GPUs", "state", "why", "nearest fix", "estimated start"):
+    for column in ("#", "podgroup", "queue", "pods", "GPUs", "state", "why", "needs", "estimated start"):
         table.add_column(column)
     for row in report["pending"]:
         start = row["estimatedStart"]
@@ -156,7 +156,7 @@ def _pending_table(report: dict[str, Any], now: float) -> Table:
             go_float(row["gpus"]),
             row["state"],
             f"{row['reason']['kind']}: {row['reason']['text']}" if row["reason"] else "",
-            row["nearestFix"]["text"] if row["nearestFix"] else "",
+            row["needs"]["text"] if row["needs"] else "",
             at,
         )
     return table

@@ -9,13 +9,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, run_what_if
+from kai.cli.whatif import gather_changes, run_what_if
 from kai.components.podgrouper import PodGrouper
 from kai.components.sim.report import as_json, print_tables
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.components.sim.whatif.changes import ChangeError
-from kai.core.model.duration import parse_duration
+from kai.components.sim.whatif.compare import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME_S
+from kai.core.model.duration import format_duration, parse_duration
 from kai.core.model.errors import InvalidObject
 
 
@@ -60,8 +61,12 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--add-nodes", multiple=True, help="A what-if change: N:like=NODE adds N copies of NODE.")
 @click.option("--remove-node", multiple=True, help="A what-if change: remove NODE (its pods go back to pending).")
 @click.option(
+    "--evict-pod", multiple=True, help="A what-if change: evict NS/NAME, a running pod (it goes back to pending)."
+)
+@click.option(
     "--default-run-time",
-    help=f"What-if runs: how long pods without a run time run (default {DEFAULT_RUN_TIME}; 'none': until evicted).",
+    help=f"What-if runs: how long pods without a run time run (default {format_duration(DEFAULT_RUN_TIME_S)}; "
+    "'none': until evicted).",
 )
 @click.option(
     "--plot", type=click.Path(file_okay=False, path_type=Path), help="What-if runs: write PNGs and HTML here."
@@ -78,6 +83,7 @@ def simulate(
     settings: tuple[str, ...],
     add_nodes: tuple[str, ...],
     remove_node: tuple[str, ...],
+    evict_pod: tuple[str, ...],
     default_run_time: str | None,
     plot: Path | None,
 ) -> None:
@@ -85,15 +91,16 @@ def simulate(
 
     Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster.
     With --period the clock advances between cycles and the queues' allocation over time is shown. With changes
-    (--what-if, --set, --add-nodes, --remove-node) one input runs twice, as it is and changed, side by side."""
+    (--what-if, --set, --add-nodes, --remove-node, --evict-pod) one input runs twice, as it is and changed, side by
+    side."""
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     logging.getLogger(PodGrouper.__module__).setLevel(logging.ERROR)  # what it warns of is listed under Problems
     console = Console(width=200)
-    if what_if or settings or add_nodes or remove_node:
+    if what_if or settings or add_nodes or remove_node or evict_pod:
         if check:
             raise click.UsageError("--check compares a scenario's expect block; a what-if run compares two runs")
-        changes = (what_if, settings, add_nodes, remove_node)
+        changes = (what_if, settings, add_nodes, remove_node, evict_pod)
         _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, as_json_output)
         return
     if default_run_time is not None or plot is not None:
@@ -140,7 +147,7 @@ def _what_if(
     period: float | None,
     duration: float | None,
     sample_every: float | None,
-    changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+    changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     default_run_time: str | None,
     plot: Path | None,
     json_output: bool,
@@ -153,7 +160,7 @@ def _what_if(
         changes = gather_changes(*changes_given)
     except ChangeError as error:
         raise click.ClickException(str(error)) from None
-    run_time = _run_time(default_run_time if default_run_time is not None else DEFAULT_RUN_TIME)
+    run_time = _run_time(default_run_time) if default_run_time is not None else DEFAULT_RUN_TIME_S
     clock = ClockSpec(period or DEFAULT_PERIOD_S, duration, sample_every)
     ((_, scenario),) = load_scenarios(list(paths), cycles, clock)
     if isinstance(scenario, ScenarioError):

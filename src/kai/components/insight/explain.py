@@ -2,12 +2,16 @@
 prints it.
 
 For a podgroup: its pods and what the cycle did with each, KAI's reason and messages, the typed reasons (most
-decisive first) and the nearest fix, its place in line (in its queue, its queue among its siblings, up to the top,
-and in the whole cluster), an estimated start where one can be known, and what the last cycles did for it.
+decisive first), the fixes proven to start it (``fixes``; searched when a finder is given) or what it needs that no
+such change gives, its place in line (in its queue, its queue among its siblings, up to the top, and in the whole
+cluster), an estimated start where one can be known, and what the last cycles did for it.
 """
 
 from typing import Any
 
+from kai.components.insight.fixes.candidates import searchable
+from kai.components.insight.fixes.search import FixFinder
+from kai.components.insight.fixes.search import as_json as fixes_json
 from kai.components.insight.inspect import Inspection
 from kai.components.insight.workload_podgroups import workload_kind, workload_podgroups
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
@@ -34,8 +38,11 @@ class NotFound(LookupError):
     """The object is not in what the cycle saw; the message says what was looked for and where."""
 
 
-def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles."""
+def explain_podgroup(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, finder: FixFinder | None = None
+) -> dict[str, Any]:
+    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles;
+    ``finder``: searches proven fixes for a waiting podgroup (none searched without it)."""
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
         if key in ins.state.elsewhere:
@@ -44,10 +51,10 @@ def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None =
         if error is None:
             raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
         return _invalid("PodGroup", key, error.field, error.problem, ins.now)
-    return _podgroup(ins, job, history)
+    return _podgroup(ins, job, history, finder)
 
 
-def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
+def explain_workload(ins: Inspection, kind: str, key: str, finder: FixFinder | None = None) -> dict[str, Any]:
     """A workload by its kind and name: each of its PodGroups explained (``explain_podgroup``)."""
     namespace, _, name = key.partition("/")
     groups = workload_podgroups(ins.cluster, workload_kind(kind), namespace, name)
@@ -56,10 +63,12 @@ def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
             f"{kind} {key}: no podgroup or pod of it in {ins.scenario.name} (kai sees a workload through its pods, "
             "once its controller has made them and the pod-grouper has grouped them)"
         )
-    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group) for group in groups]}
+    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group, finder=finder) for group in groups]}
 
 
-def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
+def explain_pod(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, finder: FixFinder | None = None
+) -> dict[str, Any]:
     for job in [*ins.session.jobs.values(), *ins.session.cluster.unschedulable_jobs.values()]:
         task = job.tasks.get(key)
         if task is not None:
@@ -69,7 +78,7 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
                 "name": key,
                 "podgroup": job.key,
                 "reason": as_json(own, ins.now) if own is not None else None,
-                "explanation": _podgroup(ins, job, history),
+                "explanation": _podgroup(ins, job, history, finder),
             }
     error = ins.state.invalid.get(("Pod", key))
     if error is not None:
@@ -84,7 +93,7 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
         what = f"pod {key} is scheduled by {pod.scheduler_name or 'the default scheduler'}, not by kai"
     else:
         what = f"pod {key} belongs to no podgroup kai schedules (the pod-grouper has not grouped it)"
-    return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
+    return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "needs": None}
 
 
 def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
@@ -111,7 +120,7 @@ def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[s
         "state": state,
         "summary": summary,
         "reasons": [],
-        "nearestFix": None,
+        "needs": None,
     }
     pool = ins.scenario.node_pool
     if state == OTHER_POOL and its_pool is not None and pool is not None:
@@ -143,11 +152,13 @@ def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[
         "state": "invalid",
         "summary": f"kai skips {kind} {key}: field {field}: {problem}",
         "reasons": [as_json(reason, now)],
-        "nearestFix": fix_json(fix, now) if fix is not None else None,
+        "needs": fix_json(fix, now) if fix is not None else None,
     }
 
 
-def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None) -> dict[str, Any]:
+def _podgroup(
+    ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None, finder: FixFinder | None
+) -> dict[str, Any]:
     result, now = ins.session.result, ins.now
     placed = {b.pod_key: b.node for b in result.binds if b.podgroup_key == job.key}
     waiting_on = {p.pod_key: p.node for p in result.pipelined if p.podgroup_key == job.key}
@@ -159,6 +170,11 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
         reasons.append(pipelined(waiting_on.values()))
     state = _state(job, placed, waiting_on, bool(reasons) and not waiting_on)
     fix = reasons[0].fix if reasons and reasons[0].fix is not None else next((r.fix for r in reasons if r.fix), None)
+    held_by = searchable(tuple(reasons))
+    needs = held_by.fix if held_by is not None else None
+    fixes = None
+    if finder is not None and state == "waiting":
+        fixes = fixes_json(finder.search(job.key, tuple(reasons)), finder.budget, now)
     opened = ins.opened.jobs.get(job.key) or ins.opened.cluster.unschedulable_jobs.get(job.key) or job
     return {
         "kind": "PodGroup",
@@ -176,7 +192,8 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
         if waits is not None
         else None,
         "reasons": [as_json(reason, now) for reason in reasons],
-        "nearestFix": fix_json(fix, now) if fix is not None else None,
+        "needs": fix_json(needs, now) if needs is not None else None,
+        "fixes": fixes,
         "position": _position(ins, opened),
         "estimatedStart": _start(state, fix, now),
         "lastCycles": _last_cycles(ins, job.key, history),
@@ -261,7 +278,7 @@ def _start(state: str, fix: Any, now: float) -> dict[str, Any]:
         return {"at": None, "basis": ""}
     if fix is not None and fix.kind in TIMED_FIXES:
         return {"at": fix.evidence["until"], "basis": f"if nothing else changes: {describe_fix(fix, now)}"}
-    return {"at": None, "basis": "none known: it needs the nearest fix, or others to finish (kai knows no runtimes)"}
+    return {"at": None, "basis": "none known: it needs a fix, or others to finish (kai knows no runtimes)"}
 
 
 def _last_cycles(ins: Inspection, key: str, history: dict[str, Any] | None) -> dict[str, Any]:

@@ -68,7 +68,8 @@ def queue_tree(ins: Inspection) -> list[dict[str, Any]]:
 
 def pending(ins: Inspection, queue: str) -> list[dict[str, Any]]:
     """The queue's (and its descendants') pending podgroups, in line first in the order they would be tried, then
-    those not in line; each with its state, headline reason, nearest fix and estimated start."""
+    those not in line; each with its state, headline reason, what it needs that no change kai tries gives, and
+    estimated start (proven fixes take a search each: ``kai explain`` runs it)."""
     if queue not in ins.opened.queues:
         raise NoQueues(f"queue {queue} does not exist (or cannot be used) in {ins.scenario.name}")
     queues = set(subtree(ins, queue))
@@ -96,7 +97,7 @@ def pending(ins: Inspection, queue: str) -> list[dict[str, Any]]:
                 "gpus": amount(sum(t.gpus_quota for t in waiting_pods)),
                 "state": told["state"],
                 "reason": headline,
-                "nearestFix": told["nearestFix"],
+                "needs": told["needs"],
                 "estimatedStart": told["estimatedStart"],
             }
         )

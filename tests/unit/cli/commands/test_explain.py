@@ -25,7 +25,18 @@ def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
     assert told["state"] == "waiting"
     assert told["kai"]["reason"] == "OverLimit"
     assert [r["kind"] for r in told["reasons"]] == ["QueueLimit"]
-    assert told["nearestFix"]["text"] == "raise the GPU limit of queue a by 2 GPUs (to 6)"
+    assert told["needs"] is None
+    fixes = told["fixes"]
+    assert [fix["text"] for fix in fixes["proven"]] == [
+        "raise the GPU limit of queue a from 4 to 6 GPUs; move team/held-0 off node n0 (evicted: back to pending)",
+        "raise the GPU limit of queue a from 4 to 6 GPUs; add 1 node like n0, 8 GPUs",
+    ]  # the limit alone leaves it without room: queue c, above its quota, may give some up
+    assert fixes["proven"][0]["changes"] == {"queues": {"a": {"gpu": {"limit": 6}}}, "pods": {"evict": ["team/held-0"]}}
+    assert fixes["proven"][0]["cost"] == {"gpus": 2.0, "podsDisturbed": 1, "objects": 2}
+    assert {tried["text"] for tried in fixes["tried"]} >= {
+        "raise the GPU limit of queue a from 4 to 6 GPUs",
+        "move team/held-0 off node n0 (evicted: back to pending)",
+    }
     assert told["position"] == {
         "inLine": True,
         "inQueue": {"queue": "a", "place": 1, "of": 1},
@@ -52,7 +63,8 @@ def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
         "State: waiting",
         "QueueLimit  queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
         "KAI: OverLimit: OverLimit.",
-        "Nearest fix: raise the GPU limit of queue a by 2 GPUs (to 6)",
+        "Fixes: 2 proven fixes: with each, it starts in a what-if run of this input",
+        "  2. raise the GPU limit of queue a from 4 to 6 GPUs; add 1 node like n0, 8 GPUs (starts in cycle 1)",
         "In line: 1st of 1 in queue a · a 2nd of 3 under dept · dept 1st of 1 at the top · 2nd of 2 in the cluster",
         "cycle 1 (00:10:00Z (now)): waited: QueueLimit: queue a would exceed its GPU limit",
     ):
@@ -62,7 +74,7 @@ def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
 def test_a_job_the_cycle_places_starts_next_cycle(tmp_path: Path) -> None:
     scenario = team_scenario(tmp_path)
     told = explain_json(scenario, "podgroup", "small")
-    assert told["state"] == "starting" and told["reasons"] == [] and told["nearestFix"] is None
+    assert told["state"] == "starting" and told["reasons"] == [] and told["needs"] is None and told["fixes"] is None
     assert told["pods"] == [
         {"name": "team/small-0", "status": "Pending", "node": "", "nextCycle": "placed on n0", "reason": None}
     ]
@@ -75,22 +87,26 @@ def test_a_gated_job_is_not_in_line_and_names_its_gates(tmp_path: Path) -> None:
     told = explain_json(scenario, "podgroup", "later")
     assert told["position"] == {"inLine": False, "why": "it is not ready: too few of its pods exist or they are gated"}
     assert told["reasons"][0]["kind"] == "SchedulingGate"
-    assert told["nearestFix"]["text"] == "remove the scheduling gates of team/later-0"
+    assert told["needs"]["text"] == "remove the scheduling gates of team/later-0"
+    assert told["fixes"]["proven"] == [] and told["fixes"]["summary"].startswith("no fix searched: it waits for")
+    assert "Needs: remove the scheduling gates of team/later-0" in run(
+        "explain", "podgroup", "later", "-n", "team", "-f", str(scenario)
+    )
 
 
 def test_a_pod_is_explained_with_its_podgroup(tmp_path: Path) -> None:
     scenario = team_scenario(tmp_path)
     told = explain_json(scenario, "pod", "big-1")
-    assert told["podgroup"] == "team/big" and told["explanation"]["nearestFix"]["kind"] == "RaiseQueueLimit"
+    assert told["podgroup"] == "team/big" and len(told["explanation"]["fixes"]["proven"]) == 2
     text = run("explain", "pod", "big-1", "-n", "team", "-f", str(scenario))
-    assert "Pod team/big-1 of podgroup team/big" in text and "Nearest fix: raise the GPU limit of queue a" in text
+    assert "Pod team/big-1 of podgroup team/big" in text and "  1. raise the GPU limit of queue a from 4" in text
 
 
 def test_objects_kai_cannot_use_or_does_not_schedule(tmp_path: Path) -> None:
     scenario = team_scenario(tmp_path)
     told = explain_json(scenario, "podgroup", "broken")
     assert told["state"] == "invalid" and told["reasons"][0]["kind"] == "InvalidObject"
-    assert told["nearestFix"]["text"].startswith("fix PodGroup team/broken, field spec.minMember:")
+    assert told["needs"]["text"].startswith("fix PodGroup team/broken, field spec.minMember:")
     other = explain_json(scenario, "pod", "other")
     assert other["summary"] == "pod team/other is scheduled by default-scheduler, not by kai"
     result = CliRunner().invoke(main, ["explain", "podgroup", "nowhere", "-n", "team", "-f", str(scenario)])
@@ -103,7 +119,8 @@ def test_a_workload_is_explained_by_its_kind_and_name(tmp_path: Path) -> None:
     assert (told["kind"], told["name"]) == ("pytorchjobs", "team/bert")
     (podgroup,) = told["podgroups"]
     assert podgroup["name"].startswith("team/pg-bert-") and podgroup["minMember"] == 4
-    assert podgroup["state"] == "waiting" and podgroup["nearestFix"] is not None
+    assert podgroup["state"] == "waiting"
+    assert [fix["text"] for fix in podgroup["fixes"]["proven"]] == ["add 1 node like n0, 3 GPUs"]
     deployment = explain_json(path, "deploy", "serve")
     assert len(deployment["podgroups"]) == 2
     assert {p["state"] for p in deployment["podgroups"]} == {"starting"}

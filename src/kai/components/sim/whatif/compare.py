@@ -18,6 +18,11 @@ from kai.components.sim.timeline import TimelineSample
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW
 
+DEFAULT_PERIOD_S = 60.0
+"""What-if runs need a running clock: one cycle a simulated minute unless --period says otherwise."""
+DEFAULT_RUN_TIME_S = 3600.0
+"""How long a pod without a run-time annotation runs in a what-if run (a snapshot has none)."""
+
 
 @dataclass
 class RunMetrics:
@@ -90,6 +95,14 @@ class Comparison:
         return sorted(leaves)
 
 
+def what_if_simulation(
+    scenario: Scenario, period_s: float = DEFAULT_PERIOD_S, default_run_time_s: float | None = DEFAULT_RUN_TIME_S
+) -> Simulation:
+    """One run of a what-if (the base or the changed world): the scenario on a clock running ``period_s`` a cycle,
+    pods without a run time running ``default_run_time_s``."""
+    return Simulation(scenario, SimClock(scenario.now, period_s), default_run_time_s)
+
+
 def compare(
     base: Scenario,
     changed: Scenario,
@@ -99,7 +112,7 @@ def compare(
     changes: list[str],
     on_cycle: Callable[[int], None] | None = None,
 ) -> Comparison:
-    sims = [Simulation(s, SimClock(s.now, period_s), default_run_time_s) for s in (base, changed)]
+    sims = [what_if_simulation(s, period_s, default_run_time_s) for s in (base, changed)]
     metrics = [RunMetrics(sim.clock.now) for sim in sims]
     last: list[CycleRecord] = []
     for number in range(1, cycles + 1):

@@ -1,0 +1,162 @@
+"""The search for proven fixes of a waiting podgroup, within a budget of time and candidates.
+
+First the input as it is: a podgroup that starts within the cycles anyway needs no fix. Then the candidates,
+cheapest first, each proven on its own run, until a few are proven or the budget runs out (the time budget is one
+deadline for everything a command asks: several podgroups of one workload share it). A candidate that makes every
+change of a fix already proven, and more, is no other way to start it: it is skipped. The proven fixes are ranked by
+their cost with the pods the scheduler evicted in their runs counted as disturbed; what did not work, and what
+was not tried, is kept so that "none found" can say what was tried.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kai.components.insight.fixes.candidates import Candidate, candidates, searchable
+from kai.components.insight.fixes.proof import Proof, prove
+from kai.components.insight.inspect import Inspection
+from kai.components.sim.whatif.changes import Changes
+from kai.core.state.reason_text import describe
+from kai.core.state.reasons import Reason
+
+DEFAULT_SECONDS = 10.0
+"""Time for the whole search of one command: about ten proofs at 500 nodes (bench/explain_bench.py)."""
+DEFAULT_CANDIDATES = 12
+"""Candidates proven at most per podgroup."""
+FIXES = 3
+"""Proven fixes enough to stop at."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    seconds: float = DEFAULT_SECONDS
+    candidates: int = DEFAULT_CANDIDATES
+    fixes: int = FIXES
+
+
+@dataclass(frozen=True)
+class ProvenFix:
+    candidate: Candidate
+    proof: Proof
+
+    @property
+    def cost(self) -> tuple[float, int, int]:
+        gpus, pods, objects = self.candidate.cost
+        return (gpus, pods + len(self.proof.evicted), objects)
+
+
+@dataclass
+class FixSearch:
+    """What the search found for one podgroup."""
+
+    podgroup: str
+    cycles: int
+    """Cycles each proof ran at most (``kai simulate --what-if … --cycles``)."""
+    held_by: Reason | None = None
+    """A reason no change of quota, room or nodes can lift (nothing was searched)."""
+    starts_anyway: int | None = None
+    """The cycle the podgroup starts in with no change at all (nothing was searched)."""
+    proven: list[ProvenFix] = field(default_factory=list)
+    failed: list[tuple[Candidate, Proof]] = field(default_factory=list)
+    not_tried: list[Candidate] = field(default_factory=list)
+    ran_out: str | None = None
+    """"time" or "candidates" when the budget ended the search before every candidate was tried."""
+    seconds: float = 0.0
+
+
+class FixFinder:
+    """Searches the inspected input for proven fixes, sharing one deadline across the podgroups asked about."""
+
+    def __init__(self, ins: Inspection, budget: Budget, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ins = ins
+        self.budget = budget
+        self.clock = clock
+        self.deadline = clock() + budget.seconds
+        self.cycles = len(ins.cycles) + 1
+        """The inspected cycles and one more: the next cycle, and the one after it (pipelined pods bind)."""
+
+    def search(self, key: str, reasons: tuple[Reason, ...]) -> FixSearch:
+        started = self.clock()
+        found = FixSearch(key, self.cycles)
+        found.held_by = searchable(reasons)
+        if found.held_by is not None:
+            return found
+        base = prove(self.ins.scenario, Changes(), key, self.cycles)
+        if base.started:
+            found.starts_anyway = base.started_in
+            found.seconds = self.clock() - started
+            return found
+        queue = candidates(self.ins, key, reasons)
+        while queue:
+            if len(found.proven) >= self.budget.fixes:
+                break
+            if len(found.proven) + len(found.failed) >= self.budget.candidates:
+                found.ran_out = "candidates"
+                break
+            if self.clock() >= self.deadline:
+                found.ran_out = "time"
+                break
+            candidate = queue.pop(0)
+            if any(fix.candidate.within(candidate) for fix in found.proven):
+                continue
+            proof = prove(self.ins.scenario, candidate.changes, key, self.cycles)
+            if proof.started:
+                found.proven.append(ProvenFix(candidate, proof))
+            else:
+                found.failed.append((candidate, proof))
+        found.not_tried = queue if found.ran_out else []
+        found.proven.sort(key=lambda fix: (fix.cost, fix.candidate.text))
+        found.seconds = self.clock() - started
+        return found
+
+
+def summary(found: FixSearch, budget: Budget, now: float) -> str:
+    """One line: what was found, or honestly why nothing is offered."""
+    if found.held_by is not None:
+        return (
+            f"no fix searched: it waits for something no change of quota, room or nodes lifts "
+            f"({describe(found.held_by, now)})"
+        )
+    if found.starts_anyway is not None:
+        return f"no change needed: it starts in cycle {found.starts_anyway} of a what-if run as it is"
+    if found.proven:
+        count = len(found.proven)
+        return f"{count} proven fix{'es' * (count != 1)}: with each, it starts in a what-if run of this input"
+    tried = len(found.failed)
+    if not tried and not found.not_tried:
+        return "no proven fix: kai found no change of quota, room or nodes to try"
+    within = f"within {budget.seconds:g} s" if found.ran_out == "time" else f"of the {tried} tried"
+    left = f" ({len(found.not_tried)} more not tried: the {found.ran_out} budget ran out)" if found.not_tried else ""
+    return f"no proven fix: no change of quota, room or nodes {within} starts it{left}"
+
+
+def as_json(found: FixSearch, budget: Budget, now: float) -> dict[str, Any]:
+    return {
+        "summary": summary(found, budget, now),
+        "cycles": found.cycles,
+        "startsWithoutChange": found.starts_anyway,
+        "proven": [
+            {
+                "text": fix.candidate.text,
+                "changes": fix.candidate.changes.as_document(),
+                "startsInCycle": fix.proof.started_in,
+                "cost": _cost(fix.cost),
+                "evicted": list(fix.proof.evicted),
+            }
+            for fix in found.proven
+        ],
+        "tried": [
+            {"text": candidate.text, "changes": candidate.changes.as_document(), "outcome": proof.outcome}
+            for candidate, proof in found.failed
+        ],
+        "notTried": [candidate.text for candidate in found.not_tried],
+        "ranOut": found.ran_out,
+        "seconds": round(found.seconds, 3),
+        "budget": {"seconds": budget.seconds, "candidates": budget.candidates},
+    }
+
+
+def _cost(cost: tuple[float, int, int]) -> dict[str, Any]:
+    gpus, pods, objects = cost
+    return {"gpus": gpus, "podsDisturbed": pods, "objects": objects}
