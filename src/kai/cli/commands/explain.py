@@ -146,13 +146,13 @@ def _reason(parent: Tree, reason: dict[str, Any]) -> None:
 
 def _fix(told: dict[str, Any], console: Console) -> None:
     """The fixes proven to start it (or what was tried), and what it needs that no change kai tries gives."""
-    needs = told.get("needs")
+    fixes, needs = told.get("fixes"), told.get("needs")
+    if fixes:
+        console.print(f"Fixes: {fixes['summary']}")
     if needs is not None:
         console.print(f"Needs: [bold]{needs['text']}[/bold]")
-    fixes = told.get("fixes")
-    if not fixes or needs is not None:
+    if not fixes:
         return
-    console.print(f"Fixes: {fixes['summary']}")
     for number, fix in enumerate(fixes["proven"], 1):
         cost = fix["cost"]
         pods = cost["podsDisturbed"]

@@ -1,7 +1,8 @@
 """Changes that may start a waiting podgroup, cheapest first; none is offered before ``proof`` shows it works.
 
-From the podgroup's typed reasons and the cluster it waits in (the inspected cycle's session: what is free is what
-the jobs ahead of it left):
+From the podgroup's typed reasons and the cluster it waits in, as a cycle left it (the inspected cycle's session:
+what is free is what the jobs ahead of it left; or, to refine a change that did not start it, the session of that
+change's last cycle, whose reasons say what held it next):
 
 - **bounds**: the quota or limit of the queue a reason names, raised to what the podgroup needs; then the same on
   the whole path of its ancestors, where a parent bounds it too;
@@ -9,7 +10,9 @@ the jobs ahead of it left):
   affinity, taints, GPU kind); what does not fit goes to nodes freed by moving named pods of lower-priority or
   over-quota queues (fewest pods first), else to new nodes like an existing node it fits on (and one more, in case
   jobs ahead of it take one);
-- each bound together with each room, where both are missing.
+- each bound together with each room, where both are missing; all of them on top of the change being refined.
+  While a queue's limit (or a non-preemptible podgroup's quota) holds it, no room is tried: the room it needs is
+  known from the run of the change that lifts the bound.
 
 Cost: GPUs changed (quota and limit raised, nodes added), then pods moved, then objects changed. The estimate
 orders the search; a proof adds the pods the scheduler itself evicts.
@@ -39,6 +42,8 @@ BOUND_KINDS = {
     ReasonKind.FAIR_SHARE: "quota",
 }
 """Reasons a queue's bound gives, and the bound that raising lets the podgroup past."""
+HARD_BOUNDS = frozenset({ReasonKind.QUEUE_LIMIT, ReasonKind.NON_PREEMPTIBLE_OVER_QUOTA})
+"""Bounds no room lifts (a fair share below the request does not keep a podgroup from room that is free)."""
 ROOM_KINDS = frozenset({ReasonKind.NODE_FIT, ReasonKind.GPU_SHARING, ReasonKind.GANG_SHORT, ReasonKind.TOPOLOGY})
 """Reasons that say the cycle found no room for a pod."""
 UNSEARCHED = frozenset(
@@ -131,6 +136,23 @@ class Candidate:
     def text(self) -> str:
         return "; ".join((*(r.text() for r in self.raises), *self.room.texts()))
 
+    def plus(self, raises: tuple[Raise, ...], room: "Room") -> "Candidate":
+        """This change and more: bounds raised further (each keeps its first old value), pods moved and nodes added
+        besides."""
+        merged = {(r.queue, r.resource, r.item): r for r in self.raises}
+        for r in raises:
+            first = merged.get((r.queue, r.resource, r.item))
+            old = first.old if first is not None else r.old
+            merged[(r.queue, r.resource, r.item)] = Raise(
+                r.queue, r.resource, r.item, old, max(r.new, first.new if first else r.new)
+            )
+        added: dict[str, tuple[int, float]] = {model: (count, gpus) for model, count, gpus in self.room.added}
+        for model, count, gpus in room.added:
+            added[model] = (added.get(model, (0, gpus))[0] + count, gpus)
+        moves = tuple(dict.fromkeys((*self.room.moves, *room.moves)))
+        both = Room(moves, tuple((model, count, gpus) for model, (count, gpus) in added.items()))
+        return Candidate(tuple(merged.values()), both)
+
     def within(self, other: "Candidate") -> bool:
         """Whether ``other`` makes every change this one makes, at least as far (so it is no other way)."""
         bounds = {(r.queue, r.resource, r.item): r.new for r in other.raises}
@@ -148,18 +170,26 @@ def searchable(reasons: tuple[Reason, ...]) -> Reason | None:
 
 
 def candidates(ins: Inspection, key: str, reasons: tuple[Reason, ...]) -> list[Candidate]:
-    """Every candidate change for the waiting podgroup ``key``, cheapest first (ties by their text)."""
-    ssn = ins.session
+    """The candidate changes for the waiting podgroup ``key`` of the inspected cycle, cheapest first."""
+    return around(ins, ins.session, key, reasons, Candidate((), Room()))
+
+
+def around(ins: Inspection, ssn: Session, key: str, reasons: tuple[Reason, ...], base: Candidate) -> list[Candidate]:
+    """``base`` and more, from what ``ssn`` (a cycle of the input changed by ``base``) says of ``key``: each bound
+    its ``reasons`` name raised, each way to make room, and both; cheapest first (ties by their text)."""
     job = ssn.jobs.get(key)
     if job is None:
         return []
     bounds = [raises for raises in _bounds(ssn, job, reasons) if raises]
-    rooms = _rooms(ins, job, any(reason.kind in ROOM_KINDS for reason in _walk(reasons)))
+    if any(reason.kind in HARD_BOUNDS for reason in _walk(reasons)):
+        rooms, unbounded = [], []  # what room it needs is known once it is past its bounds: refined then
+    else:
+        rooms, unbounded = _rooms(ins, ssn, job, any(r.kind in ROOM_KINDS for r in _walk(reasons))), [()]
     found: dict[str, Candidate] = {}
-    for raises in [(), *bounds]:
+    for raises in [*unbounded, *bounds]:
         for room in [Room(), *rooms]:
             if raises or room != Room():
-                candidate = Candidate(raises, room)
+                candidate = base.plus(raises, room)
                 found.setdefault(candidate.text, candidate)
     return sorted(found.values(), key=lambda c: (c.cost, c.text))
 
@@ -237,10 +267,9 @@ def _with_limits(ssn: Session, raises: tuple[Raise, ...]) -> tuple[Raise, ...]:
 # ------------------------------------------------------------------------------------------------------------- room
 
 
-def _rooms(ins: Inspection, job: PodGroupInfo, no_room: bool) -> list[Room]:
+def _rooms(ins: Inspection, ssn: Session, job: PodGroupInfo, no_room: bool) -> list[Room]:
     """Ways to make room for the pods the podgroup still needs, when what is free does not hold them (or the cycle
     found no room for them, ``no_room``: jobs ahead of it in line took it)."""
-    ssn = ins.session
     nodes = ssn.nodes
     tasks = _needed(job)
     if not tasks or not len(nodes):
@@ -254,13 +283,14 @@ def _rooms(ins: Inspection, job: PodGroupInfo, no_room: bool) -> list[Room]:
         left = tasks  # room is there, but others in line take it: room of its own
         free = nodes.non_allocated().copy()
     rooms: list[Room] = []
-    added = _added(ssn, left, allowed)
+    models = {obj["metadata"]["name"] for obj in ins.scenario.objects if obj["kind"] == "Node"}
+    added = _added(ssn, left, allowed, models)
     if added is not None:
         rooms.append(Room(added=added))
         rooms.append(Room(added=tuple((model, count + 1, gpus) for model, count, gpus in added)))
-    moves, rest = _moves(ins, job, left, allowed, free)
+    moves, rest = _moves(ins, ssn, job, left, allowed, free)
     if moves:
-        more = _added(ssn, rest, allowed) if rest else ()
+        more = _added(ssn, rest, allowed, models) if rest else ()
         if more is not None:
             rooms.append(Room(moves=moves, added=more))
     return rooms
@@ -305,13 +335,17 @@ def _place(free: Matrix, task: TaskInfo, allowed: Mask) -> bool:
     return True
 
 
-def _added(ssn: Session, tasks: list[TaskInfo], allowed: dict[str, Mask]) -> tuple[tuple[str, int, float], ...] | None:
-    """New nodes for ``tasks``: copies of the allowed node with the fewest GPUs that holds the largest of them when
-    empty, as many as hold them all; None when no node could hold one of them even empty."""
+def _added(
+    ssn: Session, tasks: list[TaskInfo], allowed: dict[str, Mask], names_in_input: set[str]
+) -> tuple[tuple[str, int, float], ...] | None:
+    """New nodes for ``tasks``: copies of the allowed node of the input with the fewest GPUs that holds the largest
+    of them when empty, as many as hold them all; None when no node could hold one of them even empty."""
     nodes = ssn.nodes
+    of_input = np.array([info.name in names_in_input for info in nodes.infos], dtype=bool)
     models: dict[int, list[TaskInfo]] = {}
     for task in tasks:
-        holds = allowed[task.key] & np.all(task.req_vec[:, None] <= nodes.allocatable + EPSILON, axis=0)
+        fits = np.all(task.req_vec[:, None] <= nodes.allocatable + EPSILON, axis=0)
+        holds = allowed[task.key] & of_input & fits
         if not holds.any():
             return None
         chosen = next((column for column in models if holds[column]), None)
@@ -333,13 +367,12 @@ def _added(ssn: Session, tasks: list[TaskInfo], allowed: dict[str, Mask]) -> tup
 
 
 def _moves(
-    ins: Inspection, job: PodGroupInfo, tasks: list[TaskInfo], allowed: dict[str, Mask], free: Matrix
+    ins: Inspection, ssn: Session, job: PodGroupInfo, tasks: list[TaskInfo], allowed: dict[str, Mask], free: Matrix
 ) -> tuple[tuple[tuple[str, str], ...], list[TaskInfo]]:
     """Room made by moving pods: for each pod, the allowed node where the fewest pods (then the fewest GPUs) must
     move; the pods no node can be freed for are returned. A pod of a lower-priority or over-quota queue may be left
     waiting; any other pod moves only to room left elsewhere (it restarts there, as consolidation moves pods)."""
-    ssn = ins.session
-    movable = _movable(ins, job)
+    movable = _movable(ins, ssn, job)
     free = free.copy()
     moves: list[tuple[str, str]] = []
     rest: list[TaskInfo] = []
@@ -403,15 +436,14 @@ def _free_node(
     return after, chosen
 
 
-def _movable(ins: Inspection, job: PodGroupInfo) -> dict[int, list[Movable]]:
+def _movable(ins: Inspection, ssn: Session, job: PodGroupInfo) -> dict[int, list[Movable]]:
     """By node column: the running pods of other podgroups that run on a node in the input (so that a what-if can
     move them), each marked whether it may be left waiting."""
-    ssn = ins.session
     shares = ssn.queue_share_fns[0] if ssn.queue_share_fns else None
     on_nodes = {
-        f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+        f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}": (obj.get("spec") or {}).get("nodeName")
         for obj in ins.scenario.objects
-        if obj["kind"] == "Pod" and (obj.get("spec") or {}).get("nodeName")
+        if obj["kind"] == "Pod"
     }
     over: dict[str, bool] = {}
     found: dict[int, list[Movable]] = {}
@@ -427,6 +459,6 @@ def _movable(ins: Inspection, job: PodGroupInfo) -> dict[int, list[Movable]]:
         may_wait = other.priority < job.priority or over[other.queue]
         for task in other.tasks.values():
             info = ssn.nodes.by_name.get(task.node_name)
-            if task.status in MOVABLE and info is not None and task.key in on_nodes:
+            if task.status in MOVABLE and info is not None and on_nodes.get(task.key) == task.node_name:
                 found.setdefault(info.column, []).append(Movable(task, other, may_wait))
     return found

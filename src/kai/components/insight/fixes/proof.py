@@ -30,25 +30,24 @@ class Proof:
         return self.started_in is not None
 
 
-def prove(scenario: Scenario, changes: Changes, podgroup: str, cycles: int) -> Proof:
-    """Run ``scenario`` changed by ``changes`` for up to ``cycles`` cycles; stop at the one that starts ``podgroup``."""
+def prove(scenario: Scenario, changes: Changes, podgroup: str, cycles: int) -> tuple[Proof, Session | None]:
+    """Run ``scenario`` changed by ``changes`` for up to ``cycles`` cycles; stop at the one that starts
+    ``podgroup``. With the proof, the session of the last cycle run (None when the change cannot be made)."""
     try:
         changed = apply_changes(scenario, changes) if not changes.empty else scenario
     except ChangeError as error:
-        return Proof(None, (), f"the change cannot be made: {error}")
+        return Proof(None, (), f"the change cannot be made: {error}"), None
     sim = what_if_simulation(changed)
     evicted: list[str] = []
-    outcome = ""
     for number in range(1, cycles + 1):
         record = sim.cycle(number)
         session = record.session
         evicted += [eviction.pod_key for eviction in session.result.evictions]
         if starts(session, podgroup):
-            return Proof(number, tuple(evicted), "")
-        outcome = still_waits(session, podgroup)
+            return Proof(number, tuple(evicted), ""), session
         if number < cycles:
             sim.advance(record)
-    return Proof(None, tuple(evicted), outcome)
+    return Proof(None, tuple(evicted), still_waits(session, podgroup)), session
 
 
 def starts(session: Session, podgroup: str) -> bool:

@@ -2,8 +2,10 @@
 
 First the input as it is: a podgroup that starts within the cycles anyway needs no fix. Then the candidates,
 cheapest first, each proven on its own run, until a few are proven or the budget runs out (the time budget is one
-deadline for everything a command asks: several podgroups of one workload share it). A candidate that makes every
-change of a fix already proven, and more, is no other way to start it: it is skipped. The proven fixes are ranked by
+deadline for everything a command asks: several podgroups of one workload share it). A change that does not start
+it is refined from what held the podgroup in its run (the next bound in the way, room still missing): the refined
+changes join the others, in cost order. A candidate that makes every change of a fix already proven, and more, is
+no other way to start it: it is skipped. The proven fixes are ranked by
 their cost with the pods the scheduler evicted in their runs counted as disturbed; what did not work, and what
 was not tried, is kept so that "none found" can say what was tried.
 """
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.components.insight.fixes.candidates import Candidate, candidates, searchable
+from kai.components.insight.fixes.candidates import Candidate, around, candidates, searchable
 from kai.components.insight.fixes.proof import Proof, prove
 from kai.components.insight.inspect import Inspection
 from kai.components.sim.whatif.changes import Changes
@@ -82,12 +84,13 @@ class FixFinder:
         found.held_by = searchable(reasons)
         if found.held_by is not None:
             return found
-        base = prove(self.ins.scenario, Changes(), key, self.cycles)
+        base, _ = prove(self.ins.scenario, Changes(), key, self.cycles)
         if base.started:
             found.starts_anyway = base.started_in
             found.seconds = self.clock() - started
             return found
         queue = candidates(self.ins, key, reasons)
+        seen = {candidate.text for candidate in queue}
         while queue:
             if len(found.proven) >= self.budget.fixes:
                 break
@@ -100,11 +103,17 @@ class FixFinder:
             candidate = queue.pop(0)
             if any(fix.candidate.within(candidate) for fix in found.proven):
                 continue
-            proof = prove(self.ins.scenario, candidate.changes, key, self.cycles)
+            proof, session = prove(self.ins.scenario, candidate.changes, key, self.cycles)
             if proof.started:
                 found.proven.append(ProvenFix(candidate, proof))
-            else:
-                found.failed.append((candidate, proof))
+                continue
+            found.failed.append((candidate, proof))
+            if session is not None:
+                waits = session.result.unschedulable.get(key)
+                held = waits.reasons if waits is not None else ()
+                refined = [c for c in around(self.ins, session, key, held, candidate) if c.text not in seen]
+                seen.update(c.text for c in refined)
+                queue = sorted([*queue, *refined], key=lambda c: (c.cost, c.text))
         found.not_tried = queue if found.ran_out else []
         found.proven.sort(key=lambda fix: (fix.cost, fix.candidate.text))
         found.seconds = self.clock() - started
@@ -114,15 +123,13 @@ class FixFinder:
 def summary(found: FixSearch, budget: Budget, now: float) -> str:
     """One line: what was found, or honestly why nothing is offered."""
     if found.held_by is not None:
-        return (
-            f"no fix searched: it waits for something no change of quota, room or nodes lifts "
-            f"({describe(found.held_by, now)})"
-        )
+        return f"none searched: no change of quota, room or nodes starts it while {describe(found.held_by, now)}"
     if found.starts_anyway is not None:
         return f"no change needed: it starts in cycle {found.starts_anyway} of a what-if run as it is"
     if found.proven:
         count = len(found.proven)
-        return f"{count} proven fix{'es' * (count != 1)}: with each, it starts in a what-if run of this input"
+        each = "it" if count == 1 else "each"
+        return f"{count} proven: with {each}, a what-if run of this input starts it in the next cycles"
     tried = len(found.failed)
     if not tried and not found.not_tried:
         return "no proven fix: kai found no change of quota, room or nodes to try"
