@@ -296,12 +296,14 @@ def podgroup_crd() -> dict[str, Any]:
                 "Mark the pods PodScheduled=False/Unschedulable when the group cannot be scheduled. Default true."
             ),
             "minMember": integer(
-                "Minimal number of pods that must be scheduled together (gang); none runs until all fit.", minimum=1
+                "Minimal number of pods that must be scheduled together (gang); none runs until all fit. 0: no gang "
+                "requirement, every pod is elastic (KAI #1989).",
+                minimum=0,
             ),
             "minSubGroup": integer(
-                "Minimal number of direct child sub-groups that must be satisfied (with subGroups). Mutually exclusive "
-                "with minMember.",
-                minimum=1,
+                "Minimal number of direct child sub-groups that must be satisfied (with subGroups); 0: none. Mutually "
+                "exclusive with minMember.",
+                minimum=0,
             ),
             "parallelism": integer("Not used by the scheduler.", fmt=None),
             "preemptibility": string(
@@ -714,6 +716,17 @@ def config_crd() -> dict[str, Any]:
             "gpuFractionRuntimeClassName": string("Runtime class given to GPU-fraction pods."),
             "gpuPodRuntimeClassName": string("Runtime class given to GPU pods that have none (empty = leave them)."),
             "gpuSharing": boolean("Allow gpu-fraction and gpu-memory pods."),
+            "inPlacePodResize": obj(
+                {
+                    "blockUpsizeOnBoundedQueues": boolean(
+                        "Refuse any in-place growth on a queue with a cpu/memory limit (non-preemptible pods: a quota)."
+                    ),
+                    "validateQuota": boolean(
+                        "Refuse an in-place resize that takes a queue past its limit. Default true."
+                    ),
+                },
+                "In-place pod resize (pods/resize) admission (KAI #2021).",
+            ),
             "mutatingWebhookConfigurationName": string("Name of the mutating webhook configuration."),
             "queueLabelSelector": boolean("Only namespaces with the queue label get the webhooks."),
             "replicas": integer("Replicas.", fmt="int32"),

@@ -5,7 +5,8 @@
     python3 hack/kai_crd_facts.py DIR --check   # exit 1 if the recorded facts differ from DIR's
 
 DIR holds KAI's CRDs as controller-gen writes them (`<group>_<plural>.yaml`, from `deployments/` of
-kai-scheduler/KAI-Scheduler); ours are checked against KAI v0.17.0's. Per CRD the facts are its identity (group,
+kai-scheduler/KAI-Scheduler); ours are checked against those of KAI's main at d5bc503a (v0.17.0's but for PodGroup
+``minMember`` / ``minSubGroup`` accepting 0). Per CRD the facts are its identity (group,
 names, scope, versions, subresources, printer columns), every field path of its schema with its type, and every
 validation of its schema (enum, minimum, pattern, required, CEL rule…) by field path.
 Needs only PyYAML.

@@ -15,5 +15,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     passed = len(scenarios) - known
     if passed or known:
         terminalreporter.write_line(
-            f"conformance (KAI v0.17.0 scenarios): {passed} scenarios pass, {known} listed as known failures"
+            f"conformance (KAI v0.17.0 and later scenarios): {passed} scenarios pass, {known} listed as known failures"
         )

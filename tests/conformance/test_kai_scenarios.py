@@ -1,4 +1,5 @@
-"""KAI v0.17.0's own action tests, as scenarios (kai-v0.17/README.md): every one runs; a failure needs a reason.
+"""KAI's own action tests, as scenarios: v0.17.0's (kai-v0.17/README.md) and those added after it on KAI's main and
+in its pull requests for the features kai follows (kai-main/README.md). Every one runs; a failure needs a reason.
 
 An unlisted failure fails, and so does a listed scenario that now passes (the list only shrinks).
 """
@@ -10,8 +11,10 @@ import pytest
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import load_scenario
 
-SCENARIOS = Path(__file__).resolve().with_name("kai-v0.17")
-KNOWN_FAILURES_FILE = Path(__file__).with_name("known_failures.txt")
+HERE = Path(__file__).resolve().parent
+SUITES = {"kai-v0.17": 328, "kai-main": 10}
+"""Each folder of scenarios and how many it holds."""
+KNOWN_FAILURES_FILE = HERE / "known_failures.txt"
 
 
 def _known_failures() -> dict[str, str]:
@@ -25,12 +28,13 @@ def _known_failures() -> dict[str, str]:
 
 
 KNOWN = _known_failures()
-FILES = sorted(p.relative_to(SCENARIOS).as_posix() for p in SCENARIOS.rglob("*.yaml"))
+FILES = sorted(p.relative_to(HERE).as_posix() for suite in SUITES for p in (HERE / suite).rglob("*.yaml"))
 
 
-def test_scenario_folder_is_present() -> None:
-    assert SCENARIOS.is_dir(), f"conformance scenarios not found at {SCENARIOS}"
-    assert len(FILES) == 317, f"expected KAI v0.17.0's 317 scenarios, found {len(FILES)}"
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_scenario_folder_is_present(suite: str) -> None:
+    found = [f for f in FILES if f.startswith(f"{suite}/")]
+    assert len(found) == SUITES[suite], f"expected {SUITES[suite]} scenarios in {suite}/, found {len(found)}"
 
 
 def test_known_failures_name_existing_scenarios_with_reasons() -> None:
@@ -41,7 +45,7 @@ def test_known_failures_name_existing_scenarios_with_reasons() -> None:
 
 @pytest.mark.parametrize("relative", FILES)
 def test_scenario(relative: str, request: pytest.FixtureRequest) -> None:
-    run = run_scenario(load_scenario(SCENARIOS / relative))
+    run = run_scenario(load_scenario(HERE / relative))
     if relative in KNOWN:
         request.node.user_properties.append(("known_failure", KNOWN[relative]))
         assert not run.passed, f"{relative} passes now: remove it from known_failures.txt ({KNOWN[relative]})"

@@ -3,6 +3,8 @@ URL and a CA made here, the server started as `kai admission`; everything throug
 
 from __future__ import annotations
 
+import json
+import subprocess
 from typing import Any
 
 from admission_support import Admission, kai_refuses, kubectl_apply, queue, refused
@@ -175,3 +177,50 @@ def test_a_rotated_certificate_is_served_without_a_restart(control_plane: Contro
     wait_until("a refusal through the new certificate", lambda: kai_refuses(control_plane))
     _, checks = Kai.get(admission.probe_port, "/readyz?verbose")
     assert "(load 2)" in checks and admission.process.pid == pid and admission.process.poll() is None
+
+
+def test_an_in_place_resize_past_the_queues_limit_is_refused_with_the_reason(
+    control_plane: ControlPlane, admission: Admission, kai: Kai, kwok: Kwok, namespace: str
+) -> None:
+    """KAI #2021 through the API server's pods/resize subresource: growth within the queue's cpu limit is admitted
+    (and then charged: the queue's status follows the new size), growth past it refused with KAI's reason. KWOK,
+    the kubelet's stand-in, does not report container resources, without which the API server refuses any resize
+    (version skew: "node without support for resize"); the test writes them as a kubelet does."""
+    cp, name = control_plane, f"resize-{namespace.removeprefix('e2e-')}"
+    limited = queue(name)
+    limited["spec"]["resources"]["cpu"] = {"quota": -1, "limit": 3000, "overQuotaWeight": 1}
+    assert not refused(cp, limited)
+    kwok.node(name, 0)
+    cpu = {"cpu": "2", "memory": "1Gi"}
+    web = kai_pod(
+        namespace, "web", {}, [{"name": "main", "image": "busybox", "resources": {"requests": cpu, "limits": cpu}}]
+    )
+    web["metadata"]["labels"] = {"kai.scheduler/queue": name}
+    web["spec"]["nodeSelector"] = {"kubernetes.io/hostname": name}
+    assert not refused(cp, web)
+    wait_until("the pod to run", lambda: pods(cp, namespace)["web"]["status"].get("phase") == "Running")
+
+    def allocated() -> str:
+        return str((kubectl_json(cp, "get", "queue", name).get("status") or {}).get("allocated", {}).get("cpu", ""))
+
+    def resize(cores: str) -> subprocess.CompletedProcess[str]:
+        amounts = {"cpu": cores, "memory": "1Gi"}
+        patch = {"spec": {"containers": [{"name": "main", "resources": {"requests": amounts, "limits": amounts}}]}}
+        return cp.kubectl("patch", "pod", "web", "-n", namespace, "--subresource=resize", "-p", json.dumps(patch),
+                          check=False)  # fmt: skip
+
+    def report(cores: str) -> None:
+        amounts = {"cpu": cores, "memory": "1Gi"}
+        status = {"name": "main", "resources": {"requests": amounts, "limits": amounts}, "allocatedResources": amounts}
+        patch = json.dumps({"status": {"containerStatuses": [status]}})
+        cp.kubectl("patch", "pod", "web", "-n", namespace, "--subresource=status", "--type=strategic", "-p", patch)
+
+    report("2")
+    wait_until("the queue to count the pod", lambda: allocated() == "2")
+    assert resize("3").returncode == 0
+    report("3")
+    wait_until("the queue to count the resize", lambda: allocated() == "3")
+    growing = resize("5")
+    assert growing.returncode != 0
+    assert f"CPU upsize would push queue {name} Allocated (3000m + 2000m) over limit (3000m)" in growing.stderr
+    assert pods(cp, namespace)["web"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "3"

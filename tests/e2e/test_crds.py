@@ -139,8 +139,11 @@ def test_podgroup_with_invalid_preemptibility_is_rejected(kube: Client, namespac
 
 
 def test_podgroup_gang_sizes_are_validated(kube: Client, namespace: str) -> None:
-    message = rejected(kube, podgroup("bad-min", minMember=0), namespace)
-    assert "spec.minMember" in message and "greater than or equal to 1" in message
+    message = rejected(kube, podgroup("bad-min", minMember=-1), namespace)
+    assert "spec.minMember" in message and "greater than or equal to 0" in message
+    kube.create(podgroup("no-gang", minMember=0), namespace=namespace)  # KAI #1989: 0 is no gang requirement
+    message = rejected(kube, podgroup("bad-min-sub", minMember=None, minSubGroup=-1), namespace)
+    assert "spec.minSubGroup" in message and "greater than or equal to 0" in message
 
     message = rejected(kube, podgroup("bad-sub", subGroups=[{"name": "a", "minMember": -1}]), namespace)
     assert "spec.subGroups[0].minMember" in message

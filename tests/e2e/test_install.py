@@ -107,6 +107,27 @@ def test_the_chart_lints_and_refuses_an_unknown_value(control_plane: ControlPlan
     assert "additional properties 'placementStrategie' not allowed" in wrong.stdout + wrong.stderr
 
 
+def test_fips_mode_on_appends_fips_to_every_image_tag(control_plane: ControlPlane) -> None:
+    """KAI's ``global.fipsMode`` (#2007): "on" runs the FIPS image variants, the operator's and the components' (the
+    operator renders theirs from the tag it is given)."""
+
+    def images(*values: str) -> list[str]:
+        out = helm(control_plane, "template", "kai-scheduler", str(CHART), "-n", NAMESPACE, *values).stdout
+        found = []
+        for doc in (d for d in yaml.safe_load_all(out) if d and d.get("kind") in ("Deployment", "Job")):
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                found.append(container["image"])
+                found += [e["value"] for e in container.get("env") or [] if e["name"] == "KAI_IMAGE_TAG"]
+        return sorted(found)
+
+    plain = images("--set", "global.tag=v1.2.3")
+    assert plain and all(image.endswith("v1.2.3") for image in plain)
+    fips = images("--set", "global.tag=v1.2.3", "--set", "global.fipsMode=on")
+    assert fips == [image + "-fips" for image in plain]
+    wrong = helm(control_plane, "lint", str(CHART), "--set", "global.fipsMode=true", check=False)
+    assert wrong.returncode != 0 and "fipsMode" in wrong.stdout + wrong.stderr
+
+
 # ------------------------------------------------------------------------------------------- the install
 
 

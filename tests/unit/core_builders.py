@@ -60,6 +60,60 @@ def pod(
     return {"metadata": meta, "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
 
 
+def resized_pod(
+    spec_cpu: str,
+    status_cpu: str | None = None,
+    allocated_cpu: str | None = None,
+    infeasible: bool = False,
+    node_name: str = "n1",
+    **extra: Any,
+) -> dict[str, Any]:
+    """A running pod (web, in PodGroup web) of one container whose spec asks ``spec_cpu`` while the kubelet reports
+    ``status_cpu`` running and ``allocated_cpu`` allocated (absent: the kubelet reports no resources), as during an
+    in-place resize (``pods/resize``)."""
+    status: dict[str, Any] = {"phase": "Running"}
+    if status_cpu is not None:
+        reported: dict[str, Any] = {"name": "c", "resources": {"requests": {"cpu": status_cpu, "memory": "1Gi"}}}
+        if allocated_cpu is not None:
+            reported["allocatedResources"] = {"cpu": allocated_cpu, "memory": "1Gi"}
+        status["containerStatuses"] = [reported]
+    if infeasible:
+        status["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]
+    requests = {"cpu": spec_cpu, "memory": "1Gi"}
+    return {
+        "metadata": {"name": "web", "namespace": "default", "annotations": {"pod-group-name": "web"}, **extra},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}],
+        },
+        "status": status,
+    }
+
+
+def numa_topology(
+    name: str, policy: str, zones: dict[str, dict[str, str]], scope: str = "pod", **extra: Any
+) -> dict[str, Any]:
+    """A NodeResourceTopology for node ``name``: its kubelet's Topology Manager policy and scope, and its NUMA zones'
+    resources (each all available)."""
+    return {
+        "metadata": {"name": name},
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": policy},
+            {"name": "topologyManagerScope", "value": scope},
+        ],
+        "zones": [
+            {
+                "name": zone,
+                "type": "Node",
+                "resources": [{"name": r, "allocatable": q, "available": q} for r, q in amounts.items()],
+            }
+            for zone, amounts in zones.items()
+        ],
+        **extra,
+    }
+
+
 def cluster(*objects: tuple[str, dict[str, Any]]) -> ClusterState:
     state = ClusterState()
     state.apply("PriorityClass", {"metadata": {"name": "train"}, "value": 50})

@@ -13,6 +13,7 @@ from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
 from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
 from kai.core.plugins.elastic import ElasticPlugin
+from kai.core.plugins.gpujoborder import GpuJobOrderPlugin
 from kai.core.plugins.gpupack import GpuPackPlugin
 from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
 from kai.core.plugins.gpuspread import GpuSpreadPlugin
@@ -21,6 +22,7 @@ from kai.core.plugins.minruntime import MinRuntimePlugin
 from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
 from kai.core.plugins.nominatednode import NominatedNodePlugin
+from kai.core.plugins.numa.plugin import NumaPlugin
 from kai.core.plugins.predicates import PredicatesPlugin
 from kai.core.plugins.priority import PriorityPlugin
 from kai.core.plugins.proportion.plugin import ProportionPlugin
@@ -41,6 +43,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "proportion": ProportionPlugin,
     "predicates": lambda _args: PredicatesPlugin(),
     "priority": lambda _args: PriorityPlugin(),
+    "gpujoborder": GpuJobOrderPlugin,
     "elastic": lambda _args: ElasticPlugin(),
     "kubeflow": lambda _args: KubeflowPlugin(),
     "ray": lambda _args: RayPlugin(),
@@ -50,6 +53,7 @@ PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
     "nodeavailability": lambda _args: NodeAvailabilityPlugin(),
     "resourcetype": lambda _args: ResourceTypePlugin(),
     "nominatednode": lambda _args: NominatedNodePlugin(),
+    "numa": NumaPlugin,
     "gpupack": lambda _args: GpuPackPlugin(),
     "gpuspread": lambda _args: GpuSpreadPlugin(),
     "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),

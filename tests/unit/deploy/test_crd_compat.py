@@ -1,10 +1,11 @@
-"""kai's CRDs (deploy/crds) against the facts recorded from KAI v0.17.0's CRDs (tests/e2e/kai_crd_facts.json).
+"""kai's CRDs (deploy/crds) against the facts recorded from KAI's CRDs (tests/e2e/kai_crd_facts.json): those of KAI's
+main at d5bc503a, which differ from v0.17.0's only in PodGroup ``minMember`` / ``minSubGroup`` accepting 0 (#1989).
 
 Identity (group, names, scope, versions, subresources, printer columns) must be KAI's; every field KAI's schema
 has, ours has with the same type, so no KAI manifest loses a field to pruning; and ours validates nothing KAI's
 does not, so no KAI manifest is refused. `hack/kai_crd_facts.py` writes the
-facts from KAI's CRD files (`python3 hack/kai_crd_facts.py DIR --check`, DIR holding KAI v0.17.0's
-deployments/kai-scheduler/crds, tells whether they still match).
+facts from KAI's CRD files (`python3 hack/kai_crd_facts.py DIR --check`, DIR named kai-crds-main-d5bc503a holding
+that commit's deployments/kai-scheduler/crds, tells whether they still match).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ EXTRA_COLUMNS_OK = {"queues.scheduling.run.ai", "podgroups.scheduling.run.ai"}
 """CRDs whose printer columns may add to KAI's (docs/deviations.md); KAI's own columns still come first."""
 
 
-def test_facts_come_from_kai_v017_and_cover_the_six_crds() -> None:
-    assert json.loads(FACTS_FILE.read_text())["source"] == "kai-crds-v0.17"
+def test_facts_come_from_kais_main_and_cover_the_six_crds() -> None:
+    assert json.loads(FACTS_FILE.read_text())["source"] == "kai-crds-main-d5bc503a"
     assert set(KAI) == {
         "queues.scheduling.run.ai",
         "podgroups.scheduling.run.ai",

@@ -1,6 +1,9 @@
-{{/* The image every component runs: <global.registry>/kai:<global.tag or the chart's appVersion>. */}}
+{{/* The image every component runs: <global.registry>/kai:<global.tag or the chart's appVersion>, with "-fips"
+appended when global.fipsMode is "on" (KAI's FIPS image variants, KAI #2007). */}}
 {{- define "kai.tag" -}}
-{{- .Values.global.tag | default .Chart.AppVersion -}}
+{{- $tag := .Values.global.tag | default .Chart.AppVersion -}}
+{{- if eq .Values.global.fipsMode "on" -}}{{- $tag = printf "%s-fips" $tag -}}{{- end -}}
+{{- $tag -}}
 {{- end -}}
 {{- define "kai.image" -}}
 {{- printf "%s/kai:%s" .Values.global.registry (include "kai.tag" .) -}}

@@ -55,6 +55,16 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     is_flag=True,
     help="kai's: refuse objects kai's scheduler cannot use (a missing parent queue, …); without it they are warnings.",
 )
+@click.option(
+    "--validate-pod-resize-quota",
+    **{**GO_BOOL, "default": "true"},
+    help="Refuse an in-place pod resize that takes a queue past its limit (=true/false; default true).",
+)
+@click.option(
+    "--block-upsize-on-bounded-queues",
+    **GO_BOOL,
+    help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
+)
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
 @rate_limit_options()
 def admission(
@@ -70,11 +80,14 @@ def admission(
     gpu_pod_runtime_class_name: str | None,
     enable_quota_validation: bool,
     strict_validation: bool,
+    validate_pod_resize_quota: bool,
+    block_upsize_on_bounded_queues: bool,
     leader_elect: bool,
     qps: float,
     burst: int,
 ) -> None:
-    """Serve the admission webhooks: pod mutation and validation, Queue, PodGroup and Topology validation."""
+    """Serve the admission webhooks: pod mutation and validation (and of in-place resizes), Queue, PodGroup and
+    Topology validation."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     runtime_class = next(
@@ -82,7 +95,13 @@ def admission(
         DEFAULT_RUNTIME_CLASS,
     )
     settings = AdmissionSettings(
-        scheduler_name, gpu_sharing_enabled, runtime_class, enable_quota_validation, strict_validation
+        scheduler_name,
+        gpu_sharing_enabled,
+        runtime_class,
+        enable_quota_validation,
+        strict_validation,
+        validate_pod_resize_quota,
+        block_upsize_on_bounded_queues,
     )
     options = AdmissionOptions(
         settings,

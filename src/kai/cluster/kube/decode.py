@@ -2,7 +2,8 @@
 
 Pods and nodes dominate a cluster's bytes and are decoded through msgspec ``TypedDict`` views: the result is an
 ordinary dict with the API's shape (metadata/spec/status), but only with the keys declared below, so msgspec skips
-the rest while parsing (managedFields, env, volumes, container statuses, node images, …) instead of building it.
+the rest while parsing (managedFields, env, volumes, container states, node images, …) instead of building it. Of a
+container's status only its name and resources are kept (an in-place resize is charged from them).
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
@@ -61,6 +62,12 @@ class _PodSpec(TypedDict, total=False):
     resourceClaims: list[Any]
 
 
+class _ContainerStatus(TypedDict, total=False):
+    name: str
+    resources: Any
+    allocatedResources: dict[str, Any]
+
+
 class _PodStatus(TypedDict, total=False):
     phase: str
     conditions: list[Any]
@@ -68,6 +75,10 @@ class _PodStatus(TypedDict, total=False):
     reason: str
     message: str
     startTime: str
+    qosClass: str
+    containerStatuses: list[_ContainerStatus]
+    initContainerStatuses: list[_ContainerStatus]
+    resourceClaimStatuses: list[Any]
 
 
 class _Pod(TypedDict, total=False):

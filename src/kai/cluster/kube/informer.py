@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kai.cluster.kube.decode import Decoder
-from kai.cluster.kube.errors import ApiError, Gone, api_error
+from kai.cluster.kube.errors import ApiError, Gone, NotFound, api_error
 from kai.cluster.kube.resources import Kind, list_request, object_key, watch_request
 from kai.cluster.kube.transport import Transport
 from kai.cluster.port import Raw
@@ -163,13 +163,24 @@ class Informer:
                 self.stats.expired += 1
                 log.info("%s: %s; re-listing", self.kind.name, e)
                 self.state.resource_version = ""
+            except NotFound as e:
+                if not self.kind.optional:
+                    backoff = await self._retry(e, backoff)
+                    continue
+                if not self.synced.is_set():  # its API is not served: no objects, and a look again now and then
+                    log.info("%s: %s; the API is not served, taken as no objects", self.kind.name, e)
+                    self.synced.set()
+                await self._back_off(self._max_backoff_s, backoff)
             except ApiError as e:
-                delay = e.retry_after_s if e.retry_after_s is not None else backoff
-                log.warning("%s informer: %s; retrying in %.2fs", self.kind.name, e, delay)
-                backoff = await self._back_off(delay, backoff)
+                backoff = await self._retry(e, backoff)
             except Exception:  # never die silently: a dead informer would leave a cache that looks fine
                 log.exception("%s informer failed; retrying in %.2fs", self.kind.name, backoff)
                 backoff = await self._back_off(backoff, backoff)
+
+    async def _retry(self, error: ApiError, backoff: float) -> float:
+        delay = error.retry_after_s if error.retry_after_s is not None else backoff
+        log.warning("%s informer: %s; retrying in %.2fs", self.kind.name, error, delay)
+        return await self._back_off(delay, backoff)
 
     async def _back_off(self, delay: float, backoff: float) -> float:
         """Waits ``delay``; returns the next backoff (doubled, capped)."""

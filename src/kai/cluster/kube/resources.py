@@ -27,6 +27,8 @@ class Kind:
     version: str
     plural: str
     namespaced: bool
+    optional: bool = False
+    """Its API may not be served (a CRD of another project): a 404 is "no objects", not an error."""
 
     @property
     def api_version(self) -> str:
@@ -61,6 +63,9 @@ KINDS: dict[str, Kind] = {
         Kind("Topology", "kai.scheduler", "v1alpha1", "topologies", namespaced=False),
         Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", namespaced=True),
         Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", namespaced=False),
+        Kind(
+            "NodeResourceTopology", "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", False, optional=True
+        ),
     )
 }
 

@@ -22,8 +22,10 @@ from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import NotFound
 from kai.cluster.kube.kubeconfig import KubeconfigError
 from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
+from kai.cluster.port import ClusterError
 from kai.components.admission import webhooks
 from kai.components.admission.pod_mutation import mutate_pod
+from kai.components.admission.pod_resize_validation import Lookup, validate_pod_resize
 from kai.components.admission.pod_validation import validate_pod
 from kai.components.admission.podgroup_validation import validate_podgroup
 from kai.components.admission.queue_validation import validate_queue
@@ -63,8 +65,11 @@ def token() -> str:
     return "".join(secrets.choice(TOKEN_ALPHABET) for _ in range(7))
 
 
-def decisions(settings: AdmissionSettings, queues: QueueCache) -> dict[str, Callable[[Request], Decision]]:
-    """Each webhook path's decision."""
+def decisions(
+    settings: AdmissionSettings, queues: QueueCache, lookup: Lookup = lambda _kind, _key: None
+) -> dict[str, Callable[[Request], Decision]]:
+    """Each webhook path's decision; ``lookup`` reads an object from the API server (the pods/resize webhook's
+    PodGroups, queues and priority classes)."""
 
     def queue(request: Request) -> Decision:
         parent = str((request.object.get("spec") or {}).get("parentQueue") or "")
@@ -74,6 +79,7 @@ def decisions(settings: AdmissionSettings, queues: QueueCache) -> dict[str, Call
     return {
         webhooks.MUTATE_POD: lambda request: mutate_pod(request, settings, token()),
         webhooks.VALIDATE_POD: lambda request: validate_pod(request, settings),
+        webhooks.VALIDATE_POD_RESIZE: lambda request: validate_pod_resize(request, settings, lookup),
         webhooks.VALIDATE_QUEUE: queue,
         webhooks.VALIDATE_PODGROUP: lambda request: validate_podgroup(request, settings),
         webhooks.VALIDATE_TOPOLOGY: validate_topology,
@@ -155,13 +161,24 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
         except NotFound:
             return None
 
+    def read(kind: str, key: str) -> Mapping[str, Any] | None:
+        """Best effort: an object that cannot be read is None (the pods/resize webhook then admits)."""
+        try:
+            return cluster.send(api.get_request(api.kind_of(kind), key))
+        except ClusterError as error:
+            if not isinstance(error, NotFound):
+                log.warning("cannot read %s %s: %s", kind, key, error)
+            return None
+
     queues = QueueCache(read_queue)
     cluster.subscribe(queues.on_change)
     certificates = CertificateFiles(options.cert_dir)
     registry, health = CollectorRegistry(), Health()
     registry.register(RestClientMetrics(cluster.request_counts, cluster.server, cluster.rate_limit_waits))
     try:
-        server = WebhookServer(address, certificates, handlers(decisions(options.settings, queues), _Metrics(registry)))
+        server = WebhookServer(
+            address, certificates, handlers(decisions(options.settings, queues, read), _Metrics(registry))
+        )
     except OSError as error:
         cluster.close()
         raise AdmissionError(

@@ -3,11 +3,12 @@ serves it from ``pkg/apis/scheduling/v2alpha2/podgroup_webhook.go``), as permiss
 words, kai's explanation after them.
 
 Refused, as KAI: duplicate sub-group names, a parent that is not a sub-group, a sub-group cycle, ``minMember``
-together with ``minSubGroup`` (on the PodGroup or on a sub-group), a PodGroup-level ``minSubGroup`` below 1,
+together with ``minSubGroup`` (on the PodGroup or on a sub-group),
 ``minSubGroup`` on a leaf sub-group, a leaf without ``minMember``, and ``minMember`` on a sub-group that has
 children (a warning on update, so PodGroups made before the rule can still change). Warned: a ``minSubGroup``
-larger than the number of direct children (the gang can never start). A mid-level ``minSubGroup: 0`` is allowed,
-as KAI allows it: a fully elastic subtree. Anything else kai's scheduler cannot use is a warning (refused with
+larger than the number of direct children (the gang can never start). ``minMember: 0`` and ``minSubGroup: 0`` are
+allowed, at any level, as KAI's main allows them since #1989 (v0.17 refused a PodGroup-level ``minSubGroup`` below
+1): no gang requirement, every member elastic. Anything else kai's scheduler cannot use is a warning (refused with
 ``--strict-validation``).
 """
 
@@ -82,10 +83,7 @@ def _check_top(spec: Mapping[str, Any], roots: int, obj: str, errors: list[Inval
     min_subgroup = spec.get("minSubGroup")
     if min_subgroup is None:
         return
-    if min_subgroup < 1:
-        kai = "minSubGroup at the podgroup level must be equal to or greater than 1"
-        errors.append(InvalidObject(obj, "spec.minSubGroup", f"got {min_subgroup}; allowed: 1 or more", kai=kai))
-    elif min_subgroup > roots:
+    if min_subgroup > roots:
         warnings.append(_too_many(obj, "spec", min_subgroup, roots, ""))
 
 

@@ -22,3 +22,9 @@ class AdmissionSettings:
     """``--strict-validation`` (kai's, off by default): also refuse what KAI admits but kai's scheduler cannot use
     (a missing parent queue, a limit below the quota, an unreadable field…). Off, those are warnings: the object is
     stored, and the scheduler reports it on the object (event and condition) until it is mended."""
+    resize_quota_validation: bool = True
+    """``--validate-pod-resize-quota``: refuse an in-place resize that would take a queue past its limit (or a
+    non-preemptible pod's queue past its quota)."""
+    block_upsize_on_bounded_queues: bool = False
+    """``--block-upsize-on-bounded-queues``: refuse any in-place growth on a queue with a limit, or for a
+    non-preemptible pod with a quota, whatever it uses now."""

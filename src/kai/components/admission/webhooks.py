@@ -17,6 +17,7 @@ ClientConfig = Callable[[str], Raw]
 
 MUTATE_POD = "/mutate--v1-pod"
 VALIDATE_POD = "/validate--v1-pod"
+VALIDATE_POD_RESIZE = "/validate--v1-pod-resize"
 VALIDATE_TOPOLOGY = "/validate-kai-scheduler-v1alpha1-topology"
 VALIDATE_QUEUE = "/validate-scheduling-run-ai-v2-queue"
 VALIDATE_PODGROUP = "/validate-scheduling-run-ai-v2alpha2-podgroup"
@@ -45,16 +46,20 @@ class Webhook:
     namespaced: bool
     operations: tuple[str, ...]
     mutating: bool = False
+    failure_policy: str = "Fail"
+    """``Ignore`` for the pods/resize webhook: best effort, it never blocks a resize when kai cannot answer."""
 
     @property
     def for_pods(self) -> bool:
-        return self.resource == "pods"
+        return self.resource in ("pods", "pods/resize")
 
 
 WEBHOOKS = (
     Webhook(MUTATE_POD, MUTATING_CONFIGURATION, "admission.{namespace}.svc", "", "v1", "pods", True, ("CREATE",), True),
     Webhook(VALIDATE_POD, VALIDATING_CONFIGURATION, "admission.{namespace}.svc", "", "v1", "pods", True,
             ("CREATE", "UPDATE")),
+    Webhook(VALIDATE_POD_RESIZE, VALIDATING_CONFIGURATION, "podresize.admission.{namespace}.svc", "", "v1",
+            "pods/resize", True, ("UPDATE",), failure_policy="Ignore"),
     Webhook(VALIDATE_TOPOLOGY, VALIDATING_CONFIGURATION, "topology.admission.{namespace}.svc", "kai.scheduler",
             "v1alpha1", "topologies", False, ("CREATE", "UPDATE")),
     Webhook(VALIDATE_QUEUE, QUEUE_CONFIGURATION, "queue-validation.kai.scheduler", "scheduling.run.ai", "v2",
@@ -110,7 +115,7 @@ def configurations(
             "name": webhook.name.format(namespace=namespace),
             "admissionReviewVersions": ["v1"],
             "sideEffects": "None",
-            "failurePolicy": "Fail",
+            "failurePolicy": webhook.failure_policy,
             "clientConfig": client_config(webhook.path),
             "rules": [
                 {

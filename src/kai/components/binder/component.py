@@ -17,6 +17,7 @@ a minute), else it is Failed for good. A failed attempt is rolled back (the pod'
 pods nothing else holds) and logged as one WARNING line naming the request, the pod and the reason.
 """
 
+import json
 import logging
 import math
 import threading
@@ -190,19 +191,21 @@ class Binder:
                 raise BindFailure(f"node {node} does not exist")
             if br.received_resource_type == "Fraction" and not br.gpu_groups:
                 raise BindFailure("invalid BindRequest: a Fraction request needs spec.selectedGPUGroups")
-            self._bind_pod(br, uid)
+            self._bind_pod(br, uid, (request.get("spec") or {}).get("predictedNUMAZones"))
         self._allocate_claims(pod, (request.get("spec") or {}).get("resourceClaimAllocations") or [])
 
-    def _bind_pod(self, br: BindRequest, uid: str) -> None:
+    def _bind_pod(self, br: BindRequest, uid: str, numa_zones: object = None) -> None:
         """Reservation pods, the pod's GPU group label, then the binding, which carries the received resource
-        annotation (the API server adds a Binding's annotations to the pod: one write fewer than KAI's patch);
-        undone on failure."""
+        annotation and the predicted NUMA zones (the API server adds a Binding's annotations to the pod: one write
+        fewer than KAI's patch); undone on failure."""
         pod_key, node = br.pod_key, br.selected_node
         held = {(node, group) for group in br.gpu_groups}
         if held:
             with self._lock:
                 self._held[pod_key] = held
         received = {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: br.received_resource_type}
+        if numa_zones:
+            received[names.NUMA_PLACEMENT_PREDICTED_ANNOTATION] = json.dumps(numa_zones, separators=(",", ":"))
         try:
             for group in br.gpu_groups:
                 self.reservations.ensure(node, group)

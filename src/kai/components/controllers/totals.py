@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
-from kai.core.model import names
+from kai.core.model.quantity import format_amount
 
 Amount = int | Fraction
 Frozen = tuple[tuple[str, Amount], ...]
@@ -58,15 +58,6 @@ def added(frozen: Frozen, amounts: Iterable[tuple[str, Amount]], sign: int = 1) 
     return freeze(totals)
 
 
-def quantity(name: str, amount: float) -> str:
-    """A Kubernetes quantity string for an amount in scheduler units (millicores for cpu)."""
-    if name == names.CPU:
-        return str(int(amount // 1000)) if amount % 1000 == 0 else f"{round(amount)}m"
-    if float(amount).is_integer():
-        return str(int(amount))
-    return f"{round(amount * 1000)}m"
-
-
 def resource_list(totals: Frozen) -> dict[str, str]:
     """A status resource list (``{"cpu": "4", "nvidia.com/gpu": "500m"}``): a fresh dict, from a table of those
     already made (every touched PodGroup's wanted status is made again each pass)."""
@@ -74,5 +65,5 @@ def resource_list(totals: Frozen) -> dict[str, str]:
     if made is None:
         if len(_LISTS) >= _INTERNED_KEPT:
             _LISTS.clear()
-        made = _LISTS[totals] = {name: quantity(name, float(amount)) for name, amount in totals}
+        made = _LISTS[totals] = {name: format_amount(name, float(amount)) for name, amount in totals}
     return dict(made)

@@ -38,6 +38,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("bindrequests",), (*READ, "create", "delete")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
+        rule("topology.node.k8s.io", ("noderesourcetopologies",), READ),  # the numa plugin
         EVENTS,
     ],
     "binder": [
@@ -73,7 +74,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("queues/status",), ("update", "patch")),
     ],
     "admission": [
-        rule(KAI, ("queues", "podgroups"), READ),  # a Queue's parent exists, no cycle; PodGroup sub-groups
+        rule(KAI, ("queues", "podgroups"), READ),  # a Queue's parent exists, no cycle; a resized pod's queues
+        rule("scheduling.k8s.io", ("priorityclasses",), READ),  # a resized pod's PodGroup's preemptibility
         EVENTS,
     ],
 }

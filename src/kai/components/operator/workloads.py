@@ -58,19 +58,29 @@ def container_args(settings: Settings, component: Component) -> list[str]:
     if component.name == "binder":
         namespace = section.sub("resourceReservation").text("namespace", names.RESERVATION_NAMESPACE)
         args.append(f"--resource-reservation-namespace={namespace}")
-    args += client_args(section)
+    args += client_args(section, component)
     if component.name in RECONCILING and section.raw.get("maxConcurrentReconciles") is not None:
         args.append(f"--max-concurrent-reconciles={section.integer('maxConcurrentReconciles', 0, minimum=1)}")
     return args
 
 
-def client_args(section: Fields) -> list[str]:
-    """``--qps`` / ``--burst`` from the section's ``service.k8sClientConfig`` (the pod-grouper's own
-    ``k8sClientConfig`` too, as KAI reads it), only where set: the binary's defaults apply otherwise. KAI's operator
-    drops them for admission and the status controllers (see docs/deviations.md)."""
+SERVICE_CLIENT_DEFAULTS = {"qps": 20, "burst": 100}
+"""KAI's ``service.k8sClientConfig`` defaults, which its operator passes to every component with a Service section
+since KAI #2027 (before, only the binder got them)."""
+
+
+def client_args(section: Fields, component: Component) -> list[str]:
+    """``--qps`` / ``--burst`` from the section's ``service.k8sClientConfig``, with KAI's defaults (20 / 100) where
+    the Config leaves them out. The pod-grouper takes its own ``k8sClientConfig`` (as KAI reads it; kai also its
+    ``service.k8sClientConfig``), with no default: its binary's (50 / 300) then holds, as in KAI."""
+    service = section.sub("service").sub("k8sClientConfig")
+    if component.name != "pod-grouper":
+        return [
+            f"--{name}={service.integer(name, default, minimum=1)}" for name, default in SERVICE_CLIENT_DEFAULTS.items()
+        ]
     args: list[str] = []
-    for client in (section.sub("service").sub("k8sClientConfig"), section.sub("k8sClientConfig")):
-        for name in ("qps", "burst"):
+    for client in (section.sub("k8sClientConfig"), service):
+        for name in SERVICE_CLIENT_DEFAULTS:
             if client.raw.get(name) is not None and not any(a.startswith(f"--{name}=") for a in args):
                 args.append(f"--{name}={client.integer(name, 0, minimum=1)}")
     return args
@@ -88,6 +98,11 @@ def _admission_args(settings: Settings, section: Fields) -> list[str]:
         args.append("--gpu-sharing-enabled=true")
     runtime_class = section.text("gpuPodRuntimeClassName", section.text("gpuFractionRuntimeClassName", "nvidia"))
     args.append(f"--gpu-pod-runtime-class-name={runtime_class}")
+    resize = section.sub("inPlacePodResize")  # KAI #2021
+    if not resize.flag("validateQuota", True):
+        args.append("--validate-pod-resize-quota=false")
+    if resize.flag("blockUpsizeOnBoundedQueues", False):
+        args.append("--block-upsize-on-bounded-queues=true")
     return args
 
 

@@ -25,7 +25,7 @@ from kai.components.runtime.loops import RuntimeOptions, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
 from kai.components.shared.endpoints import Endpoints, Health
-from kai.components.shared.kinds import DRA_GATE, kinds_for
+from kai.components.shared.kinds import kinds_for
 from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def serve(
 ) -> None:
     """Runs ``components`` (``serve_body``); a scheduler's plugin server opens first, so a taken port stops the
     process at start, and answers 503 until the scheduler loop is attached."""
-    kinds = sorted(kinds_for(components, options.config.feature_gates.get(DRA_GATE, False)))
+    kinds = sorted(kinds_for(components, options.config))
     plugin_server = (
         PluginServer(options.plugin_server_port) if "scheduler" in components and options.plugin_server_port else None
     )

@@ -45,7 +45,18 @@ LISTS: dict[str, tuple[str, str]] = {
 }
 """KAI's ``rawObjects`` lists, in its order, with the kind and API version of their objects."""
 SCHEDULED_KINDS = frozenset(
-    {"Pod", "Node", "Queue", "PodGroup", "BindRequest", "PriorityClass", "Topology", "ResourceClaim", "ResourceSlice"}
+    {
+        "Pod",
+        "Node",
+        "Queue",
+        "PodGroup",
+        "BindRequest",
+        "PriorityClass",
+        "Topology",
+        "ResourceClaim",
+        "ResourceSlice",
+        "NodeResourceTopology",
+    }
 )
 """The kinds kai's scheduler reads; objects of the other lists are not used."""
 _NANOS = 1e9

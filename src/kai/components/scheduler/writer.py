@@ -25,6 +25,8 @@ from kai.components.shared.parallel import Writes
 from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
+from kai.core.model.numa import ZonePlacement
+from kai.core.model.quantity import format_amount
 from kai.core.state.cluster_state import object_key
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -174,6 +176,9 @@ class DecisionWriter:
                         }
                         for allocation in bind.claim_allocations
                     ],
+                    **(
+                        {"predictedNUMAZones": [numa_zone(zone) for zone in bind.numa_zones]} if bind.numa_zones else {}
+                    ),
                 },
             },
         )
@@ -291,3 +296,8 @@ class DecisionWriter:
 def _allocated(job: PodGroupInfo | None) -> bool:
     """Whether a pod of the podgroup is allocated, binding or running (KAI's GetActiveAllocatedTasksCount > 0)."""
     return job is not None and any(task.status in ACTIVE_ALLOCATED for task in job.tasks.values())
+
+
+def numa_zone(zone: ZonePlacement) -> dict[str, object]:
+    """A predicted NUMA zone as KAI's BindRequest carries it (``NUMAZonePlacement``)."""
+    return {"zone": zone.zone, "amount": {name: format_amount(name, amount) for name, amount in zone.amounts.items()}}

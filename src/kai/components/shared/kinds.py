@@ -21,14 +21,19 @@ KINDS = {
 DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("ResourceClaim",)}
 """Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
 DRA_GATE = "DynamicResourceAllocation"
+NUMA_KINDS = {"scheduler": ("NodeResourceTopology",)}
+"""Watched only when the scheduler config runs the ``numa`` plugin (KAI's: only where the API is served)."""
 
 
-def kinds_for(components: set[str], dra: bool = False) -> set[str]:
+def kinds_for(components: set[str], config: SchedulerConfig | None = None) -> set[str]:
+    """The components' kinds, with the DRA and NUMA kinds ``config`` asks for (none without a config)."""
     kinds = {kind for name in components for kind in KINDS[name]}
-    if dra:
+    if config is not None and config.feature_gates.get(DRA_GATE, False):
         kinds.update(kind for name in components for kind in DRA_KINDS.get(name, ()))
+    if config is not None and any(option.name == "numa" for option in config.plugins):
+        kinds.update(kind for name in components for kind in NUMA_KINDS.get(name, ()))
     return kinds
 
 
 def scheduler_kinds(config: SchedulerConfig) -> list[str]:
-    return sorted(kinds_for({"scheduler"}, config.feature_gates.get(DRA_GATE, False)))
+    return sorted(kinds_for({"scheduler"}, config))

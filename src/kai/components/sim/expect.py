@@ -4,6 +4,8 @@ from typing import Any
 
 from kai.components.sim.outcome import Outcome
 from kai.core.model.duration import parse_duration
+from kai.core.model.errors import InvalidObject
+from kai.core.model.quantity import format_amount, resource_amount
 
 _TOLERANCE = 1e-6
 
@@ -27,6 +29,9 @@ def _check_fields(
                 if now - started < older:
                     mismatches.append(f"{what}: lastStartTimestamp expected older than {want['olderThan']}")
             continue
+        if field == "numaZonesAvailable":
+            _check_zones(what, want, actual.get(field), mismatches)
+            continue
         if field not in actual:
             mismatches.append(f"{what}: unknown expectation field {field!r}")
             continue
@@ -42,9 +47,9 @@ def check(expect: dict[str, Any], outcome: Outcome, now: float, label: str) -> l
             mismatches.append(f"{label}: podgroup {key} is not in the cluster")
             continue
         pods = {k: v for k, v in outcome.pods.items() if _belongs(k, key, outcome)}
-        group_fields = {k: v for k, v in want.items() if k not in ("status", "node")}
+        group_fields = {k: v for k, v in want.items() if k not in ("status", "node", "numaZones")}
         _check_fields(f"{label}: podgroup {key}", group_fields, actual, now, mismatches)
-        for field in ("status", "node"):
+        for field in ("status", "node", "numaZones"):
             if field in want:
                 for pod_key, pod in pods.items():
                     if pod[field] != want[field]:
@@ -72,3 +77,21 @@ def check(expect: dict[str, Any], outcome: Outcome, now: float, label: str) -> l
 
 def _belongs(pod_key: str, podgroup_key: str, outcome: Outcome) -> bool:
     return outcome.pods[pod_key].get("podgroup") == podgroup_key
+
+
+def _check_zones(what: str, expected: Any, actual: dict[str, dict[str, float]] | None, mismatches: list[str]) -> None:
+    """``numaZonesAvailable``: per NUMA zone, resource quantities (``{zone-0: {cpu: "1"}}``) the zone has left."""
+    if actual is None:
+        mismatches.append(f"{what}: numaZonesAvailable expected, but the node has no NUMA zones (or no numa plugin)")
+        return
+    for zone, resources in (expected or {}).items():
+        for name, quantity in (resources or {}).items():
+            try:
+                want = resource_amount(str(name), quantity, what, f"numaZonesAvailable.{zone}.{name}")
+            except InvalidObject as error:
+                mismatches.append(str(error))
+                continue
+            got = actual.get(str(zone), {}).get(str(name))
+            if got is None or abs(got - want) > _TOLERANCE:
+                shown = "nothing" if got is None else repr(format_amount(str(name), got))
+                mismatches.append(f"{what}: NUMA zone {zone} {name} available expected {quantity!r}, got {shown}")

@@ -16,7 +16,7 @@ from kai.core.state.task import TaskInfo
 class Outcome:
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     podgroups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    nodes: dict[str, dict[str, float]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -34,6 +34,7 @@ def _pod_view(task: TaskInfo) -> dict[str, Any]:
         "acceptedGPUs": accepted,
         "requestedMilliCPU": request.milli_cpu,
         "requestedMemory": request.memory_bytes,
+        "numaZones": sorted(zone.zone for zone in task.numa_placement or ()),
     }
 
 
@@ -66,6 +67,8 @@ def observe(cluster: ClusterInfo, result: CycleResult | None) -> Outcome:
             "releasingGPUs": float(table.releasing[GPU_ROW, info.column]),
         }
     if result is not None:
+        for name, ledger in result.numa.items():
+            outcome.nodes[name]["numaZonesAvailable"] = ledger.available_by_zone()
         outcome.counts = {
             "binds": len(result.binds),
             "evictions": len(result.evictions),

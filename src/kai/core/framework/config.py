@@ -65,9 +65,15 @@ KAI_PLUGINS = (
     "sg-nodelocalgreedy",
     "sg-multinodegang",
     "reflectjoborder",
+    "gpujoborder",
 )
-"""Every plugin name KAI v0.17 registers (pkg/scheduler/plugins/factory.go); any other name is a mistake."""
-NOT_IMPLEMENTED_PLUGINS = frozenset({"numa", "podaffinity"})
+"""Every plugin name KAI registers (pkg/scheduler/plugins/factory.go: v0.17's, and ``gpujoborder`` of KAI #1995);
+any other name is a mistake."""
+PREFER_LARGER, PREFER_SMALLER = "prefer-larger", "prefer-smaller"
+GPU_JOB_ORDER_MODES = (PREFER_LARGER, PREFER_SMALLER)
+"""``gpujoborder``'s ``mode`` argument: which of two jobs of equal priority goes first, the one asking for more GPUs
+or for fewer."""
+NOT_IMPLEMENTED_PLUGINS = frozenset({"podaffinity"})
 """KAI plugins kai does not run yet: a config naming one is used without it, with a warning."""
 ENDPOINT_PLUGINS = frozenset({"snapshot", "reflectjoborder"})
 """KAI plugins that only serve an HTTP path (``/get-snapshot``, ``/get-job-order``): the scheduler's plugin server
@@ -217,14 +223,18 @@ def _tiers(raw: object) -> tuple[tuple[PluginOption, ...], ...]:
 
 
 def _plugin_warnings(tiers: tuple[tuple[PluginOption, ...], ...]) -> tuple[InvalidObject, ...]:
-    return tuple(
-        InvalidObject(
-            WHERE, f"tiers[{i}].plugins[{j}].name", f"KAI plugin {option.name!r} is not implemented by kai; not run"
-        )
-        for i, tier in enumerate(tiers)
-        for j, option in enumerate(tier)
-        if option.name in NOT_IMPLEMENTED_PLUGINS
-    )
+    warnings = []
+    for i, tier in enumerate(tiers):
+        for j, option in enumerate(tier):
+            field = f"tiers[{i}].plugins[{j}]"
+            if option.name in NOT_IMPLEMENTED_PLUGINS:
+                text = f"KAI plugin {option.name!r} is not implemented by kai; not run"
+                warnings.append(InvalidObject(WHERE, f"{field}.name", text))
+            mode = option.arguments.get("mode", PREFER_LARGER)
+            if option.name == "gpujoborder" and mode not in GPU_JOB_ORDER_MODES:
+                text = f"got {mode!r}; allowed: {', '.join(GPU_JOB_ORDER_MODES)}; {PREFER_LARGER} is used, as KAI does"
+                warnings.append(InvalidObject(WHERE, f"{field}.arguments.mode", text))
+    return tuple(warnings)
 
 
 def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:

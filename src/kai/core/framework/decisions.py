@@ -3,6 +3,8 @@
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kai.core.model.numa import NumaPlacement
+from kai.core.state.numa_ledger import NumaLedger
 from kai.core.state.reasons import Fix, Reason, nearest_fix
 
 
@@ -29,6 +31,8 @@ class Bind:
     gpu_groups: tuple[str, ...]
     claim_allocations: tuple[ClaimAllocation, ...] = ()
     podgroup_key: str = ""
+    numa_zones: NumaPlacement = ()
+    """The NUMA zones the ``numa`` plugin predicts the pod's resources come from (``spec.predictedNUMAZones``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +118,5 @@ class CycleResult:
     close_ms: float = 0.0
     skipped: list[str] = field(default_factory=list)
     """Configured plugins and actions kai does not implement yet; they were not run."""
+    numa: dict[str, NumaLedger] = field(default_factory=dict)
+    """The ``numa`` plugin's NUMA zones per node, as the cycle leaves them (what it predicts they hold)."""

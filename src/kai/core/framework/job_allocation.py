@@ -222,6 +222,8 @@ def allocate_task(
                 fit_errors.add(failure)
                 fit_errors.nodes.setdefault(failure, node.name)
                 continue
+            if ssn.numa_placement_fn is not None:
+                task.numa_placement = ssn.numa_placement_fn(task, node)
             if task.request.is_shared_gpu:
                 if _allocate_shared(ssn, stmt, task, node, bool(idle_fit[column]), pipeline_only):
                     return True

@@ -1,8 +1,10 @@
-"""Node score tiers shared by plugins (KAI plugins/scores): scores are summed, so each constant is a tier."""
+"""Node score tiers shared by plugins (KAI plugins/scores, v0.17: ``numa`` took the tier below availability, which
+moved every tier above it up tenfold): scores are summed, so each constant is a tier."""
 
 MAX_HIGH_DENSITY = 9.0
 RESOURCE_TYPE = 10.0
-AVAILABILITY = 100.0
-GPU_SHARING = 1000.0
-TOPOLOGY = 10000.0
-NOMINATED_NODE = 1000000.0
+NUMA = 100.0
+AVAILABILITY = 1000.0
+GPU_SHARING = 10000.0
+TOPOLOGY = 100000.0
+NOMINATED_NODE = 10000000.0

@@ -14,6 +14,7 @@ import numpy as np
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
 from kai.core.framework.usage.usage_store import AllocationSample
+from kai.core.model.numa import NumaPlacement
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
@@ -112,6 +113,9 @@ class Session:
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
         self.wait_reason_fns: list[WaitReasonFn] = []
+        self.numa_placement_fn: Callable[[TaskInfo, NodeInfo], NumaPlacement | None] | None = None
+        """The NUMA zones a task would take on a node it is being placed on (one plugin's: KAI's NumaPlacementFn);
+        stamped on the task before the statement places it, so that the allocate handlers only charge it."""
         self.node_affinity_masks: dict[Hashable, Mask] = {}
         """Nodes matching each distinct node selector and required node affinity (the victim search's filters)."""
         self.fix_cache: dict[Hashable, Any] = {}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kai.core.framework.decisions import Bind, Eviction, Pipeline
 from kai.core.framework.session import Session
+from kai.core.model.numa import NumaPlacement
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.node_table import NodeState
 from kai.core.state.pod_status import PodStatus
@@ -46,6 +47,7 @@ class Previous:
     is_virtual: bool
     gpu_groups: tuple[str, ...]
     accepted_gpus: float
+    numa_placement: NumaPlacement | None
     on_node: bool
     """The task was in its node's task list (a pending task with a nominated node is not)."""
     nodes: tuple[NodeState, ...]
@@ -96,6 +98,7 @@ class Statement:
             task.is_virtual,
             task.gpu_groups,
             task.accepted_gpus,
+            task.numa_placement,
             on_node,
             tuple(nodes.save(n) for n in touched),
         )
@@ -118,6 +121,7 @@ class Statement:
         """The task where it was, by moving it there (an undo out of order)."""
         self._move(task, previous.status, previous.node_name, previous.gpu_groups)
         task.is_virtual = previous.is_virtual
+        task.numa_placement = previous.numa_placement
 
     def _put_back(self, task: TaskInfo, previous: Previous) -> None:
         """The task and the nodes it touched exactly as before (an undo newest first)."""
@@ -132,6 +136,7 @@ class Statement:
         task.gpu_groups = previous.gpu_groups
         task.is_virtual = previous.is_virtual
         task.accepted_gpus = previous.accepted_gpus
+        task.numa_placement = previous.numa_placement
         old_node = nodes.by_name.get(previous.node_name) if previous.on_node else None
         if old_node is not None:
             old_node.tasks[task.key] = task
@@ -232,6 +237,7 @@ class Statement:
                     task.is_virtual,
                     task.gpu_groups,
                     task.accepted_gpus,
+                    task.numa_placement,
                     node is not None and node.tasks.get(task.key) is task,
                     (self.ssn.nodes.save(node),) if node is not None else (),
                 )
@@ -299,6 +305,7 @@ class Statement:
                         gpu_groups=task.gpu_groups,
                         claim_allocations=self.ssn.claim_allocations.get(task.key, ()),
                         podgroup_key=task.job_key,
+                        numa_zones=task.numa_placement or (),
                     )
                 )
         self.operations = []

@@ -22,7 +22,9 @@ from kai.core.model.meta import (
     sequence,
     string,
 )
+from kai.core.model.numa import NumaPlacement, parse_placement
 from kai.core.model.pod_affinity import PodAffinity
+from kai.core.model.pod_requests import BURSTABLE, ContainerRequest, container_requests, pod_amounts
 from kai.core.model.quantity import resource_amount
 from kai.core.model.resources import GpuRequestKind, ResourceRequest, mig_gpu_portion
 from kai.core.model.selectors import NodeAffinity, Taint, Tolerations, parse_taints
@@ -56,6 +58,13 @@ class Pod:
     is_reservation: bool
     is_legacy_mig: bool
     claims: tuple[PodClaim, ...] = ()
+    containers: tuple[ContainerRequest, ...] = ()
+    """Each container's effective request (NUMA alignment is per container, or per pod, on the kubelet)."""
+    qos_class: str = BURSTABLE
+    numa_observed: NumaPlacement | None = None
+    """Its NUMA zones as its node reported them (``kai.scheduler/numa-placement-observed``)."""
+    numa_predicted: NumaPlacement | None = None
+    """Its NUMA zones as the scheduler predicted them at bind (``kai.scheduler/numa-placement-predicted``)."""
     warnings: tuple[InvalidObject, ...] = ()
     """Problems the scheduler works around (the pod is used as parsed); reported, never fatal."""
 
@@ -66,58 +75,6 @@ class Pod:
     @property
     def deleting(self) -> bool:
         return self.meta.deletion_ts is not None
-
-
-def _container_requests(container: Raw, obj: str, field: str) -> dict[str, float]:
-    resources = mapping(container, "resources", obj, f"{field}.resources")
-    requests = dict(mapping(resources, "requests", obj, f"{field}.resources.requests"))
-    limits = mapping(resources, "limits", obj, f"{field}.resources.limits")
-    for name, value in limits.items():
-        requests.setdefault(name, value)  # Kubernetes defaults a missing request to its limit
-    return {
-        str(name): resource_amount(str(name), value, obj, f"{field}.resources.requests.{name}")
-        for name, value in requests.items()
-    }
-
-
-def _pod_amounts(spec: Raw, obj: str) -> dict[str, float]:
-    """The pod's effective request as kubelet aggregates it (KAI v0.17): containers plus native sidecars (init
-    containers with ``restartPolicy: Always``, which keep running), raised to the peak of any other init container
-    together with the sidecars started before it, plus pod overhead."""
-    total: dict[str, float] = {}
-    containers = sequence(spec, "containers", obj, "spec.containers")
-    if not containers:
-        raise InvalidObject(obj, "spec.containers", "is required: a pod has at least one container")
-    for i, container in enumerate(containers):
-        if not isinstance(container, Mapping):
-            raise InvalidObject(obj, f"spec.containers[{i}]", f"got {container!r}; expected a container (a mapping)")
-        _add(total, _container_requests(container, obj, f"spec.containers[{i}]"))
-    sidecars: dict[str, float] = {}
-    init_peak: dict[str, float] = {}
-    for i, container in enumerate(sequence(spec, "initContainers", obj, "spec.initContainers")):
-        if not isinstance(container, Mapping):
-            raise InvalidObject(
-                obj, f"spec.initContainers[{i}]", f"got {container!r}; expected a container (a mapping)"
-            )
-        requests = _container_requests(container, obj, f"spec.initContainers[{i}]")
-        if container.get("restartPolicy") == "Always":
-            _add(sidecars, requests)
-            continue
-        _add(requests, sidecars)
-        for name, amount in requests.items():
-            init_peak[name] = max(init_peak.get(name, 0.0), amount)
-    _add(total, sidecars)
-    for name, amount in init_peak.items():
-        total[name] = max(total.get(name, 0.0), amount)
-    for name, value in mapping(spec, "overhead", obj, "spec.overhead").items():
-        total[name] = total.get(name, 0.0) + resource_amount(name, value, obj, f"spec.overhead.{name}")
-    total[names.PODS] = 1.0
-    return total
-
-
-def _add(total: dict[str, float], amounts: Mapping[str, float]) -> None:
-    for name, amount in amounts.items():
-        total[name] = total.get(name, 0.0) + amount
 
 
 def gpu_fraction(annotations: Mapping[str, str], obj: str, *, whole: bool = True) -> float:
@@ -228,8 +185,10 @@ def parse_pod(raw: Raw) -> Pod:
     spec = mapping(raw, "spec", obj, "spec")
     status = mapping(raw, "status", obj, "status")
     annotations = meta.annotations
-    amounts = _pod_amounts(spec, obj)
-    request, warnings = _gpu_request(amounts, annotations, obj)
+    containers, qos_class = container_requests(spec, status, obj)
+    request, warnings = _gpu_request(pod_amounts(containers, spec, obj), annotations, obj)
+    observed = _numa_record(annotations, names.NUMA_PLACEMENT_OBSERVED_ANNOTATION, obj, warnings)
+    predicted = _numa_record(annotations, names.NUMA_PLACEMENT_PREDICTED_ANNOTATION, obj, warnings)
     legacy_mig = any(mig_gpu_portion(name) for name in annotations)
     return Pod(
         meta=meta,
@@ -251,8 +210,30 @@ def parse_pod(raw: Raw) -> Pod:
         is_reservation=meta.labels.get("app") == names.RESERVATION_APP_LABEL_VALUE,
         is_legacy_mig=legacy_mig,
         claims=pod_claims(spec, status, obj),
+        containers=containers,
+        qos_class=qos_class,
+        numa_observed=observed,
+        numa_predicted=predicted,
         warnings=tuple(warnings),
     )
+
+
+def _numa_record(
+    annotations: Mapping[str, str], key: str, obj: str, warnings: list[InvalidObject]
+) -> NumaPlacement | None:
+    """A NUMA placement annotation; one that cannot be read is ignored with a warning (KAI logs it: it likely comes
+    from an incompatible NUMA agent)."""
+    if not annotations.get(key):
+        return None
+    try:
+        return parse_placement(annotations[key], obj, f"metadata.annotations.{key}")
+    except InvalidObject as problem:
+        warnings.append(
+            InvalidObject(
+                problem.obj, problem.field, f"{problem.problem}; ignored (the pod's NUMA zones are not known)"
+            )
+        )
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -581,6 +562,8 @@ class BindRequest:
     phase: str
     backoff_limit: int
     failed_attempts: int
+    predicted_numa_zones: NumaPlacement | None = None
+    """The NUMA zones the scheduler predicted for the pod (``spec.predictedNUMAZones``)."""
 
     @property
     def pod_key(self) -> str:
@@ -598,6 +581,7 @@ def parse_bind_request(raw: Raw) -> BindRequest:
     spec = mapping(raw, "spec", obj, "spec")
     status = mapping(raw, "status", obj, "status")
     groups = sequence(spec, "selectedGPUGroups", obj, "spec.selectedGPUGroups")
+    zones = spec.get("predictedNUMAZones")
     return BindRequest(
         meta=meta,
         pod_name=string(spec, "podName", obj, "spec.podName"),
@@ -607,6 +591,7 @@ def parse_bind_request(raw: Raw) -> BindRequest:
         phase=string(status, "phase", obj, "status.phase", "Pending"),
         backoff_limit=integer(spec, "backoffLimit", obj, "spec.backoffLimit", 0) or 0,
         failed_attempts=integer(status, "failedAttempts", obj, "status.failedAttempts", 0) or 0,
+        predicted_numa_zones=parse_placement(zones, obj, "spec.predictedNUMAZones") if zones else None,
     )
 
 

@@ -72,3 +72,12 @@ def resource_amount(name: str, value: object, obj: str, field: str) -> float:
     if isinstance(value, str) and len(_AMOUNTS) < _AMOUNTS_KEPT:
         _AMOUNTS[(name, value)] = amount
     return amount
+
+
+def format_amount(name: str, amount: float) -> str:
+    """A Kubernetes quantity string for an amount in the scheduler's units (millicores for cpu)."""
+    if name == "cpu":
+        return str(int(amount // 1000)) if amount % 1000 == 0 else f"{round(amount)}m"
+    if float(amount).is_integer():
+        return str(int(amount))
+    return f"{round(amount * 1000)}m"

@@ -19,6 +19,7 @@ from kai.core.model import names
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import Raw, object_ref
+from kai.core.model.numa import NodeTopology, parse_node_topology
 from kai.core.model.objects import (
     BindRequest,
     Node,
@@ -48,6 +49,7 @@ KINDS: dict[str, Callable[[Raw], Any]] = {
     "PriorityClass": parse_priority_class,
     "BindRequest": parse_bind_request,
     "Topology": parse_topology,
+    "NodeResourceTopology": parse_node_topology,
 }
 
 
@@ -94,6 +96,8 @@ class ClusterState:
         self.topologies: dict[str, Topology] = {}
         self.resource_slices: dict[str, ResourceSlice] = {}
         self.resource_claims: dict[str, ResourceClaim] = {}
+        self.node_topologies: dict[str, NodeTopology] = {}
+        """NUMA zones per node name, from NodeResourceTopology objects (the ``numa`` plugin reads them)."""
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
@@ -120,6 +124,7 @@ class ClusterState:
             "Topology": self.topologies,
             "ResourceSlice": self.resource_slices,
             "ResourceClaim": self.resource_claims,
+            "NodeResourceTopology": self.node_topologies,
         }
 
     def apply(self, kind: str, raw: Raw, deleted: bool = False, elsewhere: bool = False) -> InvalidObject | None:

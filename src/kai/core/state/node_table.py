@@ -3,7 +3,8 @@
 Fit checks and node scores run over all nodes at once (DESIGN.md §7). Columns are in node-name order, so the
 first of equal-scored nodes is also the first by name — KAI's tie-break. Accounting follows KAI's NodeInfo:
 a Releasing pod adds to used and releasing; a Pipelined pod adds to used and takes from releasing; any other
-placed pod adds to used and takes from idle.
+placed pod adds to used and takes from idle. A DRA GPU device that several pods use through one claim is counted
+once per node, by the first of them (KAI #1931): the others add no GPU for it, and fit on it.
 """
 
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kai.core.model.dra import Device
 from kai.core.model.objects import Node
 from kai.core.model.resources import mig_gpu_portion
 from kai.core.state.gpu_sharing import SharedGpus, request_portion, task_gpu_memory, valid_portion
@@ -26,7 +28,7 @@ Mask = npt.NDArray[np.bool_]
 class NodeInfo:
     """The Python side of one node: its object, its column and the tasks placed on it."""
 
-    __slots__ = ("column", "gpu_count", "legacy_mig_tasks", "name", "node", "shared", "tasks")
+    __slots__ = ("column", "dra_refs", "gpu_count", "legacy_mig_tasks", "name", "node", "shared", "tasks")
 
     def __init__(self, node: Node, column: int, gpu_count: int) -> None:
         self.node = node
@@ -36,6 +38,8 @@ class NodeInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.legacy_mig_tasks: set[str] = set()
         self.shared = SharedGpus()
+        self.dra_refs: dict[Device, int] = {}
+        """How many of its tasks hold each DRA GPU device (the first counts it in the arrays)."""
 
     @property
     def gpu_memory_mib(self) -> int:
@@ -46,6 +50,7 @@ class NodeInfo:
         copied.tasks = dict(self.tasks)
         copied.legacy_mig_tasks = set(self.legacy_mig_tasks)
         copied.shared = self.shared.copy()
+        copied.dra_refs = dict(self.dra_refs)
         return copied
 
 
@@ -64,6 +69,7 @@ class NodeState:
     """None: no shared GPU in use."""
     legacy_mig_tasks: frozenset[str]
     has_shared: bool
+    dra_refs: dict[Device, int] | None = None
 
 
 class NodeTable:
@@ -127,6 +133,7 @@ class NodeTable:
             self.used[:, column] = 0.0
             self.releasing[:, column] = 0.0
             info.shared = SharedGpus()
+            info.dra_refs = {}
             info.legacy_mig_tasks = set()
             self.shared_columns.discard(column)
             self.jobless_columns.discard(column)
@@ -170,7 +177,7 @@ class NodeTable:
         if task.pod.is_legacy_mig:
             node.legacy_mig_tasks.add(task.key)
         task.accepted_gpus = accepted_gpus(task, node)
-        self._account(task, node.column, 1.0)
+        self._account(task, node, 1.0)
         if task.request.is_shared_gpu:
             self.shared_columns.add(node.column)
             for group in task.gpu_groups:
@@ -180,7 +187,8 @@ class NodeTable:
         """``add_task`` for a snapshot's placed tasks, in order, with the arrays' sums added per resource row at
         once (a numpy update per task was most of a snapshot at 100,000 pods). Shared-GPU tasks are accounted one
         by one after the rest: their groups' arithmetic reads idle + used GPUs of their node, which no other
-        snapshot status (none is pipelined or allocated) changes, so the outcome is the same as in order."""
+        snapshot status (none is pipelined or allocated) changes, so the outcome is the same as in order; so are
+        tasks holding DRA devices, whose count depends on the node's other holders."""
         shared: list[tuple[TaskInfo, NodeInfo]] = []
         columns: list[int] = []
         vectors: list[Vector] = []
@@ -195,7 +203,7 @@ class NodeTable:
                 self.jobless_columns.add(node.column)
             if not task.pod.pod_affinity.is_empty:
                 self.affinity_columns.add(node.column)
-            if task.request.is_shared_gpu:
+            if task.request.is_shared_gpu or task.dra_devices:
                 shared.append((task, node))
                 continue
             columns.append(node.column)
@@ -211,16 +219,17 @@ class NodeTable:
                 np.add.at(self.releasing.T, at[marked], stacked[marked])
         mark = len(self._changes)
         for task, node in shared:
-            self._account(task, node.column, 1.0)
-            self.shared_columns.add(node.column)
-            for group in task.gpu_groups:
-                self._add_shared(task, node, group)
+            self._account(task, node, 1.0)
+            if task.request.is_shared_gpu:
+                self.shared_columns.add(node.column)
+                for group in task.gpu_groups:
+                    self._add_shared(task, node, group)
         del self._changes[mark:]  # building the table is no change a session made
 
     def remove_task(self, task: TaskInfo, node: NodeInfo) -> None:
         del node.tasks[task.key]
         node.legacy_mig_tasks.discard(task.key)
-        self._account(task, node.column, -1.0)
+        self._account(task, node, -1.0)
         if task.request.is_shared_gpu:
             for group in task.gpu_groups:
                 self._remove_shared(task, node, group)
@@ -298,6 +307,7 @@ class NodeTable:
             shared.copy() if shared.used or shared.allocated or shared.releasing or shared.marked_releasing else None,
             frozenset(info.legacy_mig_tasks) if info.legacy_mig_tasks else NO_TASKS,
             column in self.shared_columns,
+            dict(info.dra_refs) if info.dra_refs else None,
         )
 
     def restore(self, state: NodeState) -> None:
@@ -311,6 +321,7 @@ class NodeTable:
         self.releasing[:, column] = state.releasing
         info.shared = state.shared if state.shared is not None else SharedGpus()
         info.legacy_mig_tasks = set(state.legacy_mig_tasks)
+        info.dra_refs = state.dra_refs if state.dra_refs is not None else {}
         if state.has_shared:
             self.shared_columns.add(column)
         else:
@@ -320,9 +331,15 @@ class NodeTable:
     def version(self) -> int:
         return len(self._changes)
 
-    def _account(self, task: TaskInfo, column: int, sign: float) -> None:
+    def _account(self, task: TaskInfo, node: NodeInfo, sign: float) -> None:
+        column = node.column
         self._changes.append(column)
         vec = _tracked(task)
+        if task.dra_devices and vec[GPU_ROW] > 0:
+            counted = min(_count_dra_refs(node.dra_refs, task.dra_devices, sign), vec[GPU_ROW])
+            if counted:
+                vec = vec.copy()
+                vec[GPU_ROW] -= counted
         self.used[:, column] += sign * vec
         if task.status is PodStatus.RELEASING:
             self.releasing[:, column] += sign * vec
@@ -341,6 +358,9 @@ class NodeTable:
     def fits(self, task: TaskInfo, available: Matrix) -> Mask:
         """Nodes whose ``available`` resources hold the task (KAI's isTaskAllocatableOnNonAllocatedResources)."""
         rows = np.flatnonzero(task.req_vec)
+        if task.dra_devices:
+            available = available.copy()
+            available[GPU_ROW] += self._held_dra_gpus(task)
         fits: Mask = np.all(task.req_vec[rows, None] <= available[rows] + 1e-9, axis=0)
         request = task.request
         if not request.is_shared_gpu:
@@ -363,7 +383,7 @@ class NodeTable:
     def _cached_fit(self, task: TaskInfo, releasing: bool) -> Mask:
         """Fit masks per distinct request, brought up to date by re-checking only the columns that changed since
         (a cycle places one pod at a time, so this turns an O(nodes) check into O(changes))."""
-        if task.request.is_shared_gpu:
+        if task.request.is_shared_gpu or task.dra_devices:
             return self.fits(task, self.non_allocated() if releasing else self.idle)
         key = (task.req_vec.tobytes(), releasing)
         cached = self._fit_cache.get(key)
@@ -384,6 +404,15 @@ class NodeTable:
             return cached[1]
         self._fit_cache[key] = cached
         return cached[1]
+
+    def _held_dra_gpus(self, task: TaskInfo) -> npt.NDArray[np.float64]:
+        """Per node, how many of the task's DRA devices another task there already counts: it needs no GPU for them."""
+        held = np.zeros(len(self.infos))
+        for info in self.infos:
+            if info.dra_refs:
+                own = 1 if task.key in info.tasks else 0  # a victim placed again does not share with itself
+                held[info.column] = sum(1 for device in task.dra_devices if info.dra_refs.get(device, 0) > own)
+        return held
 
     def idle_or_releasing_gpus(self, info: NodeInfo) -> tuple[float, float]:
         """GPUs (and their MiB) of a node that are free or being freed: whole GPUs and MIG slices, the free part of
@@ -421,6 +450,24 @@ def accepted_gpus(task: TaskInfo, node: NodeInfo) -> float:
     if request.is_shared_gpu:
         return request.gpu_devices * request_portion(request, node.gpu_memory_mib)
     return request.gpus
+
+
+def _count_dra_refs(refs: dict[Device, int], devices: tuple[Device, ...], sign: float) -> int:
+    """Adds (``sign`` 1) or drops (-1) one holder of each device; returns how many of them another holder counts
+    (before an add, or still after a drop), which this task's GPUs must then leave out."""
+    counted = 0
+    for device in devices:
+        holders = refs.get(device, 0)
+        if sign > 0:
+            counted += holders > 0
+            refs[device] = holders + 1
+        else:
+            counted += holders > 1
+            if holders > 1:
+                refs[device] = holders - 1
+            else:
+                refs.pop(device, None)
+    return counted
 
 
 def _tracked(task: TaskInfo) -> Vector:

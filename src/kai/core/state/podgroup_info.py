@@ -276,11 +276,11 @@ class PodGroupInfo:
 
 
 def _build_sets(podgroup: PodGroup) -> tuple[SubGroupSet, dict[str, PodSet]]:
-    """The gang tree. Without sub-groups, one pod set of ``minMember`` pods (at least 1); with them, a leaf
-    without ``minMember`` has gang size 0 (KAI v0.17)."""
+    """The gang tree. Without sub-groups, one pod set of ``minMember`` pods (1 when unset; 0: every pod elastic, as
+    KAI's main since #1989, where v0.17 counted it as 1); with them, a leaf without ``minMember`` has gang size 0."""
     root = SubGroupSet(names.DEFAULT_SUBGROUP, podgroup.topology, podgroup.min_subgroup)
     if not podgroup.subgroups:
-        pod_set = PodSet(names.DEFAULT_SUBGROUP, max(podgroup.min_member, 1), None)
+        pod_set = PodSet(names.DEFAULT_SUBGROUP, podgroup.min_member, None)
         pod_set.parent = root
         root.pod_sets.append(pod_set)
         return root, {pod_set.name: pod_set}

@@ -83,6 +83,7 @@ class Predicate(StrEnum):
     GPU_SHARING = "GpuSharing"
     TOO_LARGE = "MaxNodePoolResources"
     DRA = "DynamicResources"
+    NUMA = "NUMA"
     OTHER = "Other"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kai.core.model import names
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
+from kai.core.model.numa import NodeTopology
 from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.cluster_state import ClusterState
@@ -52,6 +53,8 @@ class ClusterInfo:
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     devices: dict[str, list[Device]] = field(default_factory=dict)
     """DRA devices per node name, from ResourceSlices."""
+    numa: Mapping[str, NodeTopology] = field(default_factory=dict)
+    """NUMA zones per node name, from NodeResourceTopology objects (read-only)."""
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
@@ -292,6 +295,7 @@ class Snapshots:
     def _restore(self, task: TaskInfo) -> None:
         status, node_name, gpu_groups = _view(task.pod, self._bind_requests.get(task.key), self._stuck_before)
         task.status, task.node_name, task.gpu_groups, task.is_virtual = status, node_name, gpu_groups, False
+        task.numa_placement = None
         home = self._home(task)
         task.accepted_gpus = accepted_gpus(task, home) if home is not None else 0.0
 
@@ -407,9 +411,15 @@ class Snapshots:
         if vec is None:
             vec = state.pod_vectors[key] = _request_vector(pod, index)
         dra_gpus = 0.0
+        dra_devices: tuple[Device, ...] = ()
         if pod.claims:
-            claims = [state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}") for c in pod.claims]
-            dra_gpus = float(sum(claim.gpus for claim in claims if claim is not None))
+            claims = [
+                claim
+                for c in pod.claims
+                if (claim := state.resource_claims.get(f"{pod.meta.namespace}/{c.claim_name}"))
+            ]
+            dra_gpus = float(sum(claim.gpus for claim in claims))
+            dra_devices = tuple(d for claim in claims for _, d in claim.allocated if d.driver in GPU_DRIVERS)
             vec = vec.copy()
             vec[GPU_ROW] += dra_gpus
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
@@ -417,6 +427,11 @@ class Snapshots:
             job_key = ""  # another scheduler's pod, a reservation pod or one of no podgroup: it only occupies its node
         task = TaskInfo(pod, status, node_name, job_key, vec, key)
         task.dra_gpus = dra_gpus
+        task.dra_devices = dra_devices
+        bind_request = self._bind_requests.get(key)
+        task.numa_record = (
+            pod.numa_observed or (bind_request and bind_request.predicted_numa_zones) or pod.numa_predicted
+        )
         task.gpu_groups = gpu_groups
         return task
 
@@ -510,7 +525,7 @@ class Snapshots:
     def _info(self, table: NodeTable, queues: dict[str, QueueInfo]) -> ClusterInfo:
         state = self.state
         info = ClusterInfo(table, dict(self._usable), queues, state.topologies, dict(self._unusable))
-        info.claims, info.devices = state.resource_claims, self._devices
+        info.claims, info.devices, info.numa = state.resource_claims, self._devices, state.node_topologies
         info.min_node_gpu_memory, info.max_node_gpu_memory = self._gpu_memory
         info.bind_requests_to_delete = [
             key for key, br in state.bind_requests.items() if br.selected_node not in table.by_name or br.failed

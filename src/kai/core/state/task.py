@@ -1,5 +1,7 @@
 """TaskInfo: one pod as a scheduling cycle sees it; mutable per cycle, pointing at the immutable parsed Pod."""
 
+from kai.core.model.dra import Device
+from kai.core.model.numa import NumaPlacement
 from kai.core.model.objects import Pod
 from kai.core.model.resources import ResourceRequest
 from kai.core.state.pod_status import PodStatus
@@ -11,12 +13,15 @@ class TaskInfo:
 
     __slots__ = (
         "accepted_gpus",
+        "dra_devices",
         "dra_gpus",
         "gpu_groups",
         "is_virtual",
         "job_key",
         "key",
         "node_name",
+        "numa_placement",
+        "numa_record",
         "order",
         "pod",
         "req_vec",
@@ -38,7 +43,16 @@ class TaskInfo:
         self.gpu_groups: tuple[str, ...] = (pod.gpu_group,) if pod.gpu_group else ()
         self.accepted_gpus = 0.0
         self.dra_gpus = 0.0
+        self.dra_devices: tuple[Device, ...] = ()
+        """GPU devices its claims already hold (their ``status.allocation``): counted once per node however many
+        pods share them (``NodeTable``)."""
         self.is_virtual = False
+        self.numa_record: NumaPlacement | None = None
+        """The NUMA zones its pod is known to use: observed by its node, else as its BindRequest or its bind
+        predicted them (KAI's order); None when unknown (never guessed)."""
+        self.numa_placement: NumaPlacement | None = None
+        """The NUMA zones the ``numa`` plugin charges it for in this session (its record, or what it predicts for a
+        pod it places); None: not charged."""
         self.order = 0
         """The pod's place in the state's order (snapshots keep each job's and node's tasks in it)."""
 

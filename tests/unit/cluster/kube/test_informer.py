@@ -131,7 +131,16 @@ FULL_POD = {
         "phase": "Pending",
         "nominatedNodeName": "n1",
         "conditions": [{"type": "PodScheduled", "status": "False"}],
-        "containerStatuses": [{"name": "c"}],
+        "containerStatuses": [
+            {
+                "name": "c",
+                "image": "i",
+                "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                "resources": {"requests": {"cpu": "2"}},
+                "allocatedResources": {"cpu": "2"},
+            }
+        ],
+        "qosClass": "Burstable",
     },
 }
 
@@ -157,6 +166,10 @@ PRUNED_POD = {
         "phase": "Pending",
         "nominatedNodeName": "n1",
         "conditions": [{"type": "PodScheduled", "status": "False"}],
+        "containerStatuses": [  # only what an in-place resize is charged from
+            {"name": "c", "resources": {"requests": {"cpu": "2"}}, "allocatedResources": {"cpu": "2"}}
+        ],
+        "qosClass": "Burstable",
     },
 }
 
@@ -260,6 +273,38 @@ def watch_from(rv):
     return {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "300"}
 
 
+def run_against(kind, script, **options):
+    """Runs an informer of ``kind`` against ``script`` (responses in order, then empty watches, each backed off as a
+    "very short watch") until one request past the script; returns it, whether it was synced, the requests'
+    parameters and the emitted changes."""
+    requests, changes = [], []
+
+    def handler(request):
+        requests.append(dict(request.url.params))
+        return script[len(requests) - 1] if len(requests) <= len(script) else watching()
+
+    async def go():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="https://api")
+        informer = Informer(
+            kind,
+            Transport(client),
+            lambda k, obj, deleted: changes.append((k, obj["metadata"]["name"], deleted)),
+            first_backoff_s=0.0,
+            **{"max_backoff_s": 0.0, **options},
+        )
+        task = asyncio.create_task(informer.run())
+        while len(requests) <= len(script):
+            await asyncio.sleep(0)
+        synced_then = informer.synced.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+        return informer, synced_then
+
+    informer, synced = asyncio.run(go())
+    return informer, synced, requests, changes
+
+
 def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answer():
     """A scripted server: a 2-page LIST, a watch that ends after a bookmark, an HTTP 410, a garbled LIST, a good one,
     a watch ending in an ERROR 410 event, a last LIST and an empty watch. Requests and emitted changes are exact."""
@@ -276,33 +321,8 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
         (watch_from("20"), watching(("MODIFIED", queue_obj("d", "21")), ("ERROR", json.loads(expired().content)))),
         (LIST, listing("30", queue_obj("d", "21"))),
     ]
-    requests, changes = [], []
-
-    def handler(request):
-        requests.append(dict(request.url.params))
-        if len(requests) <= len(script):
-            return script[len(requests) - 1][1]
-        return watching()  # after the script: empty watches, each backed off as a "very short watch"
-
-    async def go():
-        client = httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="https://api")
-        informer = Informer(
-            QUEUE,
-            Transport(client),
-            lambda kind, obj, deleted: changes.append((kind, obj["metadata"]["name"], deleted)),
-            page_size=2,
-            first_backoff_s=0.0,
-        )
-        task = asyncio.create_task(informer.run())
-        while len(requests) <= len(script):
-            await asyncio.sleep(0)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await client.aclose()
-        return informer
-
     gc.unfreeze()
-    informer = asyncio.run(go())
+    informer, _, requests, changes = run_against(QUEUE, [response for _, response in script], page_size=2)
     assert gc.get_freeze_count() > 0, "the first list's objects are frozen out of the cyclic GC"
     gc.unfreeze()
     assert requests[: len(script)] == [params for params, _ in script]
@@ -321,6 +341,25 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
     # errors: the garbled LIST, then the last, empty watch (a "very short watch", backed off)
     assert informer.stats == InformerStats(lists=3, pages=4, watches=4, expired=2, errors=2, events=8)
     assert informer.synced.is_set()
+
+
+def not_served():
+    body = {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"}
+    return httpx.Response(404, content=json.dumps(body).encode())
+
+
+def test_an_optional_kind_whose_api_is_not_served_is_synced_empty_and_looked_for_again():
+    """A NodeResourceTopology CRD not installed: the scheduler starts (synced, no objects) and picks the objects up
+    once the API is served; a kind kai needs keeps retrying and never syncs."""
+    topology = {"metadata": {"name": "n1", "resourceVersion": "5"}, "zones": []}
+    _, synced, requests, changes = run_against(
+        KINDS["NodeResourceTopology"], [not_served(), not_served(), listing("5", topology)]
+    )
+    gc.unfreeze()
+    assert synced and changes == [("NodeResourceTopology", "n1", False)]
+    assert [r.get("watch") for r in requests[:4]] == [None, None, None, "true"]
+    _, synced, _, changes = run_against(QUEUE, [not_served(), not_served()])
+    assert not synced and changes == []
 
 
 # the listeners' thread

@@ -116,8 +116,6 @@ TWO_LEVELS = [
         ({"subGroups": [{"name": "a", "minSubGroup": 1}]},
          'subgroup "a": minSubGroup cannot be set on a leaf SubGroup (no child SubGroups)',
          "subGroups[0].minSubGroup: is set on a leaf sub-group"),
-        ({"minSubGroup": 0, "subGroups": TWO_LEVELS},
-         "minSubGroup at the podgroup level must be equal to or greater than 1", "got 0; allowed: 1 or more"),
         ({"subGroups": [{"name": "w", "minMember": 3}, {"name": "a", "parent": "w", "minMember": 1}]},
          'subgroup "w": minMember cannot be set on a mid-level SubGroup (has child SubGroups); use minSubGroup',
          "field spec.subGroups[0].minMember: sub-group 'w' has child sub-groups"),
@@ -154,6 +152,13 @@ def test_a_mid_level_min_sub_group_of_0_is_a_fully_elastic_subtree_as_kai_allows
     elastic = [{**TWO_LEVELS[0], "minSubGroup": 0}, *TWO_LEVELS[1:]]
     decision = validate_podgroup(request("PodGroup", podgroup({"minSubGroup": 1, "subGroups": elastic})), OFF)
     assert decision.allowed and decision.warnings == ()
+
+
+def test_no_gang_requirement_at_the_podgroup_level_is_allowed_as_kais_main_allows_it() -> None:
+    """KAI #1989: ``minMember: 0`` and a PodGroup-level ``minSubGroup: 0`` (v0.17 refused the latter)."""
+    for spec in ({"minMember": 0}, {"minSubGroup": 0, "subGroups": TWO_LEVELS}):
+        decision = validate_podgroup(request("PodGroup", podgroup(spec)), OFF)
+        assert decision.allowed and decision.warnings == ()
 
 
 def topology(*levels: dict[str, str]) -> dict[str, Any]:

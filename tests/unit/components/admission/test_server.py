@@ -186,8 +186,16 @@ def test_the_contract_renders_kai_v017s_webhook_configurations() -> None:
     assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "kai-scheduler"]
     assert hook["objectSelector"] == {"matchLabels": {"team": "a"}}
     assert (hook["failurePolicy"], hook["sideEffects"], hook["reinvocationPolicy"]) == ("Fail", "None", "IfNeeded")
-    pod_hook, topology_hook = by_name["validating-kai-admission"]["webhooks"]
+    pod_hook, resize_hook, topology_hook = by_name["validating-kai-admission"]["webhooks"]
     assert pod_hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert resize_hook["name"] == "podresize.admission.kai-scheduler.svc"  # KAI #2021
+    assert (resize_hook["rules"][0]["resources"], resize_hook["rules"][0]["operations"]) == (
+        ["pods/resize"],
+        ["UPDATE"],
+    )
+    assert resize_hook["failurePolicy"] == "Ignore"  # best effort: never blocks a resize when kai cannot answer
+    assert resize_hook["matchConditions"] == hook["matchConditions"]
+    assert resize_hook["objectSelector"] == {"matchLabels": {"team": "a"}}
     assert "matchConditions" not in topology_hook and topology_hook["rules"][0]["scope"] == "Cluster"
     paths = {w["clientConfig"]["service"]["path"] for c in rendered for w in c["webhooks"]}
     choose = decisions(AdmissionSettings(), QueueCache(lambda _: None))

@@ -25,11 +25,10 @@ from kai.components.controllers import (
     StatusTotals,
 )
 from kai.components.controllers import pod_usage as pod_usage_module
-from kai.components.controllers.totals import quantity
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import parse_pod, parse_podgroup, parse_priority_class, parse_queue
-from kai.core.model.quantity import resource_amount
+from kai.core.model.quantity import format_amount, resource_amount
 from kai.core.model.resources import GpuRequestKind
 
 FIELDS = ("requested", "allocated", "allocatedNonPreemptible")
@@ -69,7 +68,7 @@ def _add(into: dict[str, Fraction], amounts: dict[str, Fraction]) -> None:
 
 
 def _resource_list(sums: dict[str, Fraction]) -> dict[str, str]:
-    return {name: quantity(name, float(amount)) for name, amount in sorted(sums.items()) if amount}
+    return {name: format_amount(name, float(amount)) for name, amount in sorted(sums.items()) if amount}
 
 
 def podgroup_sums(cluster: MemoryCluster) -> dict[str, Sums]:

@@ -195,10 +195,28 @@ def test_client_limits_and_concurrency_come_from_the_config_where_set():
 
     assert {"--qps=200", "--burst=400", "--max-concurrent-reconciles=40"} <= set(args("binder"))
     assert {"--qps=100", "--max-concurrent-reconciles=20"} <= set(args("pod-grouper"))
-    assert "--burst=500" in args("queue-controller")  # KAI's operator drops it here (docs/deviations.md)
+    assert {"--qps=20", "--burst=500"} <= set(args("queue-controller"))  # KAI dropped them here before #2027
     assert {"--qps=300", "--burst=600"} <= set(args("kai-scheduler-default"))
-    unset = [a for a in args("podgroup-controller") + args("admission") if a.startswith(("--qps", "--burst", "--max"))]
-    assert unset == []  # the binaries' own defaults (50, 300, 10) apply
+    for name in ("podgroup-controller", "admission"):  # KAI's service defaults since #2027
+        assert [a for a in args(name) if a.startswith(("--qps", "--burst"))] == ["--qps=20", "--burst=100"]
+    unset = [a for a in args("podgroup-controller") + args("admission") if a.startswith("--max")]
+    assert unset == []  # the binaries' own default (10) applies
+    plain = reconciled(config(), shard())
+    grouper = plain.get("Deployment", f"{NS}/pod-grouper")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in grouper if a.startswith(("--qps", "--burst"))] == []  # no default: its binary's 50 / 300
+
+
+def test_in_place_resize_admission_follows_the_config():
+    """KAI #2021's ``admission.inPlacePodResize``: quota checks on by default, the strict block off."""
+
+    def admission_args(spec: dict[str, Any] | None) -> list[str]:
+        cluster = reconciled(config(spec), shard())
+        container = cluster.get("Deployment", f"{NS}/admission")["spec"]["template"]["spec"]["containers"][0]
+        return [a for a in container["args"] if "resize" in a or "upsize" in a]
+
+    assert admission_args(None) == []
+    strict = {"admission": {"inPlacePodResize": {"validateQuota": False, "blockUpsizeOnBoundedQueues": True}}}
+    assert admission_args(strict) == ["--validate-pod-resize-quota=false", "--block-upsize-on-bounded-queues=true"]
 
 
 def test_reconcile_is_idempotent():

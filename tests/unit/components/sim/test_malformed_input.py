@@ -231,7 +231,7 @@ def test_unknown_plugin_or_action_is_an_error_listing_the_allowed_names(tmp_path
 
 
 def test_kai_plugin_kai_does_not_implement_is_a_separate_warning(tmp_path: Path) -> None:
-    config = "config: {tiers: [{plugins: [{name: proportion}, {name: numa}]}]}\nobjects:\n"
+    config = "config: {tiers: [{plugins: [{name: proportion}, {name: podaffinity}]}]}\nobjects:\n"
     result = _simulate(tmp_path, config + "- " + _node(), "--json")
     assert result.exit_code == 0
     [problem] = json.loads(result.stdout)[0]["problems"]
@@ -240,9 +240,9 @@ def test_kai_plugin_kai_does_not_implement_is_a_separate_warning(tmp_path: Path)
         "kind": "SchedulerConfig",
         "name": "config",
         "field": "tiers[0].plugins[1].name",
-        "problem": "KAI plugin 'numa' is not implemented by kai; not run",
-        "message": "scheduler config: field tiers[0].plugins[1].name: KAI plugin 'numa' is not implemented by kai; "
-        "not run",
+        "problem": "KAI plugin 'podaffinity' is not implemented by kai; not run",
+        "message": "scheduler config: field tiers[0].plugins[1].name: KAI plugin 'podaffinity' is not implemented by "
+        "kai; not run",
     }
 
 

@@ -129,9 +129,9 @@ def test_not_ready_until_enough_members_can_run() -> None:
     assert not _readiness(1)
 
 
-def test_podgroup_min_member_is_optional_and_zero_means_one() -> None:
-    """KAI v0.17: spec.minMember may be absent or 0; the podgroup's one pod set then has a gang of 1."""
-    for spec in ({}, {"minMember": 0}):
+def test_podgroup_min_member_is_optional_and_zero_means_no_gang() -> None:
+    """spec.minMember may be absent (a gang of 1) or 0 (no gang: KAI's main since #1989; v0.17 counted it as 1)."""
+    for spec, gang in (({}, 1), ({"minMember": 0}, 0)):
         objects = [
             ("Queue", queue("root")),
             ("Queue", queue("q", parent="root")),
@@ -141,7 +141,7 @@ def test_podgroup_min_member_is_optional_and_zero_means_one() -> None:
         ]
         ssn = open_session(take_snapshot(cluster(*objects), "kai-scheduler", T0), SchedulerConfig(), T0)
         job = ssn.jobs["default/job"]
-        assert job.pod_sets["default"].min_available == 1
+        assert job.pod_sets["default"].min_available == gang
         assert _names(tasks_to_allocate(ssn, job, True)) == ["job-0"]
 
 

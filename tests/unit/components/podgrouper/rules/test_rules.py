@@ -1007,3 +1007,9 @@ def test_a_podgangset_is_grouped_as_a_podcliqueset() -> None:
     cluster = grouped(*objects)
     assert spec_of(cluster, "pcs-0-frontend-a")[0] == "pg-pcs-0-uid-pcs-0"
     assert spec_of(cluster, "pcs-0-frontend-a")[1]["minMember"] == 3
+
+
+def test_a_knative_revision_scaled_to_zero_is_a_podgroup_of_no_gang() -> None:
+    """``min-scale: "0"`` gives ``minMember: 0`` (KAI #1989): every pod of the revision is elastic."""
+    cluster = grouped(*knative_objects(min_scale="0"))
+    assert podgroup_of(cluster, "hello-00001-a")["spec"]["minMember"] == 0
