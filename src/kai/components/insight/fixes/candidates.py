@@ -7,9 +7,10 @@ change's last cycle, whose reasons say what held it next):
 - **bounds**: the quota or limit of the queue a reason names, raised to what the podgroup needs; then the same on
   the whole path of its ancestors, where a parent bounds it too;
 - **room**: its waiting pods packed, largest first, into what their allowed nodes have free (the node filters:
-  affinity, taints, GPU kind); what does not fit goes to nodes freed by moving named pods of lower-priority or
-  over-quota queues (fewest pods first), else to new nodes like an existing node it fits on (and one more, in case
-  jobs ahead of it take one);
+  affinity, taints, GPU kind); what does not fit goes to nodes freed by moving named pods (fewest pods first, at
+  most ``MOST_MOVED``): pods of lower-priority or over-quota queues may be left waiting, others only moved to room
+  left elsewhere; else to new nodes like an existing node it fits on (and one more, in case jobs ahead of it take
+  one);
 - each bound together with each room, where both are missing; all of them on top of the change being refined.
   While a queue's limit (or a non-preemptible podgroup's quota) holds it, no room is tried: the room it needs is
   known from the run of the change that lifts the bound.
@@ -66,6 +67,8 @@ SPEC_SCALE = {"gpu": 1.0, "cpu": 1.0, "memory": float(names.MEGABYTE)}
 SHOWN = {"gpu": ("GPU", "GPUs", 1.0), "cpu": ("CPU", "cores", 1000.0), "memory": ("memory", "GB", 1000.0)}
 """Per spec resource: its name in kai's words, display unit, spec units per display unit."""
 MOVABLE = frozenset({PodStatus.RUNNING, PodStatus.BOUND})
+MOST_MOVED = 8
+"""Pods one change moves at most: beyond that, disturbing pods is no fix a user would take (nodes are added)."""
 EPSILON = 1e-9
 
 
@@ -101,8 +104,9 @@ class Room:
         by_node: dict[str, list[str]] = {}
         for pod, node in self.moves:
             by_node.setdefault(node, []).append(pod)
-        for node, pods in by_node.items():
-            texts.append(f"move {', '.join(pods)} off node {node} (evicted: back to pending)")
+        if by_node:
+            offs = [f"{', '.join(pods)} off node {node}" for node, pods in by_node.items()]
+            texts.append(f"move {' and '.join(offs)} (evicted: back to pending)")
         for model, count, gpus in self.added:
             each = f", {go_float(gpus)} GPUs each" if count > 1 else f", {go_float(gpus)} GPUs"
             texts.append(f"add {count} node{'s' * (count != 1)} like {model}{each if gpus else ''}")
@@ -185,6 +189,8 @@ def around(ins: Inspection, ssn: Session, key: str, reasons: tuple[Reason, ...],
         rooms, unbounded = [], []  # what room it needs is known once it is past its bounds: refined then
     else:
         rooms, unbounded = _rooms(ins, ssn, job, any(r.kind in ROOM_KINDS for r in _walk(reasons))), [()]
+    if base.room.moves:
+        rooms = [room for room in rooms if not room.moves]  # moved pods that came back: more moves chase them
     found: dict[str, Candidate] = {}
     for raises in [*unbounded, *bounds]:
         for room in [Room(), *rooms]:
@@ -387,7 +393,7 @@ def _moves(
             rank = (len(victims), sum(float(v.task.req_vec[GPU_ROW]) for v in victims), name)
             if best is None or rank < best[:3]:
                 best = (*rank, after, victims)
-        if best is None:
+        if best is None or len(moves) + len(best[4]) > MOST_MOVED:
             rest.append(task)
             continue
         name, free, victims = best[2], best[3], best[4]

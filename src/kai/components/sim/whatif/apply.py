@@ -24,13 +24,25 @@ NODE_PLACEMENT = "nodeplacement"
 
 
 def apply_changes(scenario: Scenario, changes: Changes) -> Scenario:
-    objects = [copy.deepcopy(obj) for obj in scenario.objects]
+    """The changed scenario; the objects a change edits are copies (the others are shared: a run never writes its
+    input, so a proof of ``kai explain`` does not copy a large input for a small change)."""
+    objects = [copy.deepcopy(obj) if _edited(obj, changes) else obj for obj in scenario.objects]
     _queues(objects, changes)
     _nodes(objects, changes)
     _evict(objects, changes.evict_pods)
     objects += _submitted(objects, changes, scenario.now)
     config = _config(scenario.config, changes)
     return dataclasses.replace(scenario, name=f"{scenario.name} (changed)", objects=objects, config=config)
+
+
+def _edited(obj: dict[str, Any], changes: Changes) -> bool:
+    """Whether a change may edit ``obj`` in place: a Queue, or a pod on a removed node or evicted."""
+    if obj["kind"] == "Queue":
+        return bool(changes.queues)
+    if obj["kind"] != "Pod":
+        return False
+    node = (obj.get("spec") or {}).get("nodeName")
+    return (node is not None and node in changes.remove_nodes) or _key(obj) in changes.evict_pods
 
 
 def _named(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:

@@ -3,13 +3,15 @@ room made by adding nodes or moving named pods, both together; what is said when
 change can help and when the budget runs out. Every fix here was proven by a what-if run of the scheduler."""
 
 import itertools
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from insight_support import NOW, node_obj, pod_obj, podgroup_obj, queue_obj
 
-from kai.components.insight.fixes.search import Budget, FixFinder, FixSearch, summary
+from kai.components.insight.fixes.search import Budget, FixFinder, FixSearch, ProofFailed, summary, within
 from kai.components.insight.inspect import Inspection, inspect
 from kai.components.sim.scenario import load_scenario
 
@@ -213,9 +215,16 @@ def test_the_budget_ending_the_search_is_said(tmp_path: Path) -> None:
         "no proven fix: no change of quota, room or nodes of the 1 tried starts it (1 more not tried: the "
         "candidates budget ran out)"
     )
-    ticks = itertools.count(0, 4)  # the deadline at 10, the search from 4, a proof from 8 to 12
-    found = search(ins, "big", Budget(seconds=10), clock=lambda: float(next(ticks)))
+    ticks = itertools.count(0, 20)  # the deadline at 100; the base run from 40, a candidate's from 80; out at 100
+    found = search(ins, "big", Budget(seconds=100), clock=lambda: float(next(ticks)))
     assert found.ran_out == "time" and len(found.failed) == 1
-    assert summary(found, Budget(seconds=10), ins.now).startswith(
-        "no proven fix: no change of quota, room or nodes within 10 s starts it (1 more not tried"
+    assert summary(found, Budget(seconds=100), ins.now).startswith(
+        "no proven fix: no change of quota, room or nodes within 100 s starts it (1 more not tried"
     )
+
+
+def test_a_proof_past_the_deadline_is_stopped() -> None:
+    assert within(0.2, threading.Event().wait) is None  # never answers
+    assert within(5, lambda: 42) == 42
+    with pytest.raises(ProofFailed, match="ZeroDivisionError"):
+        within(5, lambda: 1 // 0)
