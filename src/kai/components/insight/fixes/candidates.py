@@ -285,11 +285,16 @@ def _rooms(ins: Inspection, ssn: Session, job: PodGroupInfo, no_room: bool) -> l
     left = [task for task in tasks if not _place(free, task, allowed[task.key])]
     if not left and not no_room:
         return []
-    if not left:
-        left = tasks  # room is there, but others in line take it: room of its own
-        free = nodes.non_allocated().copy()
     rooms: list[Room] = []
     models = {obj["metadata"]["name"] for obj in ins.scenario.objects if obj["kind"] == "Node"}
+    if not left:
+        # the room is there but the cycle found none: jobs ahead took it, or it lies in the wrong places (a topology
+        # domain short of a few GPUs); one node more may be enough, else room for all of it
+        left = tasks
+        free = nodes.non_allocated().copy()
+        one = _added(ssn, left[:1], allowed, models)
+        if one is not None:
+            rooms.append(Room(added=one))
     added = _added(ssn, left, allowed, models)
     if added is not None:
         rooms.append(Room(added=added))
