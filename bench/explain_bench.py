@@ -14,6 +14,7 @@ its load (the CPU seconds much less).
 
 import argparse
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +27,9 @@ from kai.components.insight.fixes.search import DEFAULT_CANDIDATES, DEFAULT_SECO
 from kai.components.insight.inspect import inspect
 from kai.components.sim.scenario import load_scenario
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "properties"))
+from waiting_clusters import queue
+
 TEAMS = 10
 NOW = "2026-01-01T01:00:00Z"
 
@@ -35,9 +39,9 @@ def cluster(nodes: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50},
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "build"}, "value": 100},
-        _queue("dept", "", -1, -1),
+        queue("dept", "", -1, -1),
     ]
-    objects += [_queue(f"team-{t}", "dept", share, share + 8 if t == 1 else -1) for t in range(TEAMS)]
+    objects += [queue(f"team-{t}", "dept", share, share + 8 if t == 1 else -1) for t in range(TEAMS)]
     for n in range(nodes):
         labels = {"kubernetes.io/hostname": f"node-{n:04d}", "zone": f"z{n % 4}"}
         allocatable = {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
@@ -60,20 +64,6 @@ def cluster(nodes: int) -> list[dict[str, Any]]:
     for i in range(20):
         objects += _podgroup(f"w{i}", f"team-{i % TEAMS}", [4])
     return objects
-
-
-def _queue(name: str, parent: str, quota: float, limit: float) -> dict[str, Any]:
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    spec: dict[str, Any] = {
-        "resources": {
-            "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": 1},
-            "cpu": unlimited,
-            "memory": unlimited,
-        }
-    }
-    if parent:
-        spec["parentQueue"] = parent
-    return {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
 
 
 def _podgroup(name: str, queue: str, gpus: list[int], node: str = "", priority: str = "train") -> list[dict[str, Any]]:

@@ -21,10 +21,10 @@ def cluster(pick: Pick[Any]) -> list[dict[str, Any]]:
         {"kind": "PriorityClass", "metadata": {"name": name}, "value": value} for name, value in CLASSES
     ]
     objects.append({"kind": "Topology", "metadata": {"name": "racks"}, "spec": {"levels": [{"nodeLabel": "rack"}]}})
-    objects.append(_queue("dept", "", pick([-1, 8, 16]), pick([-1, 12, 24])))
+    objects.append(queue("dept", "", pick([-1, 8, 16]), pick([-1, 12, 24])))
     for team in ("a", "b"):
         quota = pick([0, 2, 4, 8])
-        objects.append(_queue(team, "dept", quota, pick([-1, quota, quota + 4])))
+        objects.append(queue(team, "dept", quota, pick([-1, quota, quota + 4])))
     nodes = {f"n{i}": pick([2, 4, 8, 8]) for i in range(pick([1, 2, 3, 4]))}
     objects += [_node(name, gpus, f"r{i % 2}") for i, (name, gpus) in enumerate(nodes.items())]
     count = 0
@@ -45,7 +45,7 @@ def cluster(pick: Pick[Any]) -> list[dict[str, Any]]:
     return objects
 
 
-def _queue(name: str, parent: str, quota: float, limit: float) -> dict[str, Any]:
+def queue(name: str, parent: str, quota: float, limit: float) -> dict[str, Any]:
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
     gpu = {"quota": quota, "limit": limit, "overQuotaWeight": 1}
     spec: dict[str, Any] = {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}}

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from kai.components.insight.fixes.candidates import Candidate, Room, around, candidates, searchable
+from kai.components.insight.fixes.candidates import Candidate, around, candidates, searchable
 from kai.components.insight.fixes.proof import Proof, prove
+from kai.components.insight.fixes.room import Room
 from kai.components.insight.inspect import Inspection
 from kai.core.state.reason_text import describe
 from kai.core.state.reasons import Reason

@@ -65,10 +65,9 @@ def test_a_queue_limit_is_raised_to_what_the_gang_needs(tmp_path: Path) -> None:
     assert found.failed == [] and found.ran_out is None
 
 
-def test_a_parent_limit_is_raised_on_the_whole_path(tmp_path: Path) -> None:
-    """The reason names queue a; raising a alone meets dept's limit next, so the fix raises both."""
-    ins = inspected(
-        tmp_path,
+def limited_by_parent() -> list[dict[str, Any]]:
+    """dept (limit 6) → a (limit 4, holds 2), b (holds 3): a gang of 2 × 2 GPUs in a passes neither limit."""
+    return [
         queue_obj("dept", limit=6),
         queue_obj("a", "dept", limit=4),
         queue_obj("b", "dept"),
@@ -76,7 +75,12 @@ def test_a_parent_limit_is_raised_on_the_whole_path(tmp_path: Path) -> None:
         *running("first", "a", 2, "n0"),
         *running("other", "b", 3, "n0"),
         *waiting("big", "a", 2, size=2),
-    )
+    ]
+
+
+def test_a_parent_limit_is_raised_on_the_whole_path(tmp_path: Path) -> None:
+    """The reason names queue a; raising a alone meets dept's limit next, so the fix raises both."""
+    ins = inspected(tmp_path, *limited_by_parent())
     found = search(ins, "big")
     ((tried, proof),) = found.failed
     assert tried.text == "raise the GPU limit of queue a from 4 to 6 GPUs"
@@ -199,16 +203,7 @@ def test_a_pod_larger_than_any_node_is_not_searched(tmp_path: Path) -> None:
 
 
 def test_the_budget_ending_the_search_is_said(tmp_path: Path) -> None:
-    objects = (
-        queue_obj("dept", limit=6),
-        queue_obj("a", "dept", limit=4),
-        queue_obj("b", "dept"),
-        node_obj("n0", 16),
-        *running("first", "a", 2, "n0"),
-        *running("other", "b", 3, "n0"),
-        *waiting("big", "a", 2, size=2),
-    )
-    ins = inspected(tmp_path, *objects)
+    ins = inspected(tmp_path, *limited_by_parent())
     found = search(ins, "big", Budget(seconds=60, candidates=1))
     assert found.ran_out == "candidates" and found.proven == [] and len(found.not_tried) == 1
     assert summary(found, Budget(seconds=60, candidates=1), ins.now) == (
