@@ -71,7 +71,13 @@ class SchedulerLoop:
         writes = writes or Writes()
         recorder = EventRecorder(cluster, COMPONENT, clock, cache_size=EVENT_KEYS)
         self.writer = DecisionWriter(
-            cluster, clock, writes, recorder, on_bind_request=self.in_flight.created, node_pool=self.node_pool
+            cluster,
+            clock,
+            writes,
+            recorder,
+            on_bind_request=self.in_flight.created,
+            node_pool=self.node_pool,
+            on_bind_ms=metrics.task_bind_latency.observe if metrics is not None else None,
         )
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes, self.node_pool.pool_of)
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
