@@ -29,7 +29,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 @given(objects=clusters())
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_fix_explain_prints_starts_the_podgroup_in_a_what_if(
     objects: list[dict[str, Any]], tmp_path_factory: Any
 ) -> None:
