@@ -190,12 +190,15 @@ def summary(found: FixSearch, budget: Budget, now: float) -> str:
         count = len(found.proven)
         each = "it" if count == 1 else "each"
         return f"{count} proven: with {each}, a what-if run of this input starts it in the next cycles"
-    tried = len(found.failed)
-    if not tried and not found.not_tried:
+    tried, left = len(found.failed), len(found.not_tried)
+    if not tried and not left:
         return "no proven fix: kai found no change of quota, room or nodes to try"
-    within = f"within {budget.seconds:g} s" if found.ran_out == "time" else f"of the {tried} tried"
-    left = f" ({len(found.not_tried)} more not tried: the {found.ran_out} budget ran out)" if found.not_tried else ""
-    return f"no proven fix: no change of quota, room or nodes {within} starts it{left}"
+    more = "a longer --fix-budget" if found.ran_out == "time" else "a larger --fix-candidates"
+    if not tried:
+        return f"no proven fix: no change could be tried within {budget.seconds:g} s ({left} found; {more} tries them)"
+    within = f"tried within {budget.seconds:g} s" if found.ran_out == "time" else f"of the {tried} tried"
+    rest = f" ({left} more not tried: {more} tries them)" if left else ""
+    return f"no proven fix: no change of quota, room or nodes {within} starts it{rest}"
 
 
 def as_json(found: FixSearch, budget: Budget, now: float) -> dict[str, Any]:

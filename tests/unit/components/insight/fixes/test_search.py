@@ -207,14 +207,15 @@ def test_the_budget_ending_the_search_is_said(tmp_path: Path) -> None:
     found = search(ins, "big", Budget(seconds=60, candidates=1))
     assert found.ran_out == "candidates" and found.proven == [] and len(found.not_tried) == 1
     assert summary(found, Budget(seconds=60, candidates=1), ins.now) == (
-        "no proven fix: no change of quota, room or nodes of the 1 tried starts it (1 more not tried: the "
-        "candidates budget ran out)"
+        "no proven fix: no change of quota, room or nodes of the 1 tried starts it (1 more not tried: a larger "
+        "--fix-candidates tries them)"
     )
     ticks = itertools.count(0, 20)  # the deadline at 100; the base run from 40, a candidate's from 80; out at 100
     found = search(ins, "big", Budget(seconds=100), clock=lambda: float(next(ticks)))
     assert found.ran_out == "time" and len(found.failed) == 1
     assert summary(found, Budget(seconds=100), ins.now).startswith(
-        "no proven fix: no change of quota, room or nodes within 100 s starts it (1 more not tried"
+        "no proven fix: no change of quota, room or nodes tried within 100 s starts it (1 more not tried: a longer "
+        "--fix-budget tries them)"
     )
 
 
