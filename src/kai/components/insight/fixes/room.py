@@ -62,7 +62,7 @@ def rooms(ins: Inspection, ssn: Session, job: PodGroupInfo, no_room: bool) -> li
     left = [task for task in tasks if not _place(free, task, allowed[task.key])]
     if not left and not no_room:
         return []
-    rooms: list[Room] = []
+    found: list[Room] = []
     models = {obj["metadata"]["name"] for obj in ins.scenario.objects if obj["kind"] == "Node"}
     if not left:
         # the room is there but the cycle found none: jobs ahead took it, or it lies in the wrong places (a topology
@@ -71,17 +71,17 @@ def rooms(ins: Inspection, ssn: Session, job: PodGroupInfo, no_room: bool) -> li
         free = nodes.non_allocated().copy()
         one = _added(ssn, left[:1], allowed, models)
         if one is not None:
-            rooms.append(Room(added=one))
+            found.append(Room(added=one))
     added = _added(ssn, left, allowed, models)
     if added is not None:
-        rooms.append(Room(added=added))
-        rooms.append(Room(added=tuple((model, count + 1, gpus) for model, count, gpus in added)))
+        found.append(Room(added=added))
+        found.append(Room(added=tuple((model, count + 1, gpus) for model, count, gpus in added)))
     moves, rest = _moves(ins, ssn, job, left, allowed, free)
     if moves:
         more = _added(ssn, rest, allowed, models) if rest else ()
         if more is not None:
-            rooms.append(Room(moves=moves, added=more))
-    return rooms
+            found.append(Room(moves=moves, added=more))
+    return found
 
 
 def _needed(job: PodGroupInfo) -> list[TaskInfo]:
