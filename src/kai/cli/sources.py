@@ -15,7 +15,7 @@ from kai.components.insight.inspect import Inspection, Moment, inspect
 from kai.components.insight.live import LiveError, SchedulerSide, connect, read, scheduler_side
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
+from kai.components.podgrouper.rules.hub import OWNERS
 from kai.components.sim.problems import WARNING, Problem
 from kai.components.sim.workload_objects import controller_ref
 from kai.core.model import names
@@ -41,11 +42,10 @@ FAIL_AFTER_ANNOTATION = "simulate.kai.scheduler/fail-after"
 RESUBMIT_ANNOTATION = "simulate.kai.scheduler/resubmit"
 FINISHED = ("Succeeded", "Failed")
 _SCHEDULING_STATE = (names.GPU_GROUP_LABEL,)
-LONG_RUNNING_KINDS = frozenset(
-    {"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "RayService", "LeaderWorkerSet"}
-)
+LONG_RUNNING_KINDS = frozenset({owner.kind for owner in OWNERS if owner.serves} | {"DaemonSet"})
 """Controllers whose pods serve until stopped: a default run time does not end them (a RayCluster is one too, unless
-a RayJob owns it: then it ends with the job)."""
+a RayJob owns it: then it ends with the job; a DaemonSet's pods are grouped by the default rule, not a kind of its
+own)."""
 
 
 @dataclass

@@ -1,13 +1,12 @@
 """The snapshot a cycle works on: parsed objects joined into jobs, queues and the node table.
 
 Nothing is deep-copied: tasks are small objects pointing at the immutable parsed pods, and the node table is built
-from resource vectors (DESIGN.md §7). ``Snapshots`` goes further for a scheduler that snapshots one state cycle
-after cycle: it keeps its jobs, tasks and node accounting and, for the next snapshot, rebuilds only what the state's
-events changed and resets only what the last session could have changed — the tasks of the jobs it may have
+from resource vectors (docs/architecture.md §7). ``Snapshots`` goes further for a scheduler that snapshots one state
+cycle after cycle: it keeps its jobs, tasks and node accounting and, for the next snapshot, rebuilds only what the
+state's events changed and resets only what the last session could have changed — the tasks of the jobs it may have
 touched (those with a waiting task, those that may be stale, and any whose task statuses it changed, as
-``PodGroupInfo.set_status`` reports them), those jobs themselves, and the nodes whose accounting it changed. A
-snapshot so taken equals a fresh one (``take_snapshot``) and stays valid until the next is taken, which reuses its
-objects.
+``PodGroupInfo.set_status`` reports them), those jobs themselves, and the nodes whose accounting it changed. A snapshot
+so taken equals a fresh one (``take_snapshot``) and stays valid until the next is taken, which reuses its objects.
 """
 
 import difflib

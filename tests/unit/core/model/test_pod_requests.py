@@ -7,6 +7,7 @@ from core_builders import resized_pod as resized
 
 from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import parse_pod
+from kai.core.model.pod_requests import BEST_EFFORT, BURSTABLE, GUARANTEED
 from kai.core.state.resource_index import CPU_ROW
 from kai.core.state.snapshot import take_snapshot
 
@@ -48,6 +49,16 @@ def test_the_node_and_the_queue_are_charged_the_resized_size():
     objects[-1] = ("Pod", resized("2", "2", "2"))
     table = take_snapshot(cluster(*objects), "kai-scheduler", T0).nodes
     assert table.idle[CPU_ROW, table.by_name["n1"].column] == 2000
+
+
+def test_the_qos_class_is_the_one_the_api_server_gives() -> None:
+    guaranteed = resized("2")  # requests equal to limits
+    burstable = resized("2")
+    burstable["spec"]["containers"][0]["resources"].pop("limits")
+    best_effort = resized("2")
+    best_effort["spec"]["containers"][0]["resources"] = {}
+    classes = [parse_pod(raw).qos_class for raw in (guaranteed, burstable, best_effort)]
+    assert classes == [GUARANTEED, BURSTABLE, BEST_EFFORT]
 
 
 @pytest.mark.parametrize(
