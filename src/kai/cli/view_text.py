@@ -21,7 +21,7 @@ from kai.components.insight.view import (
 from kai.components.sim.problems import ERROR, Problem
 from kai.components.sim.tables import plain_table
 from kai.core.model.duration import format_duration
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import go_float
 from kai.core.state.reason_text import describe, describe_fix, when
 from kai.core.state.reasons import Reason
@@ -270,5 +270,7 @@ def _start(row: PendingView, now: float) -> str:
 
 def header(view: View) -> Text:
     """What is shown: the source, the moment, the time (when the input has a clock) and the scheduler config."""
-    at = f", at {format_time(view.at)}" if view.at else ""
+    at = f", at {format_time(view.at)}" if not untimed(view.at) else ""
+    if view.at and untimed(view.at):
+        at = f", {format_duration(view.at)} into the run (the input gives no times)"
     return Text.assemble((f"{view.source} — {view.moment}{at}", "bold"), f"; scheduler config: {view.config}")

@@ -18,6 +18,8 @@ from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, expl
 from kai.components.insight.live import history
 from kai.components.sim.tables import plain_table
 from kai.core.model import names
+from kai.core.model.duration import format_duration
+from kai.core.model.meta import untimed
 from kai.core.state.reason_text import when
 
 SHOWN_TRIED = 3
@@ -107,9 +109,7 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {count} pod{'s' * (count != 1)} "
         f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
     )
-    since = told.get("waitingSince")
-    waits = f" · waiting {age(since, now)}, since {when(since, now)}" if since is not None else ""
-    console.print(f"State: [bold]{told['state']}[/bold]{waits}")
+    console.print(f"State: [bold]{told['state']}[/bold]{_waiting(told.get('waitingSince'), now)}")
     if told["reasons"]:
         tree = Tree("[bold]Why it waits[/bold]")
         for reason in told["reasons"]:
@@ -143,6 +143,16 @@ def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
     console.print(f"[bold]Pod {told['name']}[/bold] of podgroup {told['podgroup']}")
     if told["reason"]:
         console.print(f"This pod: {told['reason']['text']}")
+
+
+def _waiting(since: float | None, now: float) -> str:
+    """How long and since when it waits; on the clock of an input that gives no times, from the run's start."""
+    if since is None:
+        return ""
+    if untimed(now):
+        start = "the start of the run" if not since else f"{format_duration(since)} into the run"
+        return f" · waiting {age(since, now)}, since {start} (the input gives no times)"
+    return f" · waiting {age(since, now)}, since {when(since, now)}"
 
 
 def _reason(parent: Tree, reason: dict[str, Any]) -> None:
