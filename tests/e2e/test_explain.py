@@ -117,6 +117,34 @@ def assert_in_line(told: dict[str, Any], queue: str, parent: str) -> None:
     assert top["queue"] == parent and top["under"] == "" and 1 <= top["place"] <= top["of"]
 
 
+def two_racks(
+    cp: ControlPlane, kwok: Kwok, tmp_path: Path, namespace: str, pool: str, queue: str, level: dict[str, str]
+) -> dict[str, str]:
+    """The Topology ``racks-<namespace>`` of one ``level`` and two racks (``<namespace>-r1``, ``-r2``) of two 2-GPU
+    nodes, each rack with one GPU held by another scheduler's pod on one node; the rack of each node, by name."""
+    topology = {
+        "apiVersion": "kai.scheduler/v1alpha1",
+        "kind": "Topology",
+        "metadata": {"name": f"racks-{namespace}"},
+        "spec": {"levels": [level]},
+    }
+    apply(cp, tmp_path, topology)
+    racks = {}
+    for rack in ("r1", "r2"):
+        for i in range(2):
+            name = f"{pool}-{rack}-{i}"
+            kwok.node(name, 2, {"pool": pool})
+            cp.kubectl("label", "node", name, f"{level['nodeLabel']}={namespace}-{rack}", "--overwrite")
+            racks[name] = f"{namespace}-{rack}"
+    fillers = []
+    for node in (f"{pool}-r1-0", f"{pool}-r2-1"):
+        filler = gpu_pod(namespace, f"filler-{node}", queue, pool, 1)
+        filler["spec"] |= {"schedulerName": "default-scheduler", "nodeName": node}
+        fillers.append(filler)
+    apply(cp, tmp_path, *fillers)
+    return racks
+
+
 def test_explain_a_gang_blocked_by_topology(
     control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
 ) -> None:
@@ -124,24 +152,7 @@ def test_explain_a_gang_blocked_by_topology(
     pods must share a rack: each rack has room for 3."""
     pool, parent, queue, rack_label = f"topo-{namespace}", f"p-{namespace}", f"q-{namespace}", "kai.test/rack"
     queue_tree(control_plane, tmp_path, parent, (queue, {}))
-    topology = {
-        "apiVersion": "kai.scheduler/v1alpha1",
-        "kind": "Topology",
-        "metadata": {"name": f"racks-{namespace}"},
-        "spec": {"levels": [{"nodeLabel": rack_label}]},
-    }
-    apply(control_plane, tmp_path, topology)
-    for rack in ("r1", "r2"):
-        for i in range(2):
-            name = f"{pool}-{rack}-{i}"
-            kwok.node(name, 2, {"pool": pool})
-            control_plane.kubectl("label", "node", name, f"{rack_label}={namespace}-{rack}", "--overwrite")
-    fillers = []
-    for node in (f"{pool}-r1-0", f"{pool}-r2-1"):
-        filler = gpu_pod(namespace, f"filler-{node}", queue, pool, 1)
-        filler["spec"] |= {"schedulerName": "default-scheduler", "nodeName": node}
-        fillers.append(filler)
-    apply(control_plane, tmp_path, *fillers)
+    two_racks(control_plane, kwok, tmp_path, namespace, pool, queue, {"nodeLabel": rack_label})
     constraint = {"topology": f"racks-{namespace}", "requiredTopologyLevel": rack_label}
     apply(control_plane, tmp_path, *gang(namespace, "spread", queue, pool, 4, 1, topologyConstraint=constraint))
     wait_until("the gang's scheduling condition", lambda: condition_reason(control_plane, namespace, "spread"))
