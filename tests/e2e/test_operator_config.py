@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from admission_support import kubectl_apply
 from controlplane import ControlPlane
-from install_support import NAMESPACE, SCHEDULER, TIMEOUT_S, HostComponent, Install, adopt
+from install_support import CHART, NAMESPACE, SCHEDULER, TIMEOUT_S, HostComponent, Install, adopt, helm
 from kai_support import kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok
@@ -167,3 +168,15 @@ def test_the_configs_device_access_switch_turns_kais_rules_on_in_admission(insta
     finally:
         patch_config(cp, {"admission": {"blockNvidiaVisibleDevices": None}})
         cp.kubectl("delete", "namespace", "device-access", "--wait=false", check=False)
+
+
+def test_the_charts_device_access_value_is_the_configs_switch(control_plane: ControlPlane) -> None:
+    """KAI's Helm value ``global.blockNvidiaVisibleDevices`` (off by default) sets the Config's switch."""
+
+    def switch(*values: str) -> object:
+        out = helm(control_plane, "template", "kai-scheduler", str(CHART), "-n", NAMESPACE, *values).stdout
+        (config,) = (d for d in yaml.safe_load_all(out) if d and d.get("kind") == "Config")
+        return config["spec"]["admission"]["blockNvidiaVisibleDevices"]
+
+    assert switch() is False
+    assert switch("--set", "global.blockNvidiaVisibleDevices=true") is True
