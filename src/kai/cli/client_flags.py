@@ -6,7 +6,7 @@ several in one process, so its defaults are the sum of theirs.
 """
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -16,6 +16,8 @@ MAX_CONCURRENT_RECONCILES = 10
 """KAI's defaults for one component (cmd/*/app/options.go)."""
 
 F = TypeVar("F", bound=Callable[..., object])
+GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "false", "type": click.BOOL}
+"""A boolean flag as Go's ``flag`` package reads it: ``--flag``, ``--flag=true`` or ``--flag=false``."""
 KUBECONFIG_HELP = "Kubeconfig (default: in a pod, its service account; else $KUBECONFIG; else ~/.kube/config)."
 """Where kai looks without --kubeconfig, in that order (``kai.cluster.kube.kubeconfig.load_config``)."""
 

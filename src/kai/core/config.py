@@ -125,8 +125,6 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
     depth = raw.get("queueDepthPerAction") or {}
     if not isinstance(depth, Mapping) or not all(isinstance(v, int) for v in depth.values()):
         raise InvalidObject(WHERE, "queueDepthPerAction", "expected a mapping of action name to an integer")
-    if raw.get("fullHierarchyFairness", True) is not True:
-        raise InvalidObject(WHERE, "fullHierarchyFairness", "only true (KAI's default) is supported")
     grace = raw.get("globalDefaultStalenessGracePeriod")
     gates = raw.get("featureGates") or {}
     if not isinstance(gates, Mapping):
@@ -145,6 +143,7 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
             parse_duration(str(grace), WHERE, "globalDefaultStalenessGracePeriod") if grace is not None else 60.0
         ),
         use_scheduling_signatures=_bool(raw, "useSchedulingSignatures", True),
+        full_hierarchy_fairness=_bool(raw, "fullHierarchyFairness", True),
         stuck_in_releasing_s=_positive_duration(raw, "stuckInReleasingThreshold", STUCK_IN_RELEASING_S),
         search_budgets=_search_budgets(raw.get("scenarioSearchBudgets")),
         feature_gates={str(k): bool(v) for k, v in gates.items()},

@@ -2,18 +2,16 @@
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import click
 
-from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options
+from kai.cli.client_flags import GO_BOOL, KUBECONFIG_HELP, rate_limit_options
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.components.admission.component import DEFAULT_CERT_DIR, AdmissionError, AdmissionOptions, serve_admission
 from kai.components.admission.settings import DEFAULT_RUNTIME_CLASS, AdmissionSettings
 from kai.components.shared.endpoints import EndpointError
 from kai.core.model import names
 
-GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "false", "type": click.BOOL}
 """A boolean flag as Go's pflag takes it: ``--flag``, ``--flag=true`` or ``--flag=false`` (KAI's operator writes
 ``--gpu-sharing-enabled=true``)."""
 

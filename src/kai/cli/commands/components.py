@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options, reconciles_option
+from kai.cli.client_flags import GO_BOOL, KUBECONFIG_HELP, rate_limit_options, reconciles_option
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.runtime.loops import RuntimeOptions
@@ -38,6 +38,7 @@ class ServeFlags:
     reservation_namespace: str
     node_pool: NodePool
     scheduler_name: str | None
+    full_hierarchy_fairness: bool
     lease_name: str
     plugin_server_port: int
     rate_limit: RateLimit
@@ -56,6 +57,8 @@ def _serve(components: set[str], flags: ServeFlags) -> None:
         logging.getLogger("kai").warning("%s", warning)
     if flags.scheduler_name:
         config = dataclasses.replace(config, scheduler_name=flags.scheduler_name)
+    if not flags.full_hierarchy_fairness:
+        config = dataclasses.replace(config, full_hierarchy_fairness=False)
     options = RuntimeOptions(
         config=config,
         node_pool=flags.node_pool,
@@ -117,6 +120,13 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
     @click.option("--leader-elect", is_flag=True, help="Run only while holding this component's Lease.")
     @click.option("--scheduler-name", help="spec.schedulerName of the pods to schedule (default: the config's).")
     @click.option(
+        "--full-hierarchy-fairness",
+        **{**GO_BOOL, "default": "true"},
+        hidden=not schedules,
+        help="Divide resources over the whole queue tree; =false: one unlimited top queue over every queue with a "
+        "parent, the others dropped (KAI's).",
+    )
+    @click.option(
         "--nodepool-label-key",
         default=names.NODE_POOL_LABEL,
         show_default=True,
@@ -153,6 +163,7 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
         leader_elect: bool,
         resource_reservation_namespace: str,
         scheduler_name: str | None,
+        full_hierarchy_fairness: bool,
         nodepool_label_key: str,
         partition_label_value: str,
         plugin_server_port: int,
@@ -175,6 +186,7 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
             reservation_namespace=resource_reservation_namespace,
             node_pool=NodePool(nodepool_label_key, partition_label_value),
             scheduler_name=scheduler_name,
+            full_hierarchy_fairness=full_hierarchy_fairness,
             lease_name=lease,
             plugin_server_port=plugin_server_port,
             rate_limit=RateLimit(qps, burst),

@@ -39,7 +39,7 @@ ACTION_PRIORITIES = {name: entry.shard_priority for name, entry in ACTIONS.items
 STRATEGIES = ("binpack", "spread")
 CONFIG_PATH = "/etc/config/config.yaml"
 SCHEDULER_ACCOUNT = COMPONENTS["scheduler"].operand
-SCHEDULER_FLAGS = ("schedule-period", "leader-elect", "qps", "burst")
+SCHEDULER_FLAGS = ("schedule-period", "leader-elect", "qps", "burst", "full-hierarchy-fairness")
 """Shard ``args`` kai's scheduler takes (the rest of KAI's flags are reported as ignored on the shard)."""
 
 

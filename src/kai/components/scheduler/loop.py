@@ -64,7 +64,9 @@ class SchedulerLoop:
         self.metrics = metrics
         self.clock = clock
         self.state = ClusterState()
-        self.snapshots = Snapshots(self.state, config.scheduler_name)
+        self.snapshots = Snapshots(
+            self.state, config.scheduler_name, full_hierarchy_fairness=config.full_hierarchy_fairness
+        )
         """Each cycle's snapshot, built from the last one (a cycle's snapshot is valid until the next cycle)."""
         self._lock = threading.Lock()
         self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
@@ -119,7 +121,10 @@ class SchedulerLoop:
         snapshot of its own: the cycles' snapshots are reused)."""
         now = self.clock()
         with self._lock:
-            cluster = take_snapshot(self.state, self.config.scheduler_name, now, self.config.stuck_in_releasing_s)
+            config = self.config
+            cluster = take_snapshot(
+                self.state, config.scheduler_name, now, config.stuck_in_releasing_s, config.full_hierarchy_fairness
+            )
         if self.usage is not None:
             cluster.queue_usage = self.usage.read(now)
         return open_session(cluster, self.config, now)

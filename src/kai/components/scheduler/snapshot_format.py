@@ -160,7 +160,7 @@ def kai_config_of(config: SchedulerConfig, node_pool: NodePool | None = None) ->
         "queueLabelKey": config.queue_label_key,
         "maxNumberConsolidationPreemptees": config.max_consolidation_preemptees,
         "useSchedulingSignatures": config.use_scheduling_signatures,
-        "fullHierarchyFairness": True,
+        "fullHierarchyFairness": config.full_hierarchy_fairness,
         "allowConsolidatingReclaim": config.allow_consolidating_reclaim,
         "globalDefaultStalenessGracePeriod": round(config.staleness_grace_s * _NANOS),
         "stuckInReleasingThreshold": round(config.stuck_in_releasing_s * _NANOS),

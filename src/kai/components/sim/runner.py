@@ -90,7 +90,12 @@ class Simulation:
         self.clock = clock if clock is not None else SimClock(scenario.now, scenario.clock.period_s)
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
         self.state = ClusterState()
-        self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
+        config = scenario.config
+        self.snapshots = (
+            Snapshots(self.state, config.scheduler_name, full_hierarchy_fairness=config.full_hierarchy_fairness)
+            if reuse_snapshots
+            else None
+        )
         self.pool = scenario.node_pool or NodePool()
         self.partitioned = scenario.node_pool is not None
         for key in scenario.podgroups_elsewhere:
@@ -179,7 +184,13 @@ class Simulation:
 
     def _snapshot(self) -> ClusterInfo:
         config = self.scenario.config
-        return take_snapshot(self.state, config.scheduler_name, self.clock.now, config.stuck_in_releasing_s)
+        return take_snapshot(
+            self.state,
+            config.scheduler_name,
+            self.clock.now,
+            config.stuck_in_releasing_s,
+            config.full_hierarchy_fairness,
+        )
 
     def problems(self) -> list[Problem]:
         found = list(self.scenario.problems)

@@ -96,6 +96,9 @@ class SchedulerConfig:
     metrics_namespace: str = "kai"
     usage_db: UsageDBConfig | None = None
     """KAI's ``usageDBConfig``: time-based fair share is on when it is set."""
+    full_hierarchy_fairness: bool = True
+    """KAI's ``--full-hierarchy-fairness``: False divides over one unlimited top queue ``default`` holding every queue
+    that has a parent (``state.snapshot``)."""
     node_pool: str = "default"
     """The node pool the scheduler schedules, as its texts name it: its shard's partition value, KAI's ``default``
     without one (set by the component, not the config file)."""

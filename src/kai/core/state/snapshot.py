@@ -13,14 +13,14 @@ import difflib
 import functools
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
 from kai.core.model import names
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.numa import NodeTopology
-from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology, with_level_labels
+from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology, parse_queue, with_level_labels
 from kai.core.model.resources import GpuRequestKind
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.fit_errors import QUEUE_DOES_NOT_EXIST, JobFitError
@@ -141,9 +141,23 @@ def _priority(state: ClusterState, class_name: str) -> int:
     return names.DEFAULT_PRIORITY
 
 
-def _queues(state: ClusterState) -> dict[str, QueueInfo]:
-    """The usable queues with their children (KAI drops a queue whose parent is missing, with its subtree)."""
-    alive = {name: QueueInfo(queue) for name, queue in state.queues.items() if name not in state.unusable_queues}
+TOP_QUEUE = parse_queue(
+    {
+        "metadata": {"name": "default"},
+        "spec": {"resources": {r: {"quota": -1, "limit": -1, "overQuotaWeight": 1} for r in ("gpu", "cpu", "memory")}},
+    }
+)
+"""The one top queue of ``--full-hierarchy-fairness=false`` (KAI's: every resource unlimited, weight 1)."""
+
+
+def _queues(state: ClusterState, full_hierarchy_fairness: bool = True) -> dict[str, QueueInfo]:
+    """The usable queues with their children (KAI drops a queue whose parent is missing, with its subtree). Without
+    full hierarchy fairness, as KAI: every queue with a parent goes under ``TOP_QUEUE``, the parentless ones go."""
+    usable = {name: queue for name, queue in state.queues.items() if name not in state.unusable_queues}
+    if not full_hierarchy_fairness:
+        flat = {name: replace(queue, parent=TOP_QUEUE.name) for name, queue in usable.items() if queue.parent}
+        usable = {TOP_QUEUE.name: TOP_QUEUE, **flat}
+    alive = {name: QueueInfo(queue) for name, queue in usable.items()}
     for info in alive.values():
         if info.parent:
             alive[info.parent].children.append(info.uid)
@@ -193,10 +207,14 @@ def _in_order(task: TaskInfo) -> int:
 class Snapshots:
     """Snapshots of one cluster state for one scheduler, each built from the one before (see the module doc)."""
 
-    def __init__(self, state: ClusterState, scheduler_name: str, keep: bool = True) -> None:
-        """``keep``: snapshot after snapshot, each valid until the next; False for a single snapshot."""
+    def __init__(
+        self, state: ClusterState, scheduler_name: str, keep: bool = True, full_hierarchy_fairness: bool = True
+    ) -> None:
+        """``keep``: snapshot after snapshot, each valid until the next; False for a single snapshot.
+        ``full_hierarchy_fairness``: KAI's flag (``_queues``)."""
         self.state = state
         self.scheduler_name = scheduler_name
+        self.full_hierarchy_fairness = full_hierarchy_fairness
         self._changes = state.track() if keep else None
         self._generation = 0
         self._carry: dict[str, Any] = {}
@@ -257,7 +275,7 @@ class Snapshots:
                 "BindRequest": {},
                 "ResourceSlice": {},
             }
-        queues = _queues(state)
+        queues = _queues(state, self.full_hierarchy_fairness)
         relayout, dirty_columns = self._update_nodes(changes)
         described = self._jobs_on(dirty_columns)  # a re-described node may hold its tasks' GPUs differently
         dirty_jobs = self._update_tasks(changes, index, stuck_before, relayout, dirty_columns)
@@ -579,7 +597,11 @@ def _mark(keys: set[str], key: str, member: bool) -> None:
 
 
 def take_snapshot(
-    state: ClusterState, scheduler_name: str, now: float = 0.0, stuck_in_releasing_s: float = STUCK_IN_RELEASING_S
+    state: ClusterState,
+    scheduler_name: str,
+    now: float = 0.0,
+    stuck_in_releasing_s: float = STUCK_IN_RELEASING_S,
+    full_hierarchy_fairness: bool = True,
 ) -> ClusterInfo:
     """A single snapshot of ``state`` at ``now``, built from scratch."""
-    return Snapshots(state, scheduler_name, keep=False).take(now, stuck_in_releasing_s)
+    return Snapshots(state, scheduler_name, False, full_hierarchy_fairness).take(now, stuck_in_releasing_s)

@@ -231,6 +231,17 @@ def test_device_access_admission_follows_the_config():
     assert admission_args({"admission": {"blockNvidiaVisibleDevices": True}}) == ["--block-nvidia-visible-devices=true"]
 
 
+def test_a_shards_full_hierarchy_fairness_arg_reaches_its_scheduler_and_others_are_named_as_ignored():
+    """KAI's reclaim e2e sets ``full-hierarchy-fairness`` in the shard's args; a flag kai's scheduler lacks is said."""
+    cluster = reconciled(config(), shard("default", {"args": {"full-hierarchy-fairness": "false", "v": "4"}}))
+    container = cluster.get("Deployment", f"{NS}/kai-scheduler-default")["spec"]["template"]["spec"]["containers"][0]
+    assert "--full-hierarchy-fairness=false" in container["args"] and not any(
+        a.startswith("--v=") for a in container["args"]
+    )
+    ready = condition(cluster, "SchedulingShard", "default", "Ready")["message"]
+    assert "spec.args.v: not a flag kai's scheduler takes; ignored" in ready and "full-hierarchy" not in ready
+
+
 def test_reconcile_is_idempotent():
     cluster = reconciled(config(), shard())
     before = {kind: [o["metadata"] | {"resourceVersion": ""} for o in cluster.list(kind)] for kind in cluster._store}

@@ -104,3 +104,23 @@ def test_kept_jobs_follow_a_topology_whose_level_aliases_change() -> None:
     assert (levels.required_level, levels.preferred_level) == ("rack", "rack")
     state.apply("Topology", racks("server-rack"))  # "r" no longer names a level: kept as written, as KAI keeps it
     assert snapshots.take(T0).jobs["default/gang"].root.topology.required_level == "r"
+
+
+def test_without_full_hierarchy_fairness_one_unlimited_top_queue_holds_every_queue_with_a_parent() -> None:
+    """KAI's ``--full-hierarchy-fairness=false``: the departments (parentless queues) go, with their quotas; a job
+    of one has no queue to be scheduled in."""
+    state = cluster(
+        ("Queue", queue("d1", gpu_quota=1)),
+        ("Queue", queue("d2")),
+        ("Queue", queue("a", "d1")),
+        ("Queue", queue("b", "d2")),
+        ("PodGroup", podgroup("in-a", "a", T0)),
+        ("PodGroup", podgroup("in-d1", "d1", T0)),
+    )
+    full = take_snapshot(state, "kai-scheduler", T0)
+    assert {name: info.parent for name, info in full.queues.items()} == {"d1": "", "d2": "", "a": "d1", "b": "d2"}
+    flat = take_snapshot(state, "kai-scheduler", T0, full_hierarchy_fairness=False)
+    assert {name: info.parent for name, info in flat.queues.items()} == {"default": "", "a": "default", "b": "default"}
+    assert flat.queues["default"].children == ["a", "b"]
+    assert flat.queues["default"].queue.gpu.quota == flat.queues["default"].queue.gpu.limit == -1
+    assert list(flat.jobs) == ["default/in-a"] and list(flat.unschedulable_jobs) == ["default/in-d1"]
