@@ -101,4 +101,4 @@ class Board:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=5)  # a look under way is not waited for: its thread ends with the process

@@ -21,6 +21,7 @@ from kai.cluster.port import Raw
 from kai.cluster.prometheus import PrometheusApi
 from kai.components.scheduler.usage_history import decode
 from kai.components.sim.timeline import TimelineSample
+from kai.core.model import names
 from kai.core.state.reasons import amount
 
 GPU = 2
@@ -89,7 +90,9 @@ def from_prometheus(prometheus: PrometheusApi, now: float, window_s: float) -> H
         for labels, values in prometheus.range(query, now - window_s, now, step):
             queue = labels.get(label, "")
             if queue:
-                points.setdefault(queue, {})[name] = values
+                points.setdefault(queue, {})[name] = [
+                    (t, v) for t, v in values if v != names.UNLIMITED
+                ]  # no bound: no point
     return aligned(prometheus.where, points)
 
 
@@ -119,7 +122,9 @@ class Seen:
         for row in queues:
             gpu = (row.get("resources") or {}).get("gpu")
             if gpu is not None:
-                numbers[row["queue"]] = {name: gpu[name] for name in SEEN_SERIES if gpu.get(name, -1) != -1}
+                numbers[row["queue"]] = {
+                    name: gpu[name] for name in SEEN_SERIES if gpu.get(name, names.UNLIMITED) != names.UNLIMITED
+                }
         self._looks.append((at, numbers))
 
     def history(self, source: str) -> History:

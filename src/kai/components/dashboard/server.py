@@ -1,7 +1,7 @@
 """``kai dashboard``'s web server: one page, its assets and a small JSON API, served from the latest look.
 
 - ``GET /``: the page (a Jinja2 template, autoescaped) with the latest document embedded as JSON, so the first
-  paint needs no second request;
+  paint needs no second request (rendered and compressed once per look);
 - ``GET /api/state``: the latest document (``ETag`` = its generation: ``304`` when the page has it; gzip when the
   browser takes it); the page asks every few seconds and redraws what changed, never reloading;
 - ``POST /api/whatif`` (JSON: the form), ``GET /api/whatif/<id>``: what-if runs on the latest look's input;
@@ -15,6 +15,7 @@ address served are refused (a web page elsewhere cannot read the cluster through
 must be posted as JSON, which a cross-site form cannot do.
 """
 
+import gzip
 import json
 import mimetypes
 import re
@@ -66,6 +67,7 @@ class Dashboard:
         self.static = _static_files()
         environment = Environment(loader=PackageLoader("kai.components.dashboard"), autoescape=select_autoescape())
         self.page = environment.get_template("index.html")
+        self._rendered: tuple[int, bytes, bytes] = (-1, b"", b"")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         status, headers, body = self.answer(environ)
@@ -82,7 +84,7 @@ class Dashboard:
         if method not in ("GET", "HEAD"):
             return _text("405 Method Not Allowed", f"{method} {path}: the dashboard only reads\n")
         if path == "/":
-            return self._page()
+            return self._page(environ)
         if path == "/api/state":
             return self._state(environ)
         run = RUN_PATH.match(path)
@@ -95,10 +97,18 @@ class Dashboard:
             return "200 OK", [("Content-Type", f"{kind}; charset=utf-8" if kind.startswith("text/") else kind)], asset
         return _text("404 Not Found", f"404 not found: {path}\n")
 
-    def _page(self) -> Answer:
+    def _page(self, environ: dict[str, Any]) -> Answer:
+        """The page with the latest look in it, rendered (and compressed) once per look."""
         current = self.board.current
-        html = self.page.render(label=current.document["label"], document=current.document, defaults=DEFAULTS)
-        return "200 OK", [("Content-Type", "text/html; charset=utf-8")], html.encode()
+        if self._rendered[0] != current.generation:
+            document = current.document
+            html = self.page.render(label=document["label"], document=document, defaults=DEFAULTS).encode()
+            self._rendered = (current.generation, html, gzip.compress(html, compresslevel=5))
+        _, html, gzipped = self._rendered
+        headers = [("Content-Type", "text/html; charset=utf-8"), ("Vary", "Accept-Encoding")]
+        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+            return "200 OK", [*headers, ("Content-Encoding", "gzip")], gzipped
+        return "200 OK", headers, html
 
     def _state(self, environ: dict[str, Any]) -> Answer:
         current = self.board.current

@@ -124,7 +124,7 @@
   function renderQueues(view) {
     const rows = view.queues.map((queue) => {
       const name = el("td", { class: "queue-name" }, queue.queue,
-        queue.displayName && queue.displayName !== queue.queue ? el("span", { class: "display" }, queue.displayName) : null);
+        queue.displayName && queue.displayName !== queue.queue ? el("div", { class: "display" }, queue.displayName) : null);
       name.style.paddingLeft = `${6 + 16 * queue.depth}px`;
       const row = el("tr", { class: "clickable" + (queue.queue === state.selected ? " selected" : ""), "data-queue": queue.queue });
       row.addEventListener("click", () => select(queue.queue));
