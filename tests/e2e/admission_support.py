@@ -59,12 +59,7 @@ class Admission:
         self.cp.apply(*webhooks.configurations(client))
 
 
-CONFIGURATIONS = (
-    ("mutatingwebhookconfiguration", webhooks.MUTATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.VALIDATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.QUEUE_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.PODGROUP_CONFIGURATION),
-)
+CONFIGURATIONS = tuple((kind.lower(), name) for name, kind in webhooks.CONFIGURATIONS.items())
 
 
 PROBE = "resources must be specified"

@@ -2,8 +2,8 @@
 cycles, each cycle the real scheduler (``kai.components.sim.runner.Simulation``: the scheduler core, its writer, the
 binder and the simulated kubelets on the embedded cluster).
 
-After every cycle the single-cycle invariants hold (DESIGN.md §6: no node over its resources or a GPU over its
-memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
+After every cycle the single-cycle invariants hold (docs/architecture.md §6: no node over its resources or a GPU over
+its memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
 their queue's quota); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node and
 placed back on it, and the cycles end with nothing to do. A statement rolled back restores the session exactly.
 

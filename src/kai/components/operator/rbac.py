@@ -8,10 +8,10 @@ Prometheus' (the chart gives it ``escalate`` and ``bind`` on their names only: `
 
 from typing import Any
 
-from kai.cluster.kube.resources import WORKLOAD_KINDS
 from kai.components.operator import monitoring
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
+from kai.components.podgrouper.rules.hub import READ_KINDS
 
 Rule = dict[str, Any]
 READ = ("get", "list", "watch")
@@ -59,9 +59,9 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("podgroups",), (*READ, "create", "update", "patch")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         *(
-            rule(group, tuple(sorted({k.plural for k in WORKLOAD_KINDS.values() if k.group == group})), ("get",))
-            for group in sorted({k.group for k in WORKLOAD_KINDS.values()})
-        ),  # a pod's owners, read when a pod names them
+            rule(group, tuple(sorted({k.plural for k in READ_KINDS if k.group == group})), ("get",))
+            for group in sorted({k.group for k in READ_KINDS} - {CORE})
+        ),  # a pod's owners, read when a pod names them (pods: above)
         EVENTS,
     ],
     "podgroup-controller": [
