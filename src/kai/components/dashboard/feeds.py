@@ -17,8 +17,7 @@ from typing import Any, Protocol
 from kai.cluster.kube import ApiError, KubeCluster
 from kai.cluster.prometheus import PrometheusApi, UsageQueryError
 from kai.components.dashboard import history
-from kai.components.dashboard.view_today import inspected, timeline
-from kai.components.insight.inspect import Inspection
+from kai.components.insight.inspect import Inspection, Moment, inspect
 from kai.components.insight.live import SchedulerSide, read
 from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
@@ -73,7 +72,7 @@ class FileFeed:
         return {"source": f"the run of {ins.scenario.name}", "cycles": kept.summary()}
 
     def history(self, ins: Inspection, queues: Iterable[Mapping[str, Any]]) -> history.History:
-        return history.from_timeline(timeline(ins), f"the simulated run of {ins.scenario.name}, cycle by cycle")
+        return history.from_timeline(ins.run.timeline, f"the simulated run of {ins.scenario.name}, cycle by cycle")
 
 
 class LiveFeed:
@@ -96,7 +95,7 @@ class LiveFeed:
         self.seen = history.Seen()
 
     def look(self) -> Inspection:
-        return inspected(read(self.cluster, self.side, self.label), live=True)
+        return inspect(read(self.cluster, self.side, self.label), Moment.GIVEN)
 
     def changed(self) -> bool:
         return True

@@ -1,30 +1,49 @@
-"""The document one look gives the page (``/api/state``, and embedded in the first answer): the view as the CLI
-renders it, the nodes, the last cycles and the history.
+"""The document one look gives the page (``/api/state``, and embedded in the first answer): the one view
+(``kai.components.insight.view``, the numbers ``kai queues``, ``kai explain`` and ``kai simulate`` show for the same
+input), the nodes, the last cycles and the history.
 
-The view's waiting podgroups carry their reasons with all evidence; the page shows each reason's text and the texts
-of its first few causes, so the rest of the evidence stays on the server (10,000 pods would otherwise be megabytes a
-refresh). ``kai explain -o json`` has the whole of it.
+The page lists no pods (10,000 of them would be megabytes a refresh; the summary counts them), and each waiting
+podgroup's reason comes with its text and the texts of its first few causes: the rest of the evidence stays on the
+server (``kai explain -o json`` has the whole of it). Queues carry their display name (else their name), which the view leaves out.
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from kai.components.dashboard.feeds import Feed
 from kai.components.dashboard.nodes import node_columns
-from kai.components.dashboard.view_today import shown_session, view_document
+from kai.components.insight.build import build_view
 from kai.components.insight.inspect import Inspection
+from kai.components.insight.view import View, summary_json, view_json
 
 CAUSES = 6
 """Causes of a reason the page lists (the rest are counted)."""
 
 
 def page_document(feed: Feed, ins: Inspection) -> dict[str, Any]:
-    view = view_document(ins, feed.config_source)
+    view = build_view(ins, feed.config_source)
+    document = view_document(view, ins)
     return {
-        "view": {**view, "pending": [_pending(row) for row in view["pending"]]},
-        "nodes": node_columns(shown_session(ins)),
+        "view": document,
+        "nodes": node_columns(ins.shown),
         "cycles": feed.cycles(ins),
-        "history": feed.history(ins, view["queues"]).as_json(),
+        "history": feed.history(ins, document["queues"]).as_json(),
+    }
+
+
+def view_document(view: View, ins: Inspection) -> dict[str, Any]:
+    """The view's JSON as the page takes it: its summary of every pod, but not the pods."""
+    whole = view_json(replace(view, pods=()))
+    shown = ins.shown.queues
+    return {
+        **{key: value for key, value in whole.items() if key != "pods"},
+        "summary": summary_json(view.summary),
+        "queues": [
+            {**row, "displayName": shown[row["queue"]].name if row["queue"] in shown else row["queue"]}
+            for row in whole["queues"]
+        ],
+        "pending": [_pending(row) for row in whole["pending"]],
     }
 
 
@@ -32,8 +51,7 @@ def _pending(row: Mapping[str, Any]) -> dict[str, Any]:
     reason = row["reason"]
     fix = row["nearestFix"]
     return {
-        **{key: row[key] for key in ("podgroup", "workload", "namespace", "queue", "state", "pods", "gpus")},
-        **{key: row[key] for key in ("waitingSince", "position", "estimatedStart")},
+        **{key: value for key, value in row.items() if key not in ("reason", "nearestFix", "provenFixes", "orderKey")},
         "reason": _reason(reason) if reason is not None else None,
         "nearestFix": fix["text"] if fix is not None else None,
         "provenFixes": [proven["text"] for proven in row["provenFixes"]],

@@ -19,7 +19,7 @@ import yaml
 from kai.components.sim.scenario import ClockSpec, Scenario, clock_cycles
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_changes, parse_set
-from kai.components.sim.whatif.compare import Comparison, RunMetrics, compare
+from kai.components.sim.whatif.compare import Assumptions, Comparison, RunMetrics, compare
 from kai.components.sim.whatif.report import ARROW, as_json, queue_rows, totals
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -112,15 +112,10 @@ class WhatIfRuns:
             self._runs[run]["cycle"] = cycle
 
         try:
-            comparison = compare(
-                scenario,
-                changed,
-                request.cycles,
-                request.period_s,
-                request.default_run_time_s,
-                request.changes.describe(),
-                progress,
+            given = Assumptions(
+                (scenario.name,), scenario.now, request.cycles, request.period_s, request.default_run_time_s
             )
+            comparison = compare(scenario, changed, given, request.changes.describe(), progress)
             outcome = {"state": "done", "result": comparison_json(comparison)}
         except Exception as error:  # a kai bug: said on the page; the dashboard goes on
             outcome = {"state": "failed", "error": f"kai failed on this what-if ({type(error).__name__}: {error})"}

@@ -261,27 +261,30 @@ def summary_of(pods: tuple[PodView, ...], other_schedulers: int, problems: tuple
 
 
 def view_json(view: View) -> dict[str, Any]:
-    summary = view.summary
     return {
         "source": view.source,
         "moment": view.moment,
         "at": view.at,
         "config": view.config,
         "filters": dict(view.filters),
-        "summary": {
-            "pods": summary.pods,
-            "placed": summary.placed,
-            "waiting": summary.waiting,
-            "finished": summary.finished,
-            "waitingByReason": dict(summary.by_reason),
-            "otherSchedulers": summary.other_schedulers,
-            "errors": summary.errors,
-            "warnings": summary.warnings,
-        },
+        "summary": summary_json(view.summary),
         "queues": [queue_json(queue) for queue in view.queues],
         "pending": [pending_json(row, view.at) for row in view.pending],
         "pods": [pod_json(pod, view.at) for pod in view.pods],
         "problems": [asdict(problem) for problem in view.problems],  # as kai simulate --json lists them
+    }
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "pods": summary.pods,
+        "placed": summary.placed,
+        "waiting": summary.waiting,
+        "finished": summary.finished,
+        "waitingByReason": dict(summary.by_reason),
+        "otherSchedulers": summary.other_schedulers,
+        "errors": summary.errors,
+        "warnings": summary.warnings,
     }
 
 

@@ -12,7 +12,7 @@ from kai.components.sim.scenario import load_scenario
 
 def test_whole_and_shared_gpus_per_node(tmp_path: Path) -> None:
     ins = inspect(load_scenario(cluster_file(tmp_path, cycles=2)))  # the second cycle finds the half GPU bound
-    assert node_columns(ins.opened) == {
+    assert node_columns(ins.shown) == {
         "names": ["n0"],
         "gpus": [8.0],
         "whole": [2.0],
