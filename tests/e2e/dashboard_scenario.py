@@ -8,7 +8,8 @@ its benchmark (bench/dashboard_bench.py): what `kai dashboard -f` is asked to sh
   minutes to 6 hours);
 - 400 pods asking half a GPU (`gpu-fraction: "0.5"`), so shared GPUs are in use after the first cycle;
 - the gang `llm-pretrain` of team-llm: 128 pods of 8 GPUs, which its queue's limit keeps waiting;
-- 3,472 two-GPU pods of the three teams waiting, more than the free GPUs hold;
+- the gang `vision-giant` of team-vision: 4 pods of 16 GPUs, larger than any node;
+- 3,468 two-GPU pods of the three teams waiting, more than the free GPUs hold;
 - a clock of one cycle every 10 simulated minutes for an hour, so each queue has a history.
 
 Written as plain YAML text (formatting 10,000 objects through a YAML emitter takes longer than the test).
@@ -26,7 +27,10 @@ SHARED = 400
 GANG = "llm-pretrain"
 GANG_SIZE = 128
 GANG_GPUS = 8
-WAITING = 10_000 - RUNNING - SHARED - GANG_SIZE
+GIANT = "vision-giant"
+"""A gang of team-vision whose pods ask 16 GPUs each: no node has as many (what it needs is a smaller request)."""
+GIANT_SIZE = 4
+WAITING = 10_000 - RUNNING - SHARED - GANG_SIZE - GIANT_SIZE
 TEAMS = ("team-llm", "team-vision", "team-speech")
 MARKUP = '<img src=x onerror="window.kaiInjected=1"><b>x</b>'
 """The displayName of queue `sandbox`: shown as these characters, never as an image or bold text."""
@@ -81,10 +85,10 @@ _POD = """- apiVersion: v1
         limits: {{{limits}}}
   status: {{phase: {phase}}}
 """
-_PODGROUP = f"""- apiVersion: scheduling.run.ai/v2alpha2
+_PODGROUP = """- apiVersion: scheduling.run.ai/v2alpha2
   kind: PodGroup
-  metadata: {{name: {GANG}, namespace: llm, creationTimestamp: "2026-03-02T08:12:00Z"}}
-  spec: {{queue: team-llm, priorityClassName: train, minMember: {GANG_SIZE}}}
+  metadata: {{name: {name}, namespace: {namespace}, creationTimestamp: "2026-03-02T08:12:00Z"}}
+  spec: {{queue: {queue}, priorityClassName: train, minMember: {size}}}
 """
 
 
@@ -126,10 +130,13 @@ def scenario_text() -> str:
         parts.append(_pod(f"run-{index:05d}", team, team, node=node, annotations=run_time))
     for index in range(SHARED):
         parts.append(_pod(f"notebook-{index:03d}", "sandbox", "sandbox", gpus=0, annotations='gpu-fraction: "0.5"'))
-    parts.append(_PODGROUP)
-    for index in range(GANG_SIZE):
-        annotations = f"pod-group-name: {GANG}"
-        parts.append(_pod(f"{GANG}-{index}", "llm", "team-llm", gpus=GANG_GPUS, annotations=annotations))
+    for name, namespace, queue, size, gpus in (
+        (GANG, "llm", "team-llm", GANG_SIZE, GANG_GPUS),
+        (GIANT, "vision", "team-vision", GIANT_SIZE, 16),
+    ):
+        parts.append(_PODGROUP.format(name=name, namespace=namespace, queue=queue, size=size))
+        for index in range(size):
+            parts.append(_pod(f"{name}-{index}", namespace, queue, gpus=gpus, annotations=f"pod-group-name: {name}"))
     for index in range(WAITING):
         team = TEAMS[index % len(TEAMS)]
         minute = index % 50

@@ -11,7 +11,7 @@ import yaml
 from insight_support import NOW, node_obj, pod_obj, podgroup_obj, queue_obj
 
 from kai.components.dashboard.board import Board
-from kai.components.dashboard.feeds import FileFeed
+from kai.components.dashboard.feeds import FileFeed, FixSearchOf
 from kai.components.dashboard.server import Dashboard, allowed_hosts
 from kai.components.insight.inspect import inspect
 from kai.components.sim.scenario import load_scenario
@@ -22,10 +22,10 @@ PORT = 8090
 HOST = f"127.0.0.1:{PORT}"
 
 
-def cluster_file(tmp_path: Path, cycles: int = 2) -> Path:
+def cluster_file(tmp_path: Path, cycles: int | None = 2) -> Path:
     """dept → a (GPU limit 4), b; queue b's displayName is markup; one 8-GPU node: a holds 2 GPUs and its gang
     `big` of 2 × 2 GPUs waits for a's limit; b's pod asks half a GPU; a clock of ``cycles`` cycles, 10 minutes
-    apart."""
+    apart (None: no clock, one cycle, as a snapshot)."""
     sandbox = queue_obj("b", "dept")
     sandbox["spec"]["displayName"] = MARKUP
     half = pod_obj("notebook-0", "notebook", 0)
@@ -48,13 +48,14 @@ def cluster_file(tmp_path: Path, cycles: int = 2) -> Path:
     path = tmp_path / "cluster.yaml"
     document: dict[str, Any] = {"name": "small cluster", "now": NOW, "objects": objects}
     document["config"] = {"actions": "allocate"}
-    document["clock"] = {"period": "10m", "duration": f"{10 * cycles}m"}
+    if cycles is not None:
+        document["clock"] = {"period": "10m", "duration": f"{10 * cycles}m"}
     path.write_text(yaml.safe_dump(document))
     return path
 
 
-def file_board(path: Path) -> Board:
-    feed = FileFeed(str(path), [path], lambda: inspect(load_scenario(path)), "the input's, else KAI's default")
+def file_board(path: Path, fixes: FixSearchOf = lambda ins: None) -> Board:
+    feed = FileFeed(str(path), [path], lambda: inspect(load_scenario(path)), "the input's, else KAI's default", fixes)
     return Board(feed, refresh_s=60.0, clock=lambda: 1_000.0)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from kai.cli.fix_search import fix_options, fix_search
 from kai.cli.sources import Source, source_options
 from kai.cluster.kube import ApiError, KubeCluster
 from kai.cluster.prometheus import PrometheusApi
@@ -15,7 +16,9 @@ from kai.components.admission.webhooks import DEFAULT_NAMESPACE
 from kai.components.dashboard.board import Board
 from kai.components.dashboard.feeds import Feed, FileFeed, LiveFeed
 from kai.components.dashboard.server import Dashboard, allowed_hosts, serve
+from kai.components.insight.inspect import Inspection
 from kai.components.insight.live import LiveError, connect
+from kai.components.insight.pending import Prove
 from kai.components.operator.known_prometheus import known_prometheus
 from kai.components.shared.endpoints import EndpointError, parse_address
 from kai.core.model.duration import parse_duration
@@ -46,10 +49,20 @@ PROMETHEUS_TIMEOUT_S = 10.0
     "without one, the scheduler's usage store).",
 )
 @click.option("--history", "history_window", default="6h", show_default=True, help="How far back the history goes.")
+@fix_options
 @source_options
-def dashboard(address: str, refresh: str, prometheus_url: str, history_window: str, **options: Any) -> None:
+def dashboard(
+    address: str,
+    refresh: str,
+    prometheus_url: str,
+    history_window: str,
+    fix_budget: float,
+    fix_candidates: int,
+    **options: Any,
+) -> None:
     """Serve a read-only web page of the cluster: queues with their history, workloads waiting in order with why and
-    the fix, nodes and their GPUs, the last cycles, what-if runs."""
+    the fix (proven as kai queues proves it, within --fix-budget a look), nodes and their GPUs, the last cycles,
+    what-if runs."""
     source = Source.of(options)
     try:
         bound = parse_address(address, "--address")
@@ -59,15 +72,19 @@ def dashboard(address: str, refresh: str, prometheus_url: str, history_window: s
         raise click.BadParameter(str(error)) from None
     if bound is None:
         raise click.BadParameter("--address 0 serves nothing: give HOST:PORT, such as 127.0.0.1:8090")
+
+    def fixes(ins: Inspection) -> Prove | None:
+        return fix_search(ins, fix_budget, fix_candidates, listing=True)
+
     if source.files:
         config = str(source.scheduler_conf) if source.scheduler_conf else "the input's, else KAI's default"
-        _serve(FileFeed(source.label, source.files, lambda: source.inspect()[0], config), bound, refresh_s)
+        _serve(FileFeed(source.label, source.files, lambda: source.inspect()[0], config, fixes), bound, refresh_s)
         return
     side = source.scheduler_side()
     try:
         with connect(source.kubeconfig, source.context, side.config, watch=True) as cluster:
             prometheus = _prometheus(cluster, prometheus_url)
-            _serve(LiveFeed(cluster, side, source.label, prometheus, window_s), bound, refresh_s)
+            _serve(LiveFeed(cluster, side, source.label, prometheus, window_s, fixes), bound, refresh_s)
     except LiveError as error:
         raise click.ClickException(str(error)) from error
 

@@ -19,11 +19,14 @@ from kai.cluster.prometheus import PrometheusApi, UsageQueryError
 from kai.components.dashboard import history
 from kai.components.insight.inspect import Inspection, Moment, inspect
 from kai.components.insight.live import SchedulerSide, read
+from kai.components.insight.pending import Prove
 from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
 from kai.components.scheduler.usage import history_configmap
 from kai.components.scheduler.usage_history import HistoryError
 from kai.core.framework.usage.usage_config import CLIENT_BUILTIN
+
+FixSearchOf = Callable[[Inspection], Prove | None]
 
 
 class Feed(Protocol):
@@ -31,6 +34,9 @@ class Feed(Protocol):
     """What is looked at, for the page's title."""
     config_source: str
     """Where the scheduler config of the looks comes from."""
+    fixes: "FixSearchOf"
+    """The fix search for a look's waiting podgroups (``kai queues``' search: one budget a look, first in line
+    first); None from it: no search."""
 
     def look(self) -> Inspection: ...
 
@@ -48,9 +54,17 @@ class Feed(Protocol):
 
 
 class FileFeed:
-    def __init__(self, label: str, paths: Iterable[Path], look: Callable[[], Inspection], config_source: str) -> None:
+    def __init__(
+        self,
+        label: str,
+        paths: Iterable[Path],
+        look: Callable[[], Inspection],
+        config_source: str,
+        fixes: FixSearchOf = lambda ins: None,
+    ) -> None:
         self.label = label
         self.config_source = config_source
+        self.fixes = fixes
         self.paths = tuple(paths)
         self._look = look
         self._seen: tuple[float, ...] | None = None
@@ -83,9 +97,11 @@ class LiveFeed:
         label: str,
         prometheus: PrometheusApi | None,
         window_s: float,
+        fixes: FixSearchOf = lambda ins: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.cluster = cluster
+        self.fixes = fixes
         self.side = side
         self.label = label
         self.config_source = side.source

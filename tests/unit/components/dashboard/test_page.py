@@ -1,6 +1,6 @@
 """The page's document is the one view: the queue tree, the summary and the waiting podgroups in order carry the
-numbers ``kai queues -o json`` gives for the same file, the pods are counted but not listed, and a reason keeps its
-first causes only."""
+numbers and the proven fix ``kai queues -o json`` gives for the same file, the pods are counted but not listed, and
+a reason keeps its first causes only."""
 
 import json
 from dataclasses import replace
@@ -9,18 +9,20 @@ from pathlib import Path
 from click.testing import CliRunner
 from dashboard_support import MARKUP, cluster_file, file_board
 
+from kai.cli.fix_search import fix_search
 from kai.cli.main import main
 from kai.components.dashboard.page import CAUSES, view_document
 from kai.components.insight.build import build_view
+from kai.components.insight.fixes.found import DEFAULT_CANDIDATES, DEFAULT_SECONDS
 from kai.components.insight.inspect import inspect
 from kai.components.sim.scenario import load_scenario
 from kai.core.state.reason_text import as_json
 from kai.core.state.reasons import Reason, ReasonKind
 
 
-def test_the_page_shows_the_numbers_kai_queues_shows(tmp_path: Path) -> None:
-    path = cluster_file(tmp_path)
-    board = file_board(path)
+def test_the_page_shows_the_numbers_and_the_fixes_kai_queues_shows(tmp_path: Path) -> None:
+    path = cluster_file(tmp_path, cycles=None)  # no clock: the fix search runs, as for a snapshot
+    board = file_board(path, lambda ins: fix_search(ins, DEFAULT_SECONDS, DEFAULT_CANDIDATES, listing=True))
     board.refresh()
     page = board.current.document["view"]
     result = CliRunner().invoke(main, ["queues", "-f", str(path), "--pending", "-o", "json"])
@@ -34,7 +36,9 @@ def test_the_page_shows_the_numbers_kai_queues_shows(tmp_path: Path) -> None:
     ]
     (big,) = page["pending"]
     (cli_big,) = cli["pending"]
-    assert big["reason"]["text"] == cli_big["reason"]["text"] and big["nearestFix"] == cli_big["nearestFix"]["text"]
+    assert big["reason"]["text"] == cli_big["reason"]["text"]
+    assert big["fix"] == f"{cli_big['fixes']['proven'][0]['text']} (proven)" and big["proven"] is True
+    assert big["fixSearch"] == cli_big["fixes"]["summary"]
     assert [q["displayName"] for q in page["queues"]] == ["dept", "a", MARKUP]
 
 

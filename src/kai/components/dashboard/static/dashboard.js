@@ -171,13 +171,8 @@
   }
 
   function fix(row) {
-    if (row.provenFixes.length) {
-      return el("td", { class: "fix text" }, row.provenFixes[0], " ", el("span", { class: "proven" }, "proven"));
-    }
-    if (row.nearestFix) {
-      return el("td", { class: "fix text" }, row.nearestFix, " ", el("span", { class: "unproven" }, "(nearest fix, not proven)"));
-    }
-    return el("td", { class: "fix text" }, "—");
+    // kai queues' words: the cheapest proven fix, else what the search came to, else what it needs
+    return el("td", { class: "fix text" + (row.proven ? " proven" : ""), title: row.fixSearch || "" }, row.fix || "—");
   }
 
   function place(position) {
