@@ -1,9 +1,9 @@
 """`kai dashboard` in a real browser (Debian's Chromium, headless), as a user opens it:
 
 - against the test cluster: `kai all` scheduling, a real Prometheus scraping it (the history), a gang held by its
-  queue's limit (reason and fix), a half-GPU pod (a shared GPU on the node grid), a queue whose displayName is
-  markup (shown as text), the gang's fix proven as `kai queues` proves it, the page refreshed without reloading when a new workload waits, and a what-if whose
-  changed run starts the gang;
+  queue's limit (its reason, and its fix proven as `kai queues` proves it), a half-GPU pod (a shared GPU on the node
+  grid), a queue whose displayName is markup (shown as text), the page refreshed without reloading when a new
+  workload waits, and a what-if whose changed run starts the gang;
 - against a file of 1,000 nodes and 10,000 pods (dashboard_scenario.py): the queue tree, the gangs' reasons and what
   one needs, the history of the simulated run, 1,000 node tiles and a what-if comparison.
 
@@ -202,7 +202,8 @@ def test_the_dashboard_of_a_1000_node_cluster(browser: Browser, tmp_path: Path) 
         browser.find("#pending-filter")[0].clear()
         browser.find("#pending-filter")[0].send_keys(GIANT)
         browser.wait("the giant gang's row", lambda: browser.find(giant_row))
-        assert browser.text(f"{giant_row} .fix") == "needs: request at most 8 GPUs (the largest node), or add a larger node"
+        needs = "needs: request at most 8 GPUs (the largest node), or add a larger node"
+        assert browser.text(f"{giant_row} .fix") == needs
 
         assert browser.text("#history-source").startswith("from the simulated run of research cluster")
         legend = {label.text for label in browser.find("#history-all .u-series .u-label")}
