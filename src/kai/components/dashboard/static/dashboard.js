@@ -41,6 +41,10 @@
     return Number.isInteger(value) ? value.toLocaleString("en") : String(Math.round(value * 100) / 100);
   }
 
+  function count(n, word) {
+    return `${num(n)} ${word}${n === 1 ? "" : "s"}`;
+  }
+
   function duration(seconds) {
     if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
     let rest = Math.max(0, Math.round(seconds));
@@ -70,9 +74,10 @@
     renderStatus(doc);
     if (!doc.view) return;
     const summary = doc.view.summary;
-    const reasons = Object.entries(summary.waitingByReason || {}).map(([kind, count]) => `${num(count)} ${kind}`);
-    $("summary").textContent = `${num(summary.pods)} pods: ${num(summary.placed)} placed, ${num(summary.waiting)} waiting` +
-      (reasons.length ? ` (${reasons.join(", ")})` : "");
+    const reasons = Object.entries(summary.waitingByReason || {}).map(([kind, n]) => `${num(n)} ${kind}`);
+    const finished = summary.finished ? `, ${num(summary.finished)} finished` : "";
+    $("summary").textContent = `${count(summary.pods, "pod")}: ${num(summary.placed)} placed, ${num(summary.waiting)} waiting` +
+      (reasons.length ? ` (${reasons.join(", ")})` : "") + finished;
     $("moment").textContent = `${doc.view.moment} · scheduler config: ${doc.view.config}`;
   }
 
@@ -203,7 +208,7 @@
     });
     fill("pending-rows", shown);
     const where = state.selected ? ` in ${state.selected}` : "";
-    $("pending-count").textContent = `${num(rows.length)} podgroups waiting${where}` +
+    $("pending-count").textContent = `${count(rows.length, "podgroup")} waiting${where}` +
       (rows.length > shown.length ? `, the first ${num(shown.length)} shown` : "");
     $("pending-more").hidden = rows.length <= shown.length;
   }
@@ -225,8 +230,25 @@
     state.charts[slot] = new uPlot({ width, height: 240, ...options }, data, target);
   }
 
-  // A time axis of one point would span years: an hour each side of it instead.
-  const TIME = { x: { time: true, range: (_, min, max) => (min === max ? [min - 3600, max + 3600] : [min, max]) } };
+  // A time axis of one point would span years: an hour each side of it instead; one of a few seconds (a dashboard
+  // just started) is widened to a minute, and its ticks are whole seconds at least, told in UTC as the page's times.
+  const TIME = {
+    x: {
+      time: true,
+      range: (_, min, max) => (min === max ? [min - 3600, max + 3600] : max - min < 60 ? [max - 60, max] : [min, max]),
+    },
+  };
+  const TICKS = [1, 5, 10, 15, 30, 60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 7 * 86400];
+
+  function clockTicks(u, splits) {
+    const span = u.scales.x.max - u.scales.x.min;
+    return splits.map((t) => {
+      const text = new Date(t * 1000).toISOString();
+      return span > 2 * 86400 ? text.slice(5, 10) + " " + text.slice(11, 16) : text.slice(11, span > 600 ? 16 : 19);
+    });
+  }
+
+  const TIME_AXIS = { incrs: TICKS, values: clockTicks, label: "UTC" };
 
   function lines(names, dashed) {
     return names.map((name, index) => ({
@@ -251,14 +273,14 @@
     const queues = leaves(doc.view, history).sort((a, b) => peak(b) - peak(a)).slice(0, MAX_LINES);
     const base = `${doc.generation}`;
     chart("history-all", `${base}|${queues.join(",")}`,
-      { series: [{}, ...lines(queues)], axes: [{}, { label: "GPUs" }], scales: TIME },
+      { series: [{}, ...lines(queues)], axes: [TIME_AXIS, { label: "GPUs" }], scales: TIME },
       [history.times, ...queues.map((name) => history.queues[name].allocated)]);
     const selected = state.selected || (doc.view.pending[0] || {}).queue || queues[0];
     $("history-queue-title").textContent = selected ? `queue ${selected}` : "no queue";
     const series = selected && history.queues[selected] ? history.queues[selected] : {};
     const names = Object.keys(SERIES).filter((name) => series[name]);
     chart("history-queue", `${base}|${selected}|${names.join(",")}`,
-      { series: [{}, ...lines(names.map((name) => SERIES[name]))], axes: [{}, { label: "GPUs" }], scales: TIME },
+      { series: [{}, ...lines(names.map((name) => SERIES[name]))], axes: [TIME_AXIS, { label: "GPUs" }], scales: TIME },
       [names.length ? history.times : [], ...names.map((name) => series[name])]);
   }
 
@@ -286,7 +308,7 @@
       return tile;
     });
     fill("node-tiles", tiles);
-    $("nodes-totals").textContent = `${num(nodes.names.length)} nodes, ${num(gpus)} GPUs: ${num(whole)} held whole, ` +
+    $("nodes-totals").textContent = `${count(nodes.names.length, "node")}, ${num(gpus)} GPUs: ${num(whole)} held whole, ` +
       `${num(sharedGpus)} shared (${num(sharedHeld)} of them held), ${num(Math.max(0, gpus - whole - sharedGpus))} free`;
   }
 
@@ -413,8 +435,9 @@
       el("td", { class: index ? "" : "text" }, cell)))));
     fill("whatif-queue-head", result.queueColumns.map((column) => el("th", {}, column)));
     fill("whatif-queues", result.queueRows.map((row) => el("tr", { "data-queue": row[0] }, row.map((cell) => el("td", {}, cell)))));
-    const elapsed = result.elapsed.map((seconds) => seconds / 3600);
-    const axes = [{ label: "hours simulated" }, { label: "GPUs" }];
+    const [unit, size] = hours < 2 ? ["minutes", 60] : ["hours", 3600];
+    const elapsed = result.elapsed.map((seconds) => seconds / size);
+    const axes = [{ label: `${unit} simulated` }, { label: "GPUs" }];
     const figures = [["utilisation", "GPU utilisation (share of the cluster's GPUs)",
       [result.runs.base.utilisation, result.runs.changed.utilisation]]];
     const active = Object.keys(result.runs.base.queues).filter((queue) => [result.runs.base, result.runs.changed]
