@@ -20,7 +20,6 @@ from kai.components.dashboard import history
 from kai.components.insight.inspect import Inspection, Moment, inspect
 from kai.components.insight.live import SchedulerSide, read
 from kai.components.insight.pending import Prove
-from kai.components.scheduler.history import CycleHistory
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
 from kai.components.scheduler.usage import history_configmap
 from kai.components.scheduler.usage_history import HistoryError
@@ -80,10 +79,19 @@ class FileFeed:
         return tuple(os.stat(path).st_mtime if path.exists() else -1.0 for path in self.paths)
 
     def cycles(self, ins: Inspection) -> dict[str, Any]:
-        kept = CycleHistory(size=len(ins.cycles))
-        for record in ins.cycles:
-            kept.add(record.number, record.session.now, record.session.result)
-        return {"source": f"the run of {ins.scenario.name}", "cycles": kept.summary()}
+        """Every cycle of the file's run, from its timeline (a run over time keeps only its last session)."""
+        cycles = [
+            {
+                "cycle": sample.cycle,
+                "at": sample.time,
+                "binds": sample.binds,
+                "pipelined": sample.pipelined,
+                "evictions": sample.evictions,
+                "unschedulable": sample.unschedulable,
+            }
+            for sample in ins.run.timeline
+        ]
+        return {"source": f"the run of {ins.scenario.name}", "cycles": cycles}
 
     def history(self, ins: Inspection, queues: Iterable[Mapping[str, Any]]) -> history.History:
         return history.from_timeline(ins.run.timeline, f"the simulated run of {ins.scenario.name}, cycle by cycle")

@@ -96,3 +96,6 @@ def test_a_file_shows_its_simulated_run_cycle_by_cycle(tmp_path: Path) -> None:
     assert len(history["times"]) == 3 and history["times"][1] - history["times"][0] == 600
     assert history["queues"]["a"] == {"allocated": [2, 2, 2], "fairShare": [4, 4, 4]}
     assert history["queues"]["b"]["allocated"] == [0.5, 0.5, 0.5]
+    cycles = board.current.document["cycles"]  # every cycle of the run, though it keeps only its last session
+    assert cycles["source"] == "the run of small cluster"
+    assert [(c["cycle"], c["binds"], c["unschedulable"]) for c in cycles["cycles"]] == [(1, 1, 1), (2, 0, 1), (3, 0, 1)]
