@@ -9,6 +9,7 @@ build/e2e-screenshots/ (the path is printed), for a person to look at.
 
 from __future__ import annotations
 
+import base64
 import re
 import signal
 import subprocess
@@ -88,12 +89,16 @@ class Browser:
         return wait_until(what, check, timeout=timeout, interval=0.2)
 
     def screenshot(self, name: str) -> Path:
-        """A PNG of the whole page (as tall as it is), kept under build/e2e-screenshots/."""
+        """A PNG of the whole page (as tall as it is: Chrome's capture beyond the viewport), kept under
+        build/e2e-screenshots/."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        height = int(self.script("return document.documentElement.scrollHeight"))
-        self.driver.set_window_size(1400, max(900, height + 40))
+        size = self.driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        shot = self.driver.execute_cdp_cmd(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        )
         path = SCREENSHOTS / f"{name}.png"
-        self.driver.save_screenshot(str(path))
+        path.write_bytes(base64.b64decode(shot["data"]))
         print(f"screenshot: {path}")
         return path
 

@@ -430,7 +430,7 @@
     $("whatif-result").hidden = false;
     const hours = (result.periodSeconds * result.cycles) / 3600;
     $("whatif-changes-done").textContent = `Changes: ${result.changes.join("; ")} — ${result.cycles} cycles, one every ` +
-      `${duration(result.periodSeconds)} (${Math.round(hours * 10) / 10} h simulated)`;
+      `${duration(result.periodSeconds)} (${duration(result.periodSeconds * result.cycles)} simulated)`;
     fill("whatif-totals", result.totals.map((row) => el("tr", {}, row.map((cell, index) =>
       el("td", { class: index ? "" : "text" }, cell)))));
     fill("whatif-queue-head", result.queueColumns.map((column) => el("th", {}, column)));
