@@ -122,7 +122,10 @@ class Dashboard:
     def _start_what_if(self, environ: dict[str, Any]) -> Answer:
         if not str(environ.get("CONTENT_TYPE", "")).startswith("application/json"):
             return _json("415 Unsupported Media Type", {"error": "post the what-if form as application/json"})
-        length = int(environ.get("CONTENT_LENGTH") or 0)
+        length_text = str(environ.get("CONTENT_LENGTH") or "0")
+        if not length_text.isdigit():
+            return _json("400 Bad Request", {"error": f"Content-Length {length_text!r}: not a byte count"})
+        length = int(length_text)
         if length > MAX_FORM_BYTES:
             return _json("413 Content Too Large", {"error": f"the form is larger than {MAX_FORM_BYTES} bytes"})
         try:

@@ -123,6 +123,8 @@ def test_what_if_runs_from_the_form(tmp_path: Path) -> None:
     assert status == "409 Conflict" and "no look at the cluster yet" in json.loads(answer)["error"]
     board.refresh()
     assert request(app, "/api/whatif", "POST", body, {"CONTENT_TYPE": "text/plain"})[0] == "415 Unsupported Media Type"
+    status, _, answer = request(app, "/api/whatif", "POST", body, {**json_type, "CONTENT_LENGTH": "lots"})
+    assert status == "400 Bad Request" and json.loads(answer)["error"] == "Content-Length 'lots': not a byte count"
     bad = json.dumps({"changes": "queue.nowhere.gpu.quota=8"}).encode()
     status, _, answer = request(app, "/api/whatif", "POST", bad, json_type)
     assert status == "400 Bad Request" and "nowhere" in json.loads(answer)["error"]
