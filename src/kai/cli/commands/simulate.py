@@ -42,7 +42,15 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A file or folder, as kai explain and kai queues take it (the same as giving PATHS).",
+)
 @click.option("--cycles", type=click.IntRange(min=1), help="Scheduling cycles to run (scenarios without a runner).")
 @click.option(
     "--period",
@@ -87,6 +95,7 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 )
 def simulate(
     paths: tuple[Path, ...],
+    files: tuple[Path, ...],
     cycles: int | None,
     period: float | None,
     duration: float | None,
@@ -116,6 +125,9 @@ def simulate(
     (within --fix-budget), the queues and, with a running clock, the queues over time. With --period the clock
     advances between cycles. With changes (--what-if, --set, --add-nodes, --remove-node, --evict-pod) one input
     runs twice, as it is and changed, side by side."""
+    paths = paths + files
+    if not paths:
+        raise click.UsageError("give the scenario files or folders to run: kai simulate PATH… (or -f PATH)")
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     logging.getLogger(PodGrouper.__module__).setLevel(logging.ERROR)  # what it warns of is listed under Problems

@@ -140,3 +140,10 @@ def test_make_run_shows_the_cluster_after_the_cycle_with_a_waiting_pod_and_why()
         "PyTorchJob llama-finetune (llm) add 2 nodes like dgx-01, 8 GPUs each (proven)",
         "Pod alice-notebook (vision) needs: create queue team-visoin, or name queue team-vision instead",
     ]  # as kai queues' fix column and kai explain say them
+
+
+def test_files_may_be_given_with_f_as_explain_and_queues_take_them() -> None:
+    given = kai("simulate", *dash_f(), "--fix-budget", "0", width=100)
+    assert given.splitlines()[1].startswith("14 pods: 8 placed, 6 waiting")
+    nothing = CliRunner().invoke(main, ["simulate"])
+    assert nothing.exit_code == 2 and "give the scenario files or folders" in nothing.output
