@@ -70,6 +70,8 @@ def dashboard(
         window_s = parse_duration(history_window, "command line", "--history", days=True)
     except (EndpointError, InvalidObject) as error:
         raise click.BadParameter(str(error)) from None
+    if refresh_s <= 0:
+        raise click.BadParameter(f"--refresh {refresh}: give a time above 0, such as 5s")
     if bound is None:
         raise click.BadParameter("--address 0 serves nothing: give HOST:PORT, such as 127.0.0.1:8090")
 

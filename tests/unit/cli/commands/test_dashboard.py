@@ -17,6 +17,8 @@ def test_what_cannot_be_served_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--address 'localhost': expected HOST:PORT" in result.output
     result = runner.invoke(main, ["dashboard", "-f", path, "--refresh", "soon"])
     assert result.exit_code == 2 and "--refresh" in result.output
+    result = runner.invoke(main, ["dashboard", "-f", path, "--refresh", "0s"])
+    assert result.exit_code == 2 and "--refresh 0s: give a time above 0, such as 5s" in result.output
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
