@@ -454,7 +454,9 @@
       state.chartKeys[target.id] = null;
       chart(target.id, `${Date.now()}-${index}`, {
         series: [{}, { label: "base", stroke: COLOURS[0], width: 2 }, { label: "changed", stroke: COLOURS[1], width: 2, dash: [6, 4] }],
-        axes: index ? axes : [axes[0], { label: "share" }], scales: { x: { time: false } },
+        // a share is drawn from 0 to 1 (around 0.999 to 1, the ticks would all read "1")
+        axes: index ? axes : [axes[0], { label: "share" }],
+        scales: index ? { x: { time: false } } : { x: { time: false }, y: { range: (_, min, max) => [0, Math.max(1, max)] } },
       }, [elapsed, ...runs]);
     });
   }
