@@ -50,7 +50,7 @@ def main() -> None:
         started = time.perf_counter()
         ins = inspect(load_scenario(path))
         look_s = time.perf_counter() - started
-        pods = len(ins.state.pods)
+        pods = sum(1 for pod in ins.state.pods.values() if not pod.is_reservation)  # the binder's are not the file's
         feed = SameLook(path, ins)
         started = time.perf_counter()
         page_document(feed, ins)
