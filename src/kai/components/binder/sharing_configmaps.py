@@ -9,8 +9,9 @@ removes them with it, and deletes them when the bind fails (KAI's Rollback). A p
 annotation and refers to no ConfigMap: it gets none (KAI's binder fails such a bind).
 
 ``NVIDIA_VISIBLE_DEVICES`` is the device of each of the pod's GPU groups as their reservation pods report it
-(``run.ai/reserve_for_gpu_index``); KAI's binder waits up to 40 s for it, kai's binds at once and leaves the key
-out while no reservation pod has reported (the kubelet then holds the container until it is there).
+(``run.ai/reserve_for_gpu_index``); KAI's binder waits up to 40 s for it and fails the bind without it, kai's binds
+at once and leaves the key out unless every reservation pod has reported by then (a real kubelet cannot start the
+container without it; kai's reservation pods run no agent that reports, docs/deviations.md).
 """
 
 from collections.abc import Mapping, Sequence
