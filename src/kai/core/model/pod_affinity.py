@@ -1,4 +1,5 @@
-"""Required inter-pod affinity and anti-affinity with the upstream InterPodAffinity Filter semantics.
+"""Inter-pod affinity and anti-affinity: the required terms with the upstream InterPodAffinity Filter semantics,
+the preferred ones kept for its Score (the ``podaffinity`` plugin).
 
 `PodAffinityFilter` plays the role of the plugin's PreFilter state: it counts, per (topologyKey, value)
 pair, the placed pods that matter to one incoming pod, so checking a node costs a few dict lookups
@@ -77,33 +78,66 @@ class AffinityTerm:
         return in_scope and self.selector.matches(labels)
 
 
-def _parse_terms(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> frozenset[AffinityTerm]:
+WeightedTerms = tuple[tuple[int, AffinityTerm], ...]
+"""Preferred terms with their weights, in the pod's order (upstream sums a repeated term's weights)."""
+
+
+def _section(spec: Mapping[str, object], kind: str, where: str) -> Mapping[str, object]:
     affinity = _fields.mapping(spec.get("affinity"), where, "spec.affinity")
-    section = _fields.mapping(affinity.get(kind), where, f"spec.affinity.{kind}")
-    path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-    terms = _fields.items(section.get("requiredDuringSchedulingIgnoredDuringExecution"), where, path)
+    return _fields.mapping(affinity.get(kind), where, f"spec.affinity.{kind}")
+
+
+def _parse_terms(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> frozenset[AffinityTerm]:
+    field = "requiredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.{kind}.{field}"
+    terms = _fields.items(_section(spec, kind, where).get(field), where, path)
     return frozenset(AffinityTerm.parse(term, namespace, where, f"{path}[{i}]") for i, term in enumerate(terms))
+
+
+def _parse_weighted(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> WeightedTerms:
+    field = "preferredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.{kind}.{field}"
+    raw = _fields.items(_section(spec, kind, where).get(field), where, path)
+    terms: list[tuple[int, AffinityTerm]] = []
+    for i, item in enumerate(raw):
+        body = _fields.mapping(item, where, f"{path}[{i}]")
+        weight = body.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise InvalidObject(where, f"{path}[{i}].weight", f"must be an integer from 1 to 100, got {weight!r}")
+        terms.append((weight, AffinityTerm.parse(body.get("podAffinityTerm"), namespace, where, f"{path}[{i}]")))
+    return tuple(terms)
 
 
 @dataclass(frozen=True)
 class PodAffinity:
-    """A pod's required affinity and anti-affinity terms; hashable so equal constraints compare equal."""
+    """A pod's affinity and anti-affinity terms, required and preferred; hashable so equal constraints compare
+    equal."""
 
     affinity: frozenset[AffinityTerm] = frozenset()
     anti_affinity: frozenset[AffinityTerm] = frozenset()
+    preferred_affinity: WeightedTerms = ()
+    preferred_anti_affinity: WeightedTerms = ()
 
     @classmethod
     def from_pod(cls, namespace: str, spec: Mapping[str, object], where: str) -> "PodAffinity":
-        """Compile the required terms of a pod spec; preferred terms only score, so they are skipped."""
+        """Compile the terms of a pod spec."""
         return cls(
             _parse_terms(spec, "podAffinity", namespace, where),
             _parse_terms(spec, "podAntiAffinity", namespace, where),
+            _parse_weighted(spec, "podAffinity", namespace, where),
+            _parse_weighted(spec, "podAntiAffinity", namespace, where),
         )
 
     @property
     def is_empty(self) -> bool:
         """True when the pod has no required terms (it may still be repelled by others' anti-affinity)."""
         return not self.affinity and not self.anti_affinity
+
+    @property
+    def has_terms(self) -> bool:
+        """True when the pod has any term, required or preferred (upstream's pods "with affinity", whose terms
+        score other pods' placement)."""
+        return not self.is_empty or bool(self.preferred_affinity or self.preferred_anti_affinity)
 
 
 @dataclass(frozen=True)

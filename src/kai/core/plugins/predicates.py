@@ -6,7 +6,7 @@ on what is placed — queue capacity on the node, host ports, inter-pod affinity
 nodes that already fit.
 """
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class PredicatesPlugin:
         self._masks: dict[Hashable, Exclusion] = {}
         self._version = 0
         self._affinity: dict[str, tuple[int, PodAffinityFilter]] = {}
+        self._nodes_labels: dict[str, Mapping[str, str]] | None = None
         self._anti_affinity_placed = bool(ssn.nodes.affinity_columns)
         self._max_resources = MaxNodeResources(ssn.nodes, ssn.config.node_pool)
         self._conditions: dict[str, str | None] = {}
@@ -155,18 +156,27 @@ class PredicatesPlugin:
             return None
         cached = self._affinity.get(task.key)
         if cached is None or cached[0] != self._version:
-            nodes = self.ssn.nodes.infos
-            placed = [
-                PlacedPod(other.namespace, other.pod.meta.labels, info.name, other.pod.pod_affinity)
-                for info in nodes
-                for other in info.tasks.values()
-                if other.key != task.key
-            ]
-            labels = {info.name: info.node.labels for info in nodes}
+            if self._nodes_labels is None:
+                self._nodes_labels = {info.name: info.node.labels for info in self.ssn.nodes.infos}
             cached = (
                 self._version,
-                PodAffinityFilter.prepare(pod.meta.namespace, pod.meta.labels, pod.pod_affinity, labels, placed),
+                PodAffinityFilter.prepare(
+                    pod.meta.namespace, pod.meta.labels, pod.pod_affinity, self._nodes_labels, self._counted(task)
+                ),
             )
             self._affinity[task.key] = cached
         refused = cached[1].check(node.node.labels)
         return Refusal(refused, Predicate.POD_AFFINITY) if refused else None
+
+    def _counted(self, task: TaskInfo) -> list[PlacedPod]:
+        """The placed pods the task's required terms may count, and those with terms of their own (the others
+        change nothing): a pod counts for affinity only if every term selects it, so one term's are enough."""
+        index, affinity = self.ssn.placed_pods, task.pod.pod_affinity
+        sources = [index.with_terms(), *(index.selectable(term) for term in affinity.anti_affinity)]
+        if affinity.affinity:
+            sources.append(index.selectable(next(iter(affinity.affinity))))
+        found = {other.key: (other, info) for source in sources for other, info in source if other.key != task.key}
+        return [
+            PlacedPod(other.namespace, other.pod.meta.labels, info.name, other.pod.pod_affinity)
+            for other, info in found.values()
+        ]
