@@ -2,8 +2,10 @@
 
 Pods and nodes dominate a cluster's bytes and are decoded through msgspec ``TypedDict`` views: the result is an
 ordinary dict with the API's shape (metadata/spec/status), but only with the keys declared below, so msgspec skips
-the rest while parsing (managedFields, env, volumes, container states, node images, …) instead of building it. Of a
-container's status only its name and resources are kept (an in-place resize is charged from them).
+the rest while parsing (managedFields, env values, volume sources, container states, node images, …) instead of
+building it. Of a container's status only its name and resources are kept (an in-place resize is charged from them);
+of its env, envFrom, volume mounts and the pod's volumes only the names and ConfigMap references (the ConfigMap
+pre-predicate's input).
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
@@ -38,11 +40,49 @@ class _Meta(TypedDict, total=False):
     finalizers: list[str]
 
 
+class _ConfigMapRef(TypedDict, total=False):
+    name: str
+    optional: bool
+
+
+class _EnvSource(TypedDict, total=False):
+    configMapKeyRef: _ConfigMapRef
+
+
+class _Env(TypedDict, total=False):
+    valueFrom: _EnvSource
+
+
+class _EnvFrom(TypedDict, total=False):
+    configMapRef: _ConfigMapRef
+
+
+class _Mount(TypedDict, total=False):
+    name: str
+
+
 class _Container(TypedDict, total=False):
     name: str
     resources: Any
     ports: list[Any]
     restartPolicy: str
+    env: list[_Env]
+    envFrom: list[_EnvFrom]
+    volumeMounts: list[_Mount]
+
+
+class _Projection(TypedDict, total=False):
+    configMap: _ConfigMapRef
+
+
+class _Projected(TypedDict, total=False):
+    sources: list[_Projection]
+
+
+class _Volume(TypedDict, total=False):
+    name: str
+    configMap: _ConfigMapRef
+    projected: _Projected
 
 
 class _PodSpec(TypedDict, total=False):
@@ -58,6 +98,8 @@ class _PodSpec(TypedDict, total=False):
     topologySpreadConstraints: list[Any]
     containers: list[_Container]
     initContainers: list[_Container]
+    ephemeralContainers: list[_Container]
+    volumes: list[_Volume]
     overhead: dict[str, Any]
     resourceClaims: list[Any]
 
@@ -137,13 +179,41 @@ _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
+def _config_map_refs_only(spec: dict[str, Any]) -> None:
+    """Of a pod's env, envFrom, volumes and volume mounts, only the entries that reference a ConfigMap (the others
+    decode to empty shells, which a pod of many env variables would keep by the dozen)."""
+    volumes = {}
+    for volume in spec.pop("volumes", None) or ():
+        sources = [s for s in (volume.get("projected") or {}).get("sources") or () if s]
+        if volume.get("configMap") or sources:
+            volumes[volume.get("name")] = {**volume, "projected": {"sources": sources}} if sources else volume
+    if volumes:
+        spec["volumes"] = list(volumes.values())
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(kind) or ():
+            for key, keep in (
+                ("env", lambda env: bool((env.get("valueFrom") or {}).get("configMapKeyRef"))),
+                ("envFrom", bool),
+                ("volumeMounts", lambda mount: mount.get("name") in volumes),
+            ):
+                if key in container:
+                    kept = [entry for entry in container.pop(key) or () if keep(entry)]
+                    if kept:
+                        container[key] = kept
+
+
 def _finish(kind: Kind) -> Callable[[Raw], Raw]:
+    pod = kind.name == "Pod"
+
     def finish(obj: Raw) -> Raw:
         obj["apiVersion"] = kind.api_version  # list items of built-in kinds come without them
         obj["kind"] = kind.name
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+        spec = obj.get("spec")
+        if pod and isinstance(spec, dict):
+            _config_map_refs_only(spec)
         return obj
 
     return finish

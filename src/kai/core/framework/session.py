@@ -66,6 +66,12 @@ SubsetNodes = Callable[[PodGroupInfo, "SubGroupSet | PodSet", list[PodSet], list
 """Split a node set into candidate node sets for a (sub-)group (topology domains); [] when none fits."""
 
 
+def placed_on(ssn: "Session", task: TaskInfo) -> NodeInfo | None:
+    """The node the task is placed on in the session (its own terms are then among the placed pods'), else None."""
+    node = ssn.nodes.by_name.get(task.node_name) if task.node_name else None
+    return node if node is not None and node.tasks.get(task.key) is task else None
+
+
 class Plugin(Protocol):
     name: str
 

@@ -212,18 +212,28 @@ class PodAffinityFilter:
         self._update(pod, node_labels, -1)
 
     def _update(self, pod: PlacedPod, node_labels: Mapping[str, str], delta: int) -> None:
+        self.count_selected(pod.namespace, pod.labels, node_labels, delta)
+        self.count_existing(pod.affinity, node_labels, delta)
+
+    def count_selected(
+        self, namespace: str, labels: Mapping[str, str], node_labels: Mapping[str, str], delta: int = 1
+    ) -> None:
+        """Count a placed pod for the incoming pod's own terms (what they select), not for its own terms."""
         namespaces_labels = self._namespaces_labels
         terms = self._affinity.affinity
-        if terms and all(term.matches(pod.namespace, pod.labels, namespaces_labels) for term in terms):
+        if terms and all(term.matches(namespace, labels, namespaces_labels) for term in terms):
             _count(self._affinity_counts, terms, node_labels, delta)
         anti_matched = (
-            term for term in self._affinity.anti_affinity if term.matches(pod.namespace, pod.labels, namespaces_labels)
+            term for term in self._affinity.anti_affinity if term.matches(namespace, labels, namespaces_labels)
         )
         _count(self._anti_affinity_counts, anti_matched, node_labels, delta)
+
+    def count_existing(self, affinity: PodAffinity, node_labels: Mapping[str, str], delta: int = 1) -> None:
+        """Count ``delta`` placed pods with ``affinity`` on a node for their required anti-affinity (symmetry)."""
         existing_matched = (
             term
-            for term in pod.affinity.anti_affinity
-            if term.matches(self._namespace, self._labels, namespaces_labels)
+            for term in affinity.anti_affinity
+            if term.matches(self._namespace, self._labels, self._namespaces_labels)
         )
         _count(self._existing_anti_affinity_counts, existing_matched, node_labels, delta)
 

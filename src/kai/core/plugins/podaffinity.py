@@ -10,28 +10,30 @@ its k8s-plugins tier, so one unit of weight outranks every lower tier (topology,
 resource type, placement) and ten units equal a nominated node.
 """
 
-from collections.abc import Iterable
-
 import numpy as np
+import numpy.typing as npt
 
 from kai.core.framework.scores import K8S_PLUGINS
-from kai.core.framework.session import Session
-from kai.core.model.pod_affinity import AffinityTerm
-from kai.core.state.node_table import Mask, NodeInfo
+from kai.core.framework.session import Session, placed_on
+from kai.core.model.pod_affinity import AffinityTerm, PodAffinity
+from kai.core.state.node_table import Mask
 from kai.core.state.resource_index import Vector
 from kai.core.state.task import TaskInfo
 
 HARD_POD_AFFINITY_WEIGHT = 1
 """Upstream InterPodAffinityArgs' default, which KAI keeps."""
 
-_Domains = dict[tuple[str, str], int]
+_Domains = dict[str, Vector]
+"""Per topology key, the sum of weights of each of its domains (see ``_codes``)."""
 
 
-def _add(domains: _Domains, term: AffinityTerm, node: NodeInfo, weight: int) -> None:
-    value = node.node.labels.get(term.topology_key)
-    if value is not None:
-        pair = (term.topology_key, value)
-        domains[pair] = domains.get(pair, 0) + weight
+def _weighted(theirs: PodAffinity) -> list[tuple[int, AffinityTerm]]:
+    """A placed pod's terms as they weigh on an incoming pod they select."""
+    return [
+        *((HARD_POD_AFFINITY_WEIGHT, term) for term in theirs.affinity),
+        *theirs.preferred_affinity,
+        *((-weight, term) for weight, term in theirs.preferred_anti_affinity),
+    ]
 
 
 class PodAffinityPlugin:
@@ -39,17 +41,14 @@ class PodAffinityPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        self._domain_masks: dict[str, dict[str, Mask]] = {}
+        self._domain_codes: dict[str, tuple[npt.NDArray[np.intp], int]] = {}
         ssn.node_order_fns.append(self.score)
 
     def score(self, task: TaskInfo, candidates: Mask) -> Vector:
-        domains = self._domains(task)
         scores = np.zeros(len(self.ssn.nodes))
-        for (key, value), weight in domains.items():
-            if weight:
-                mask = self._masks(key).get(value)
-                if mask is not None:
-                    scores[mask] += weight
+        for key, weights in self._domains(task).items():
+            codes, _ = self._codes(key)
+            scores += np.where(codes >= 0, weights[codes], 0.0)
         result: Vector = scores * K8S_PLUGINS
         return result
 
@@ -57,39 +56,53 @@ class PodAffinityPlugin:
         """Each topology domain's sum of weights for this pod."""
         pod, placed = task.pod, self.ssn.placed_pods
         namespace, labels = pod.meta.namespace, pod.meta.labels
+        here = placed_on(self.ssn, task)
         domains: _Domains = {}
+
+        def add(term: AffinityTerm, per_node: Vector, weight: int, itself: bool) -> None:
+            """``weight`` per pod counted in ``per_node``, into the domains of the term's key; ``itself``: the
+            task is among them where it is placed (it is no other pod)."""
+            codes, count = self._codes(term.topology_key)
+            if not count:
+                return
+            if here is not None and itself:
+                per_node = per_node.copy()
+                per_node[here.column] -= 1
+            known = codes >= 0
+            sums: Vector = weight * np.bincount(codes[known], weights=per_node[known], minlength=count).astype(float)
+            domains[term.topology_key] = domains[term.topology_key] + sums if term.topology_key in domains else sums
+
         for sign, terms in ((1, pod.pod_affinity.preferred_affinity), (-1, pod.pod_affinity.preferred_anti_affinity)):
             for weight, term in terms:
-                for other, node in placed.selectable(term):
-                    if other.key != task.key and term.matches(other.namespace, other.pod.meta.labels, {}):
-                        _add(domains, term, node, sign * weight)
-        for other, node in placed.with_terms():
-            if other.key == task.key:
-                continue
-            theirs = other.pod.pod_affinity
-            weighted: Iterable[tuple[int, AffinityTerm]] = (
-                *((HARD_POD_AFFINITY_WEIGHT, term) for term in theirs.affinity),
-                *theirs.preferred_affinity,
-                *((-weight, term) for weight, term in theirs.preferred_anti_affinity),
-            )
-            for weight, term in weighted:
+                add(term, self._selected(term), sign * weight, term.matches(namespace, labels, {}))
+        for theirs, per_node in placed.with_terms():
+            for weight, term in _weighted(theirs):
                 if term.matches(namespace, labels, {}):
-                    _add(domains, term, node, weight)
+                    add(term, per_node, weight, theirs == pod.pod_affinity)
         return domains
 
-    def _masks(self, key: str) -> dict[str, Mask]:
-        """Per value of a node label, the nodes with it (computed once per label and session)."""
-        masks = self._domain_masks.get(key)
-        if masks is None:
-            columns: dict[str, list[int]] = {}
+    def _selected(self, term: AffinityTerm) -> Vector:
+        """How many placed pods the term selects, per node column."""
+        placed = self.ssn.placed_pods
+        counted = placed.selected_per_node(term)
+        if counted is not None:
+            return counted
+        per_node = np.zeros(len(self.ssn.nodes))
+        for other, node in placed.selectable(term):
+            if term.matches(other.namespace, other.pod.meta.labels, {}):
+                per_node[node.column] += 1
+        return per_node
+
+    def _codes(self, key: str) -> tuple[npt.NDArray[np.intp], int]:
+        """Each node's domain of a topology key (its value's number; -1 without the label), and how many domains
+        there are (computed once per key and session)."""
+        found = self._domain_codes.get(key)
+        if found is None:
+            numbers: dict[str, int] = {}
+            codes = np.full(len(self.ssn.nodes), -1, dtype=np.intp)
             for info in self.ssn.nodes.infos:
                 value = info.node.labels.get(key)
                 if value is not None:
-                    columns.setdefault(value, []).append(info.column)
-            masks = {}
-            for value, at in columns.items():
-                mask = np.zeros(len(self.ssn.nodes), dtype=bool)
-                mask[at] = True
-                masks[value] = mask
-            self._domain_masks[key] = masks
-        return masks
+                    codes[info.column] = numbers.setdefault(value, len(numbers))
+            found = self._domain_codes[key] = (codes, len(numbers))
+        return found

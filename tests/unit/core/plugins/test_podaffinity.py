@@ -110,3 +110,10 @@ def test_the_score_follows_the_sessions_placements_and_their_rollback() -> None:
 def test_a_pod_without_terms_beside_pods_without_terms_scores_nothing() -> None:
     ssn = _opened(*_pod("a", "gpu-1", {"app": "db"}), *_pod("new"))
     assert _scores(ssn, "new") == [0.0, 0.0, 0.0]
+
+
+def test_a_placed_pod_being_scored_again_is_not_counted_against_itself() -> None:
+    spread = {"podAntiAffinity": _preferred(4, _term(app="web"))}
+    ssn = _opened(*_pod("web-0", labels={"app": "web"}, **spread))
+    Statement(ssn).allocate(task(ssn, "web-0"), "gpu-1")
+    assert _scores(ssn, "web-0") == [0.0, 0.0, 0.0]
