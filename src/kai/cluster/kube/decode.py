@@ -4,8 +4,8 @@ Pods and nodes dominate a cluster's bytes and are decoded through msgspec ``Type
 ordinary dict with the API's shape (metadata/spec/status), but only with the keys declared below, so msgspec skips
 the rest while parsing (managedFields, env values, volume sources, container states, node images, …) instead of
 building it. Of a container's status only its name and resources are kept (an in-place resize is charged from them);
-of its env, envFrom, volume mounts and the pod's volumes only the names and ConfigMap references (the ConfigMap
-pre-predicate's input).
+of its env, envFrom, volume mounts and the pod's volumes only the ConfigMap references (the ConfigMap pre-predicate's
+input), decoded as structs and kept as small dicts shared between pods.
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
@@ -40,25 +40,25 @@ class _Meta(TypedDict, total=False):
     finalizers: list[str]
 
 
-class _ConfigMapRef(TypedDict, total=False):
-    name: str
-    optional: bool
+class _Ref(msgspec.Struct):
+    name: str = ""
+    optional: bool | None = None
 
 
-class _EnvSource(TypedDict, total=False):
-    configMapKeyRef: _ConfigMapRef
+class _EnvSource(msgspec.Struct):
+    configMapKeyRef: _Ref | None = None
 
 
-class _Env(TypedDict, total=False):
-    valueFrom: _EnvSource
+class _Env(msgspec.Struct):
+    valueFrom: _EnvSource | None = None
 
 
-class _EnvFrom(TypedDict, total=False):
-    configMapRef: _ConfigMapRef
+class _EnvFrom(msgspec.Struct):
+    configMapRef: _Ref | None = None
 
 
-class _Mount(TypedDict, total=False):
-    name: str
+class _Mount(msgspec.Struct):
+    name: str = ""
 
 
 class _Container(TypedDict, total=False):
@@ -71,18 +71,18 @@ class _Container(TypedDict, total=False):
     volumeMounts: list[_Mount]
 
 
-class _Projection(TypedDict, total=False):
-    configMap: _ConfigMapRef
+class _Projection(msgspec.Struct):
+    configMap: _Ref | None = None
 
 
-class _Projected(TypedDict, total=False):
-    sources: list[_Projection]
+class _Projected(msgspec.Struct):
+    sources: list[_Projection] | None = None
 
 
-class _Volume(TypedDict, total=False):
-    name: str
-    configMap: _ConfigMapRef
-    projected: _Projected
+class _Volume(msgspec.Struct):
+    name: str = ""
+    configMap: _Ref | None = None
+    projected: _Projected | None = None
 
 
 class _PodSpec(TypedDict, total=False):
@@ -179,27 +179,56 @@ _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
+_SHARED: dict[str, Any] = {}
+"""The ConfigMap entries of pod views, one object per distinct entry, shared by every pod that has it (a pod view is
+read, never changed in place: ``KubeCluster.get`` hands out copies). Emptied when it reaches ``_SHARED_MAX``: pods
+with ConfigMaps of their own (GPU sharing's) must not make it grow with every pod ever seen."""
+_SHARED_MAX = 10_000
+
+
+def _shared(entry: Any) -> Any:
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    return _SHARED.setdefault(repr(entry), entry)
+
+
+def _ref(ref: _Ref) -> dict[str, Any]:
+    return {"name": ref.name} if ref.optional is None else {"name": ref.name, "optional": ref.optional}
+
+
 def _config_map_refs_only(spec: dict[str, Any]) -> None:
-    """Of a pod's env, envFrom, volumes and volume mounts, only the entries that reference a ConfigMap (the others
-    decode to empty shells, which a pod of many env variables would keep by the dozen)."""
-    volumes = {}
+    """Of a pod's env, envFrom, volumes and volume mounts (decoded as structs), only the ConfigMap references, as
+    plain dicts shared between pods: a volume referring to ConfigMaps (directly or as projected sources) becomes
+    one ConfigMap volume per reference, named after the ConfigMap (what the ConfigMap pre-predicate reads; the
+    service-account volume of every pod then costs nothing per pod), and a mount is kept only for those."""
+    volumes: list[dict[str, Any]] = []
+    renamed: dict[str, list[str]] = {}
     for volume in spec.pop("volumes", None) or ():
-        sources = [s for s in (volume.get("projected") or {}).get("sources") or () if s]
-        if volume.get("configMap") or sources:
-            volumes[volume.get("name")] = {**volume, "projected": {"sources": sources}} if sources else volume
+        refs = [volume.configMap] if volume.configMap is not None else []
+        if volume.projected is not None:
+            refs += [source.configMap for source in volume.projected.sources or () if source.configMap is not None]
+        for ref in refs:
+            name = f"configmap:{ref.name}:{ref.optional}"
+            renamed.setdefault(volume.name, []).append(name)
+            volumes.append({"name": name, "configMap": _ref(ref)})
     if volumes:
-        spec["volumes"] = list(volumes.values())
+        spec["volumes"] = _shared(volumes)
     for kind in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(kind) or ():
-            for key, keep in (
-                ("env", lambda env: bool((env.get("valueFrom") or {}).get("configMapKeyRef"))),
-                ("envFrom", bool),
-                ("volumeMounts", lambda mount: mount.get("name") in volumes),
-            ):
-                if key in container:
-                    kept = [entry for entry in container.pop(key) or () if keep(entry)]
-                    if kept:
-                        container[key] = kept
+            env = [
+                {"valueFrom": {"configMapKeyRef": _ref(e.valueFrom.configMapKeyRef)}}
+                for e in container.pop("env", None) or ()
+                if e.valueFrom is not None and e.valueFrom.configMapKeyRef is not None
+            ]
+            env_from = [
+                {"configMapRef": _ref(e.configMapRef)} for e in container.pop("envFrom", None) or () if e.configMapRef
+            ]
+            mounts = [
+                {"name": name} for m in container.pop("volumeMounts", None) or () for name in renamed.get(m.name, ())
+            ]
+            for key, kept in (("env", env), ("envFrom", env_from), ("volumeMounts", mounts)):
+                if kept:
+                    container[key] = _shared(kept)
 
 
 def _finish(kind: Kind) -> Callable[[Raw], Raw]:

@@ -169,15 +169,15 @@ PRUNED_POD = {
         "affinity": {"nodeAffinity": {"x": 1}},
         "tolerations": [{"key": "k", "operator": "Exists"}],
         "volumes": [  # only ConfigMap references, what the ConfigMap pre-predicate reads
-            {"name": "settings", "configMap": {"name": "s"}},
-            {"name": "api", "projected": {"sources": [{"configMap": {"name": "ca"}}]}},
+            {"name": "configmap:s:None", "configMap": {"name": "s"}},
+            {"name": "configmap:ca:None", "configMap": {"name": "ca"}},  # a projected source, as what it means here
         ],
         "containers": [
             {
                 "name": "c",
                 "env": [{"valueFrom": {"configMapKeyRef": {"name": "e", "optional": True}}}],
                 "envFrom": [{"configMapRef": {"name": "f"}}],
-                "volumeMounts": [{"name": "settings"}],
+                "volumeMounts": [{"name": "configmap:s:None"}],
                 "resources": {"requests": {"nvidia.com/gpu": "1"}},
                 "ports": [{"containerPort": 80, "hostPort": 8080}],
             }

@@ -2,7 +2,10 @@
 env and envFrom of every kind of container; optional references, unmounted volumes and the pod's own GPU-sharing
 ConfigMaps left out."""
 
+import pytest
+
 from kai.core.model.config_maps import parse_config_map, required_config_maps
+from kai.core.model.errors import InvalidObject
 
 
 def test_every_kind_of_reference_counts_unless_optional_unmounted_or_the_pods_gpu_sharing_one() -> None:
@@ -34,3 +37,19 @@ def test_every_kind_of_reference_counts_unless_optional_unmounted_or_the_pods_gp
 def test_a_config_map_is_kept_by_namespace_and_name() -> None:
     meta = parse_config_map({"metadata": {"name": "settings", "namespace": "team", "resourceVersion": "1"}})
     assert meta.key == "team/settings"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"containers": [{"name": "c", "volumeMounts": [{"name": "v"}]}], "volumes": {"name": "v"}}, "spec.volumes"),
+        (
+            {"containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": 3}}]}]},
+            "spec.containers[0].envFrom[0].configMapRef.name",
+        ),
+    ],
+)
+def test_a_malformed_reference_names_its_field(spec: dict, field: str) -> None:
+    with pytest.raises(InvalidObject) as refused:
+        required_config_maps(spec, {}, "Pod default/web-0")
+    assert refused.value.field == field
