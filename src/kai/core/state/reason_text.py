@@ -106,6 +106,14 @@ def _pod_sets(e: Evidence) -> str:
     return "; ".join(parts)
 
 
+def _gang_incomplete(e: Evidence) -> str:
+    """Pods missing, or a ``minSubGroup`` no number of pods can reach (KAI's admission text for it)."""
+    texts = [f"{text}: the gang can never start" for text in e.get("unreachable", [])]
+    if e.get("podSets"):
+        texts.insert(0, f"not enough pods exist: {_pod_sets(e)}")
+    return "; ".join(texts)
+
+
 def _gated(e: Evidence, now: float | None) -> str:
     return f"pods held by scheduling gates: {', '.join(e['gatedPods'])} ({_pod_sets(e)})"
 
@@ -190,7 +198,7 @@ _REASONS: Mapping[ReasonKind, Callable[[Evidence, float | None], str]] = {
     ReasonKind.INVALID_OBJECT: lambda e, now: f"kai cannot use {e['object']}: field {e['field']}: {e['problem']}",
     ReasonKind.QUEUE_UNUSABLE: _queue_unusable,
     ReasonKind.TOO_LARGE: _too_large,
-    ReasonKind.GANG_INCOMPLETE: lambda e, now: f"not enough pods exist: {_pod_sets(e)}",
+    ReasonKind.GANG_INCOMPLETE: lambda e, now: _gang_incomplete(e),
     ReasonKind.SCHEDULING_GATE: _gated,
     ReasonKind.DRA: _dra,
     ReasonKind.CONFIG_MAP: lambda e, now: (
