@@ -14,8 +14,8 @@ GPU-sharing ConfigMap kai's binder fills.
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kai.components.admission.pod_gpu import ContainerRef, annotations_of, containers, fraction_container
-from kai.components.admission.pod_gpu import sharing_annotation as sharing
+from kai.components.shared.pod_gpu import ContainerRef, annotations_of, containers, fraction_container
+from kai.components.shared.pod_gpu import sharing_annotation as sharing
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.quantity import parse_quantity
