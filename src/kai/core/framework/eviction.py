@@ -160,7 +160,8 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
     failed. The action stops when its search budget is spent."""
     eligible, attempt, signature_scope = action.eligible, action.attempt, action.signature_scope
     jobs = JobsOrderByQueues(ssn, action.pending)
-    jobs.initialize(ssn.jobs)
+    # the jobs with a pending task, in the same order, without a test of every job (each action's queue is made once)
+    jobs.initialize({job.key: job for job in ssn.pending_jobs()} if action.pending.filter_non_pending else ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
     budget = ActionBudget(ssn.config.search_budgets, action.name, ssn.clock)
     solver = ScenarioSolver(ssn, action.validator, action.messages)
