@@ -20,9 +20,9 @@ from kai.components.insight.view import (
 from kai.components.sim.problems import ERROR, Problem
 from kai.components.sim.tables import plain_table
 from kai.core.model.duration import format_duration
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import go_float
-from kai.core.state.reason_text import describe, describe_fix, when
+from kai.core.state.reason_text import describe, when
 from kai.core.state.reasons import Reason
 
 FOLD_AT = 30
@@ -197,11 +197,12 @@ def _borrowing(amounts: Amounts) -> str:
 
 def pending_table(view: View, wide: bool) -> list[RenderableType]:
     """The waiting podgroups in the order the next cycle tries them: their place in their queue (``wide``: among
-    siblings and in the cluster too), since when they wait, why, the nearest fix and an estimated start."""
+    siblings and in the cluster too), since when they wait, why, the cheapest proven fix (when the search ran) or
+    what they need that no change kai tries gives, and an estimated start."""
     rows = view.pending
     where = f" in {view.filters['queue']}" if "queue" in view.filters else ""
     title = f"Pending{where}: {len(rows)} podgroups waiting, in the order the next cycle tries them"
-    columns = ["#", "podgroup", "queue", "pods", "GPUs", "waiting", "why", "nearest fix", "start"]
+    columns = ["#", "podgroup", "queue", "pods", "GPUs", "waiting", "why", "fix", "start"]
     if wide:
         columns[1:1] = ["in cluster"]
     table = plain_table(*columns, title=title, keep=0)
@@ -213,12 +214,34 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
         if wide:
             cells.append(f"{position.cluster.place}/{position.cluster.of}" if position.cluster else "-")
         cells += [_podgroup_cell(row, wide), row.queue, str(row.pods), n(row.gpus), age(row.waiting_since, view.at)]
-        cells += [why(row.reason, view.at), _fix(row, view.at), _start(row, view.at)]
+        cells += [why(row.reason, view.at), row.fix_text(view.at), _start(row, view.at)]
         table.add_row(*cells)
     if len(shown) < len(rows):
         more = f"… and {_plural(len(rows) - len(shown), 'more waiting podgroup')}: see them all with -o wide"
         return [table, Text(more, style="dim")]
     return [table]
+
+
+def fixes_section(view: View, wide: bool) -> list[RenderableType]:
+    """What starts each waiting podgroup, in the words of ``pending_table``'s fix column, in line order: the
+    cheapest proven fix, or what it needs; the rows the fix budget did not reach are counted, not listed."""
+    told = [(row, row.fix_text(view.at)) for row in view.pending if not (row.fixes is not None and row.fixes.unreached)]
+    told = [(row, text) for row, text in told if text]
+    unreached = sum(1 for row in view.pending if row.fixes is not None and row.fixes.unreached)
+    if not told and not unreached:
+        return []
+    title = "What would start them: a fix proven by a what-if run of this input, or what it needs (kai explain: more)"
+    table = plain_table("podgroup", "fix", title=title, keep=0)
+    shown = told if wide else told[:FOLD_AT]
+    for row, text in shown:
+        table.add_row(_podgroup_cell(row, wide), text)
+    parts: list[RenderableType] = [table]
+    if len(shown) < len(told):
+        parts.append(Text(f"… and {_plural(len(told) - len(shown), 'more')}: see them all with -o wide", style="dim"))
+    if unreached:
+        more = f"{_plural(unreached, 'waiting podgroup')} not searched: the --fix-budget ran out before them"
+        parts.append(Text(more, style="dim"))
+    return parts
 
 
 def _podgroup_cell(row: PendingView, wide: bool) -> str:
@@ -227,12 +250,6 @@ def _podgroup_cell(row: PendingView, wide: bool) -> str:
         return row.podgroup
     workload = f"{row.workload.replace('/', ' ')} ({row.namespace})"
     return f"{row.podgroup}\n{workload}" if wide else workload
-
-
-def _fix(row: PendingView, now: float) -> str:
-    if row.proven_fixes:
-        return row.proven_fixes[0].text + " (proven)"
-    return describe_fix(row.fix, now) if row.fix is not None else ""
 
 
 def _start(row: PendingView, now: float) -> str:
@@ -244,5 +261,7 @@ def _start(row: PendingView, now: float) -> str:
 
 def header(view: View) -> Text:
     """What is shown: the source, the moment, the time (when the input has a clock) and the scheduler config."""
-    at = f", at {format_time(view.at)}" if view.at else ""
+    at = f", at {format_time(view.at)}" if not untimed(view.at) else ""
+    if view.at and untimed(view.at):
+        at = f", {format_duration(view.at)} into the run (the input gives no times)"
     return Text.assemble((f"{view.source} — {view.moment}{at}", "bold"), f"; scheduler config: {view.config}")

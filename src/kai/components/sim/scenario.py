@@ -16,7 +16,7 @@ from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.snapshot_format import SnapshotFormatError
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
-from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
+from kai.components.sim.snapshot_file import is_snapshot, load_snapshot, newest_time
 from kai.core.config import parse_config
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.duration import parse_duration
@@ -181,7 +181,7 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
     except SnapshotFormatError as error:
         raise ScenarioError(str(error)) from error
     clock = clock or ClockSpec()
-    runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
+    runner = Runner(cycles_before_check=cycles or clock_cycles(clock) or 1)
     return Scenario(
         path,
         path.stem,
@@ -197,7 +197,7 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
     )
 
 
-def _clock_cycles(clock: ClockSpec) -> int | None:
+def clock_cycles(clock: ClockSpec) -> int | None:
     """The cycles that cover the clock's duration (None without one)."""
     if clock.duration_s is None or not clock.period_s:
         return None
@@ -222,14 +222,15 @@ def _build(
     clock_override: ClockSpec | None,
     plain: bool = False,
 ) -> Scenario:
-    """``plain``: the entries are manifests, not a scenario (KAI's stock priority classes are added)."""
+    """``plain``: the entries are manifests, not a scenario: KAI's stock priority classes are added, and the clock
+    starts at the newest time an object mentions, as a KAI snapshot's does (0 when none does: ``meta.untimed``)."""
     where = str(path)
     objects, problems = usable_objects(entries)
     if plain:
         objects += _stock_priority_classes(objects)
     try:
         config = parse_config(raw.get("config") or {})
-        now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0
+        now = parse_time(raw["now"], where, "now") if raw.get("now") else newest_time(objects) if plain else 0.0
         clock = _clock(raw.get("clock"), where).merged(clock_override or ClockSpec())
     except InvalidObject as err:
         raise ScenarioError(f"{where}: {err}") from err
@@ -252,7 +253,7 @@ def _build(
         runner = Runner()
     if cycles is not None:
         runner.cycles_before_check = cycles
-    elif (covered := _clock_cycles(clock)) is not None and not runner.multi_cycle:
+    elif (covered := clock_cycles(clock)) is not None and not runner.multi_cycle:
         runner.cycles_before_check = covered
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):
