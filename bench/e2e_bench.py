@@ -9,16 +9,30 @@ bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_p
     p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst / pods>
     qps=<kai's --qps> ratelimit_wait_s=<the time kai's requests waited for the client-side rate limit, summed>
 bench e2e-burst-cpu <process>_ms_per_pod=<CPU ms each process spent per pod during the burst>... (what limits it)
+bench e2e-component component=<c> requests_per_pod=<r> cpu_ms_per_pod=<ms> ratelimit_wait_s=<s> <VERB>:<resource>=<r>...
+    (per component of kai: its requests per pod by verb and resource, its threads' CPU, its rate-limit waits)
+bench e2e-binder lag_mean_s=<BindRequest seen → pod bound> lag_p50_s=<…> lag_p99_s=<…> window=<requests in flight
+    allowed at the end> refusals=<429s that narrowed it>
 bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
+bench e2e-apiserver refused=<requests the API server refused with 429 during the burst> of=<requests it served>
+
+The overload drill: ``--max-requests-inflight N`` starts the API server with that limit (and half of it for
+mutating requests) and priority and fairness off, so that its classic in-flight filter answers 429 to whatever
+exceeds it; kai then runs as a ServiceAccount bound to cluster-admin (system:masters is exempt from that filter), the
+bench itself stays exempt. kai must bind every pod all the same, its window narrowed by the refusals.
 
 Create-to-bound in the burst comes from the API server's timestamps (whole seconds); for single pods it is timed
 here, polling the bench's own informer every 20 ms (it watches pods and nodes: polling with LISTs, as it once did,
 loaded the API server it measures). kai's requests are its ``rest_client_requests_total`` (every try of every
-write, list and watch). kai runs with its default client limits (``kai all``: ``--qps 200 --burst 1200``) unless
-``--qps`` / ``--burst`` say otherwise (``--qps 0``: none).
+write, list and watch). kai runs with its default client limits unless ``--qps`` / ``--burst`` say otherwise
+(``--qps 0``: none). The per-component lines come from kai's ``kai_rest_client_requests_total``,
+``kai_thread_cpu_seconds_total``, ``kai_rest_client_rate_limiter_wait_seconds_total`` and
+``kai_binder_bind_lag_seconds`` (a kai without them prints the totals alone). ``--kai-src`` runs the kai of another
+checkout (its ``src``), to compare two versions back to back with one bench.
 """
 
 import argparse
+import math
 import os
 import re
 import subprocess
@@ -67,11 +81,37 @@ def wait(what: str, check: Any, timeout_s: float, interval_s: float = 1.0) -> An
     return value
 
 
-def kai_metric(metrics_port: int, name: str) -> float:
-    """The sum of ``name`` over its labels in kai's /metrics."""
+Sample = tuple[str, tuple[tuple[str, str], ...]]
+"""A metric's name and its labels."""
+
+
+def kai_metrics(metrics_port: int) -> dict[Sample, float]:
+    """Every sample of kai's /metrics, by name and labels."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as answer:
         text = answer.read().decode()
-    return sum(float(v) for v in re.findall(rf"^{name}\{{[^}}]*\}} (\S+)$", text, re.MULTILINE))
+    samples = {}
+    for name, labels, value in re.findall(r"^(\w+)(?:\{([^}]*)\})? (\S+)$", text, re.MULTILINE):
+        samples[(name, tuple(sorted(re.findall(r'(\w+)="([^"]*)"', labels))))] = float(value)
+    return samples
+
+
+def total(samples: Mapping[Sample, float], name: str) -> float:
+    """The sum of ``name`` over its labels."""
+    return sum(value for (sample, _), value in samples.items() if sample == name)
+
+
+def by(samples: Mapping[Sample, float], name: str, *labels: str) -> dict[tuple[str, ...], float]:
+    """``name`` summed by the values of ``labels``."""
+    summed: dict[tuple[str, ...], float] = {}
+    for (sample, pairs), value in samples.items():
+        if sample == name:
+            key = tuple(dict(pairs).get(label, "") for label in labels)
+            summed[key] = summed.get(key, 0.0) + value
+    return summed
+
+
+def delta(after: Mapping[Sample, float], before: Mapping[Sample, float]) -> dict[Sample, float]:
+    return {sample: value - before.get(sample, 0.0) for sample, value in after.items()}
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -103,8 +143,7 @@ def cpu_s(pids: Mapping[str, int]) -> dict[str, float]:
 
 def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Mapping[str, int]) -> None:
     cpu_before = cpu_s(pids)
-    before = kai_metric(metrics_port, "rest_client_requests_total")
-    waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum")
+    before = kai_metrics(metrics_port)
     started = time.monotonic()
     creates = [api.create_request(api.KINDS["Pod"], pod(f"p{i:05d}")) for i in range(count)]
     failed = [answer for answer in client.send_all(creates) if isinstance(answer, ApiError)]
@@ -124,8 +163,10 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Ma
     pods = [p for p in client.list("Pod") if p["metadata"]["namespace"] == NAMESPACE]
     seconds = time.monotonic() - started
     cpu = {name: used - cpu_before[name] for name, used in cpu_s(pids).items()}
-    requests = kai_metric(metrics_port, "rest_client_requests_total") - before
-    waited = kai_metric(metrics_port, "rest_client_rate_limiter_duration_seconds_sum") - waited
+    after = kai_metrics(metrics_port)
+    during = delta(after, before)
+    requests = total(during, "rest_client_requests_total")
+    waited = total(during, "rest_client_rate_limiter_duration_seconds_sum")
     latencies = []
     for p in pods:
         name = p["metadata"]["name"]
@@ -141,6 +182,47 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Ma
     )
     per_pod = " ".join(f"{name}_ms_per_pod={1000 * seconds / count:.1f}" for name, seconds in cpu.items())
     print(f"bench e2e-burst-cpu {per_pod}", flush=True)
+    components(during, count)
+    binder(during, after)
+
+
+def components(during: Mapping[Sample, float], count: int) -> None:
+    """Per component of kai: requests per pod (by verb and resource), CPU per pod, rate-limit waits."""
+    requests = by(during, "kai_rest_client_requests_total", "component", "method", "resource")
+    cpu = by(during, "kai_thread_cpu_seconds_total", "thread")
+    waits = by(during, "kai_rest_client_rate_limiter_wait_seconds_total", "component")
+    names = sorted({c for c, _, _ in requests} | {t for (t,) in cpu})
+    for name in names:
+        mine = {f"{m}:{r}": n / count for (c, m, r), n in requests.items() if c == name and n}
+        kinds = " ".join(f"{what}={per_pod:.2f}" for what, per_pod in sorted(mine.items(), key=lambda i: -i[1]))
+        print(
+            f"bench e2e-component component={name} requests_per_pod={sum(mine.values()):.2f} "
+            f"cpu_ms_per_pod={1000 * cpu.get((name,), 0.0) / count:.1f} "
+            f"ratelimit_wait_s={waits.get((name,), 0.0):.1f} {kinds}".rstrip(),
+            flush=True,
+        )
+
+
+def binder(during: Mapping[Sample, float], after: Mapping[Sample, float]) -> None:
+    """How far binding trailed scheduling (``kai_binder_bind_lag_seconds``), and the window of requests in flight."""
+    buckets = sorted(
+        (float(bound), n) for (le,), n in by(during, "kai_binder_bind_lag_seconds_bucket", "le").items()
+        for bound in [le.replace("+Inf", "inf")]
+    )  # fmt: skip
+    observed = total(during, "kai_binder_bind_lag_seconds_count")
+    if not observed:
+        return
+
+    def quantile(share: float) -> str:
+        bound = next((b for b, n in buckets if n >= share * observed), math.inf)
+        return f"<={bound:g}"
+
+    print(
+        f"bench e2e-binder lag_mean_s={total(during, 'kai_binder_bind_lag_seconds_sum') / observed:.2f} "
+        f"lag_p50_s={quantile(0.5)} lag_p99_s={quantile(0.99)} window={total(after, 'kai_rest_client_window'):.0f} "
+        f"refusals={total(during, 'kai_rest_client_refusals_total'):.0f}",
+        flush=True,
+    )
 
 
 def singles(client: KubeCluster, count: int) -> None:
@@ -167,8 +249,12 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--singles", type=int, default=20)
     parser.add_argument("--schedule-period", default="1s", help="kai's --schedule-period (KAI's default is 1s)")
-    parser.add_argument("--qps", help="kai's --qps (default: kai all's own, 200; 0 = no limit)")
-    parser.add_argument("--burst", help="kai's --burst (default: kai all's own, 1200)")
+    parser.add_argument("--qps", help="kai's --qps (default: kai all's own; 0 = no limit)")
+    parser.add_argument("--burst", help="kai's --burst (default: kai all's own)")
+    parser.add_argument(
+        "--max-requests-inflight", type=int, default=0, help="the overload drill: the API server's limit (0 = none)"
+    )
+    parser.add_argument("--kai-src", type=Path, help="run the kai of this src directory (another checkout's)")
     args = parser.parse_args()
     if args.pods + args.singles > args.nodes * GPUS_PER_NODE:
         parser.error(
@@ -176,7 +262,16 @@ def main() -> None:
             f"--nodes {args.nodes} have {args.nodes * GPUS_PER_NODE} ({GPUS_PER_NODE} each)"
         )
     workdir = Path(tempfile.mkdtemp(prefix="kai-e2e-bench-"))
-    cp = start(find_binaries(), workdir / "controlplane")
+    overload = (
+        [
+            "--enable-priority-and-fairness=false",
+            f"--max-requests-inflight={args.max_requests_inflight}",
+            f"--max-mutating-requests-inflight={max(1, args.max_requests_inflight // 2)}",
+        ]
+        if args.max_requests_inflight
+        else []
+    )
+    cp = start(find_binaries(), workdir / "controlplane", apiserver_args=overload)
     parts = []
     kai: subprocess.Popen[bytes] | None = None
     try:
@@ -192,19 +287,26 @@ def main() -> None:
         try:
             add_nodes(cp, client, args.nodes)
             metrics_port, probe_port = free_port(), free_port()
+            kubeconfig = cp.kubeconfig_path
+            if args.max_requests_inflight:  # not system:masters, which the in-flight filter lets through
+                kubeconfig = cp.service_account_kubeconfig("kai-scheduler", "kai", "cluster-admin", workdir / "kai.kc")
             argv = [
-                sys.executable, "-m", "kai", "all", f"--kubeconfig={cp.kubeconfig_path}",
+                sys.executable, "-m", "kai", "all", f"--kubeconfig={kubeconfig}",
                 f"--schedule-period={args.schedule_period}", f"--metrics-bind-address=127.0.0.1:{metrics_port}",
                 f"--health-probe-bind-address=127.0.0.1:{probe_port}", "--plugin-server-port=0",
             ]  # fmt: skip
             argv += [f"--{flag}={value}" for flag, value in (("qps", args.qps), ("burst", args.burst)) if value]
             with (workdir / "kai.log").open("wb") as log:
-                kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+                env = {**os.environ, "PYTHONPATH": str(args.kai_src.resolve())} if args.kai_src else None
+                kai = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env)
             wait("kai to be ready", lambda: _ready(probe_port), timeout_s=300)
             pids = {proc.name: proc.popen.pid for proc in [*cp.processes, *(part.proc for part in parts)]}
+            refused_before = apiserver_requests(cp)
             burst(
                 client, args.pods, metrics_port, args.qps or "default", {**pids, "kai": kai.pid, "bench": os.getpid()}
             )
+            refused, served = (a - b for a, b in zip(apiserver_requests(cp), refused_before, strict=True))
+            print(f"bench e2e-apiserver refused={refused:.0f} of={served:.0f}", flush=True)
             singles(client, args.singles)
         finally:
             client.close()
@@ -215,6 +317,15 @@ def main() -> None:
         for part in reversed(parts):
             part.stop()
         cp.stop()
+
+
+def apiserver_requests(cp: ControlPlane) -> tuple[float, float]:
+    """The API server's own count of the requests it refused with 429, and of every request
+    (``apiserver_request_total``)."""
+    _, text = cp.request("/metrics")
+    counts = re.findall(r"^apiserver_request_total\{([^}]*)\} (\S+)$", str(text), re.MULTILINE)
+    refused = sum(float(value) for labels, value in counts if 'code="429"' in labels)
+    return refused, sum(float(value) for _, value in counts)
 
 
 def _ready(port: int) -> bool:

@@ -66,7 +66,7 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
 )
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
-@rate_limit_options()
+@rate_limit_options
 def admission(
     kubeconfig: str | None,
     context: str | None,

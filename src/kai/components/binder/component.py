@@ -23,7 +23,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -66,6 +66,8 @@ class _Tracked:
     request: Raw
     next_attempt: float = 0.0
     """When the request may be tried (again); infinite while an attempt is under way or its outcome is written."""
+    seen_at: float = field(default_factory=time.monotonic)
+    """When the binder first saw it (for its lag)."""
 
 
 class Binder:
@@ -170,6 +172,10 @@ class Binder:
             self._failed(request, bind_request, error)
             return False
         self.metrics.succeeded(time.perf_counter() - started)
+        with self._lock:
+            tracked = self._requests.get(_key(request))
+        if tracked is not None and _uid(tracked.request) == _uid(request):
+            self.metrics.lag.observe(time.monotonic() - tracked.seen_at)
         self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {bind_request.selected_node}")
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
         return True

@@ -17,9 +17,11 @@ T = TypeVar("T")
 
 
 class Writes:
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, name: str = "kai") -> None:
+        """``name``: its threads' prefix (``kai-binder`` makes ``kai-binder-write_0``…), so that a thread's CPU is
+        counted to its component."""
         self.workers = workers
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kai-write") if workers > 1 else None
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write") if workers > 1 else None
 
     def each(self, what: str, items: Iterable[T], action: Callable[[T], object]) -> int:
         """Apply ``action`` to every item; a failure is logged with the item and the others go on. Returns how
