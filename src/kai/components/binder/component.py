@@ -4,7 +4,8 @@ An attempt checks that the pod still exists (the one the request was made for), 
 its node exists; makes sure each shared GPU group has its reservation pod; records on the pod what it received
 (``received-resource-type``, its GPU group); binds it through the binding subresource, guarded by the pod's uid;
 and writes the devices chosen for its DRA claims. The outcome goes to the BindRequest status and to the pod's
-``PodBound`` condition and a ``Bound`` / ``BindingError`` event.
+``PodBound`` condition and a ``Bound`` / ``BindingError`` event; a success's are written in the background
+(``Writes.later``), so that the next bind does not wait for them.
 
 Every write is a patch of only the fields the binder owns (as KAI's are), so no write can conflict with another
 client's, whatever changed the objects since they were read; the bind itself is conditional on the pod's uid.
@@ -85,7 +86,7 @@ class Binder:
         self.writes = writes or Writes()
         self.reservations = Reservations(cluster, reservation_namespace)
         self.metrics = metrics or BinderMetrics(CollectorRegistry())
-        self.events = EventRecorder(cluster, COMPONENT, now)
+        self.events = EventRecorder(cluster, COMPONENT, now, writes=self.writes)
         self._requests: dict[str, _Tracked] = {}
         """BindRequests neither Succeeded nor Failed for good, by key, from events (a pass reads no others)."""
         self._held: dict[str, set[GroupOnNode]] = {}
@@ -176,9 +177,15 @@ class Binder:
             tracked = self._requests.get(_key(request))
         if tracked is not None and _uid(tracked.request) == _uid(request):
             self.metrics.lag.observe(time.monotonic() - tracked.seen_at)
+        self.writes.later("bind report", (request, bind_request), self._succeeded)
+        return True
+
+    def _succeeded(self, bound: tuple[Raw, BindRequest]) -> None:
+        """A bind's report, in the background (the next bind does not wait for it): the pod's condition and event,
+        then the request's status."""
+        request, bind_request = bound
         self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {bind_request.selected_node}")
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
-        return True
 
     def _bind(self, request: Raw, br: BindRequest) -> None:
         pod_key, node = br.pod_key, br.selected_node

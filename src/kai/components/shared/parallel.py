@@ -1,11 +1,14 @@
-"""Running a component's independent writes side by side.
+"""Running a component's independent writes side by side, and its writes off the critical path in the background.
 
 Against an API server, each write waits a round trip; writes to different objects do not depend on each other, so
-components issue them from a small thread pool (the kube adapter multiplexes them on one connection pool). The
-in-memory cluster is not thread-safe and runs them one by one (``workers=1``).
+components issue them from a small thread pool (the kube adapter multiplexes them on one connection pool). Writes
+nothing waits for (events, a bind's report) go to a background pool (``later``), as client-go's event broadcaster
+writes events from a goroutine of its own: the pass goes on to the next bind meanwhile. The in-memory cluster is not
+thread-safe and runs them all one by one, at once (``workers=1``).
 """
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -22,6 +25,33 @@ class Writes:
         counted to its component."""
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write") if workers > 1 else None
+        self._later = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write-later") if workers > 1 else None
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> int:
+        """Background writes not done yet."""
+        with self._lock:
+            return self._pending
+
+    def later(self, what: str, item: T, action: Callable[[T], object]) -> None:
+        """Apply ``action`` to ``item`` in the background (at once with one worker); a failure is logged as in
+        ``each``."""
+        if self._later is None:
+            self.each(what, [item], action)
+            return
+
+        def run() -> None:
+            try:
+                self.each(what, [item], action)
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+        with self._lock:
+            self._pending += 1
+        self._later.submit(run)
 
     def each(self, what: str, items: Iterable[T], action: Callable[[T], object]) -> int:
         """Apply ``action`` to every item; a failure is logged with the item and the others go on. Returns how
