@@ -6,9 +6,12 @@ testcluster`) run the nodes and the pods; `kai all` runs as a user starts it. Th
 16 requests at a time once kai is ready; it is done when every pod runs (KWOK runs a pod once it is bound).
 
 bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_per_s=<r>
-    p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst / pods>
+    p50_s=<create to bound> p99_s=<…> api_requests_per_pod=<kai's requests during the burst, until kai has been
+    quiet for 3 s (settled_s after the last pod ran) / pods>
     qps=<kai's --qps> ratelimit_wait_s=<the time kai's requests waited for the client-side rate limit, summed>
 bench e2e-burst-cpu <process>_ms_per_pod=<CPU ms each process spent per pod during the burst>... (what limits it)
+bench e2e-stages grouped_p50_s=<pod created → its PodGroup created> scheduled_p50_s=<→ its BindRequest created>
+    bound_p50_s=<→ bound> (and p99s)
 bench e2e-component component=<c> requests_per_pod=<r> cpu_ms_per_pod=<ms> ratelimit_wait_s=<s> <VERB>:<resource>=<r>...
     (per component of kai: its requests per pod by verb and resource, its threads' CPU, its rate-limit waits)
 bench e2e-binder lag_mean_s=<BindRequest seen → pod bound> lag_p50_s=<…> lag_p99_s=<…> window=<requests in flight
@@ -162,28 +165,73 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Ma
     wait(f"{count} pods to run", lambda: len(running) >= count, timeout_s=3600, interval_s=0.1)
     pods = [p for p in client.list("Pod") if p["metadata"]["namespace"] == NAMESPACE]
     seconds = time.monotonic() - started
+    settled = settle(metrics_port)  # the writes nothing waits for (events, reports) are the burst's too
     cpu = {name: used - cpu_before[name] for name, used in cpu_s(pids).items()}
     after = kai_metrics(metrics_port)
     during = delta(after, before)
     requests = total(during, "rest_client_requests_total")
     waited = total(during, "rest_client_rate_limiter_duration_seconds_sum")
-    latencies = []
-    for p in pods:
-        name = p["metadata"]["name"]
-        scheduled = next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
-        bound_at = parse_time(scheduled["lastTransitionTime"], name, "PodScheduled.lastTransitionTime")
-        latencies.append(bound_at - parse_time(p["metadata"]["creationTimestamp"], name, "creationTimestamp"))
+    latencies = [bound_at(p) - created_at(p) for p in pods]
     print(
         f"bench e2e-burst nodes={len(client.list('Node'))} pods={count} seconds={seconds:.1f} "
         f"pods_per_s={count / seconds:.1f} p50_s={percentile(latencies, 0.5):.0f} "
         f"p99_s={percentile(latencies, 0.99):.0f} api_requests_per_pod={requests / count:.2f} qps={qps} "
-        f"ratelimit_wait_s={waited:.1f}",
+        f"ratelimit_wait_s={waited:.1f} settled_s={settled:.0f}",
         flush=True,
     )
+    stages(client, pods)
     per_pod = " ".join(f"{name}_ms_per_pod={1000 * seconds / count:.1f}" for name, seconds in cpu.items())
     print(f"bench e2e-burst-cpu {per_pod}", flush=True)
     components(during, count)
     binder(during, after)
+
+
+def settle(metrics_port: int, quiet_s: float = 3.0, timeout_s: float = 300.0) -> float:
+    """Waits until kai sends no request for ``quiet_s``; how long that took."""
+    started = time.monotonic()
+    last, quiet_since = total(kai_metrics(metrics_port), "rest_client_requests_total"), started
+    while time.monotonic() - quiet_since < quiet_s and time.monotonic() - started < timeout_s:
+        time.sleep(0.5)
+        now = total(kai_metrics(metrics_port), "rest_client_requests_total")
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+    return time.monotonic() - started
+
+
+def created_at(obj: Mapping[str, Any]) -> float:
+    return parse_time(obj["metadata"]["creationTimestamp"], obj["metadata"]["name"], "creationTimestamp")
+
+
+def bound_at(p: Mapping[str, Any]) -> float:
+    scheduled = next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+    return parse_time(scheduled["lastTransitionTime"], p["metadata"]["name"], "PodScheduled.lastTransitionTime")
+
+
+def stages(client: KubeCluster, pods: list[dict[str, Any]]) -> None:
+    """Where a pod's create-to-bound goes, from the API server's timestamps (whole seconds): to its PodGroup (the
+    pod-grouper), to its BindRequest (the scheduler), to its binding (the binder)."""
+    podgroups = {object_key(g): created_at(g) for g in client.list("PodGroup")}
+    requests = {object_key(r): created_at(r) for r in client.list("BindRequest")}
+    grouped, scheduled, bound = [], [], []
+    for p in pods:
+        annotations = p["metadata"].get("annotations") or {}
+        group = podgroups.get(f"{NAMESPACE}/{annotations.get('pod-group-name')}")
+        request = requests.get(object_key(p))
+        if group is None or request is None:
+            continue
+        grouped.append(group - created_at(p))
+        scheduled.append(request - max(group, created_at(p)))
+        bound.append(bound_at(p) - request)
+    if grouped:
+        line = " ".join(
+            f"{stage}_p50_s={percentile(values, 0.5):.0f} {stage}_p99_s={percentile(values, 0.99):.0f}"
+            for stage, values in (("grouped", grouped), ("scheduled", scheduled), ("bound", bound))
+        )
+        print(f"bench e2e-stages pods={len(grouped)} {line}", flush=True)
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
 
 
 def components(during: Mapping[Sample, float], count: int) -> None:
