@@ -8,6 +8,7 @@ thread-safe and runs them all one by one, at once (``workers=1``).
 """
 
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,9 @@ class Writes:
         counted to its component."""
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write") if workers > 1 else None
-        self._later = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write-later") if workers > 1 else None
+        self._name = name
+        self._later: queue.SimpleQueue[Callable[[], None]] | None = queue.SimpleQueue() if workers > 1 else None
+        self._started = False
         self._pending = 0
         self._lock = threading.Lock()
 
@@ -51,7 +54,19 @@ class Writes:
 
         with self._lock:
             self._pending += 1
-        self._later.submit(run)
+            if not self._started:  # daemon threads: a write still waiting at exit does not hold the process
+                self._started = True
+                for i in range(self.workers):
+                    thread = threading.Thread(
+                        target=self._work, args=(self._later,), name=f"{self._name}-write-later_{i}", daemon=True
+                    )
+                    thread.start()
+        self._later.put(run)
+
+    @staticmethod
+    def _work(jobs: "queue.SimpleQueue[Callable[[], None]]") -> None:
+        while True:
+            jobs.get()()
 
     def each(self, what: str, items: Iterable[T], action: Callable[[T], object]) -> int:
         """Apply ``action`` to every item; a failure is logged with the item and the others go on. Returns how
