@@ -12,8 +12,9 @@ bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_p
 bench e2e-burst-cpu <process>_ms_per_pod=<CPU ms each process spent per pod during the burst>... (what limits it)
 bench e2e-stages grouped_p50_s=<pod created → its PodGroup created> scheduled_p50_s=<→ its BindRequest created>
     bound_p50_s=<→ bound> (and p99s)
-bench e2e-component component=<c> requests_per_pod=<r> cpu_ms_per_pod=<ms> ratelimit_wait_s=<s> <VERB>:<resource>=<r>...
-    (per component of kai: its requests per pod by verb and resource, its threads' CPU, its rate-limit waits)
+bench e2e-component component=<c> requests_per_pod=<r> cpu_ms_per_pod=<ms> ratelimit_wait_s=<s>
+    request_ms=<mean time from sent to answered> <VERB>:<resource>=<r>... (per component of kai: its requests per
+    pod by verb and resource, its threads' CPU, its rate-limit waits, how long its requests took)
 bench e2e-binder lag_mean_s=<BindRequest seen → pod bound> lag_p50_s=<…> lag_p99_s=<…> window=<requests in flight
     allowed at the end> refusals=<429s that narrowed it>
 bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
@@ -239,6 +240,8 @@ def components(during: Mapping[Sample, float], count: int) -> None:
     requests = by(during, "kai_rest_client_requests_total", "component", "method", "resource")
     cpu = by(during, "kai_thread_cpu_seconds_total", "thread")
     waits = by(during, "kai_rest_client_rate_limiter_wait_seconds_total", "component")
+    took = by(during, "kai_rest_client_request_seconds_total", "component")
+    answered = by(during, "kai_rest_client_requests_answered_total", "component")
     names = sorted({c for c, _, _ in requests} | {t for (t,) in cpu})
     for name in names:
         mine = {f"{m}:{r}": n / count for (c, m, r), n in requests.items() if c == name and n}
@@ -246,7 +249,8 @@ def components(during: Mapping[Sample, float], count: int) -> None:
         print(
             f"bench e2e-component component={name} requests_per_pod={sum(mine.values()):.2f} "
             f"cpu_ms_per_pod={1000 * cpu.get((name,), 0.0) / count:.1f} "
-            f"ratelimit_wait_s={waits.get((name,), 0.0):.1f} {kinds}".rstrip(),
+            f"ratelimit_wait_s={waits.get((name,), 0.0):.1f} "
+            f"request_ms={1000 * took.get((name,), 0.0) / max(1.0, answered.get((name,), 0.0)):.0f} {kinds}".rstrip(),
             flush=True,
         )
 

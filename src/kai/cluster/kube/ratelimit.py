@@ -230,6 +230,13 @@ class Lane:
     requests: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     """Requests sent, by (method, resource, HTTP status code or "<error>"); ``resource`` is the plural with its
     subresource (``pods/binding``, ``bindrequests/status``)."""
+    seconds: float = 0.0
+    """The time its requests took, from sent to answered (the server's time and the client's event loop's)."""
+    answered: int = 0
+
+    def took(self, seconds: float) -> None:
+        self.seconds += seconds
+        self.answered += 1
 
 
 def resource_of(path: str) -> str:

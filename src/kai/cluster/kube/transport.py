@@ -17,6 +17,7 @@ so a burst of writes never delays a renewal past the Lease's duration.
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -152,9 +153,11 @@ class Transport:
         failures = 0
         while True:
             windowed = await self._take(request, lane)
+            sent = time.perf_counter()
             try:
                 response = await self._http.send(self._build(request))
             except httpx.TransportError as e:
+                lane.took(time.perf_counter() - sent)
                 if windowed:
                     self.window.leave()
                 self._count(lane, request, "<error>")
@@ -165,6 +168,7 @@ class Transport:
                 log.warning("%s: %s; retry %d in %.2fs", what, e, failures, delay)
                 await self._sleep(delay)
                 continue
+            lane.took(time.perf_counter() - sent)
             self._count(lane, request, str(response.status_code))
             code = response.status_code
             error = None if response.is_success else api_error(code, decode_status(response.content), what=what)

@@ -347,6 +347,21 @@ class LaneMetrics:
             for purpose, waits in sorted(lane.bucket.purpose_waits.items()):
                 waited.add_metric([name, purpose.name.lower()], waits.sum_s)
         yield waited
+        took = CounterMetricFamily(
+            "kai_rest_client_request_seconds",
+            "Time requests took from sent to answered, by component (watches excluded)",
+            labels=("component",),
+        )
+        answered = CounterMetricFamily(
+            "kai_rest_client_requests_answered",
+            "Requests answered, by component (watches excluded)",
+            labels=("component",),
+        )
+        for name, lane in sorted(lanes.items()):
+            took.add_metric([name], lane.seconds)
+            answered.add_metric([name], lane.answered)
+        yield took
+        yield answered
         yield GaugeMetricFamily(
             "kai_rest_client_window", "Requests allowed in flight to the API server now", value=self.window.size
         )

@@ -214,6 +214,7 @@ def test_components_count_their_requests_and_waits_apart():
     transport = asyncio.run(go())
     assert transport.lanes["binder"].requests == {("POST", "pods/binding", "201"): 2}
     assert transport.lanes["main"].requests == {("GET", "queues", "201"): 1}
+    assert (transport.lanes["binder"].answered, transport.lanes["main"].answered) == (2, 1)
     registry = CollectorRegistry()
     registry.register(LaneMetrics(lambda: transport.lanes, transport.window))
     labels = {"component": "binder", "method": "POST", "resource": "pods/binding", "code": "201"}
@@ -221,6 +222,7 @@ def test_components_count_their_requests_and_waits_apart():
     waited = {"component": "binder", "purpose": "bind"}
     assert registry.get_sample_value("kai_rest_client_rate_limiter_wait_seconds_total", waited) == pytest.approx(1.0)
     assert registry.get_sample_value("kai_rest_client_window") == MAX_WINDOW
+    assert registry.get_sample_value("kai_rest_client_requests_answered_total", {"component": "binder"}) == 2
 
 
 def test_the_waits_are_exposed_as_client_gos_histogram():
