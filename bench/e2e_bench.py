@@ -19,6 +19,7 @@ bench e2e-binder lag_mean_s=<BindRequest seen → pod bound> lag_p50_s=<…> lag
     allowed at the end> refusals=<429s that narrowed it>
 bench e2e-single pods=<k> p50_s=<create to bound, one pod at a time in a quiet cluster> p99_s=<…>
 bench e2e-apiserver refused=<requests the API server refused with 429 during the burst> of=<requests it served>
+    request_ms=<the mean time it took to serve one (watches excluded)>
 
 The overload drill: ``--max-requests-inflight N`` starts the API server with that limit (and half of it for
 mutating requests) and priority and fairness off, so that its classic in-flight filter answers 429 to whatever
@@ -357,8 +358,11 @@ def main() -> None:
             burst(
                 client, args.pods, metrics_port, args.qps or "default", {**pids, "kai": kai.pid, "bench": os.getpid()}
             )
-            refused, served = (a - b for a, b in zip(apiserver_requests(cp), refused_before, strict=True))
-            print(f"bench e2e-apiserver refused={refused:.0f} of={served:.0f}", flush=True)
+            refused, served, took = (a - b for a, b in zip(apiserver_requests(cp), refused_before, strict=True))
+            print(
+                f"bench e2e-apiserver refused={refused:.0f} of={served:.0f} request_ms={1000 * took / served:.0f}",
+                flush=True,
+            )
             singles(client, args.singles)
         finally:
             client.close()
