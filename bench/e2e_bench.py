@@ -375,13 +375,16 @@ def main() -> None:
         cp.stop()
 
 
-def apiserver_requests(cp: ControlPlane) -> tuple[float, float]:
-    """The API server's own count of the requests it refused with 429, and of every request
-    (``apiserver_request_total``)."""
+def apiserver_requests(cp: ControlPlane) -> tuple[float, float, float]:
+    """The API server's own count of the requests it refused with 429, of every request
+    (``apiserver_request_total``), and the seconds its requests other than watches took
+    (``apiserver_request_duration_seconds_sum``)."""
     _, text = cp.request("/metrics")
     counts = re.findall(r"^apiserver_request_total\{([^}]*)\} (\S+)$", str(text), re.MULTILINE)
     refused = sum(float(value) for labels, value in counts if 'code="429"' in labels)
-    return refused, sum(float(value) for _, value in counts)
+    took = re.findall(r"^apiserver_request_duration_seconds_sum\{([^}]*)\} (\S+)$", str(text), re.MULTILINE)
+    seconds = sum(float(value) for labels, value in took if 'verb="WATCH"' not in labels)
+    return refused, sum(float(value) for _, value in counts), seconds
 
 
 def _ready(port: int) -> bool:
