@@ -10,9 +10,11 @@ hold up the binds behind them.
 **Window** (``Window``, one per process): at most ``size`` requests in flight (watches are long-running, as the API
 server counts them, and take no place), the size moved as TCP moves its window: halved when the server answers 429
 (its ``--max-requests-inflight``, or priority and fairness rejecting a request) or 503 with a Retry-After, at most once
-per ``CUT_EVERY_S``; grown by one per window of successes up to ``MAX_WINDOW``; and nothing new sent before the
-``Retry-After`` the server asked for. On a healthy server the window stays wide open and the rates decide; on an
-overloaded one the window shrinks until the server stops refusing, whatever the rates allow.
+per ``CUT_EVERY_S``; grown by one per window of successes up to ``MAX_WINDOW``. The refused request itself is tried
+again after the ``Retry-After`` the server asked for (``transport``); the others are not held for it (the classic
+in-flight filter always asks for a second: holding every request a second per refusal bound a drill at 4 in flight to
+half a pod a second). On a healthy server the window stays wide open and the rates decide; on an overloaded one the
+window shrinks until the server stops refusing, whatever the rates allow.
 
 Both live on the client's event loop (one thread), so they need no lock. The time each request waited for its token
 is kept per verb (``rest_client_rate_limiter_duration_seconds``) and per purpose.
@@ -173,14 +175,12 @@ class Window:
         """Answers that cut the window (429, or 503 with a Retry-After), counted."""
         self._clock = clock
         self._cut_at = -CUT_EVERY_S
-        self._paused_until = 0.0
         self._waiting: list[tuple[Purpose, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
 
     async def enter(self, purpose: Purpose = Purpose.WRITE) -> None:
         """Waits for a place in the window (requests of earlier purposes first)."""
-        if not self._waiting and self.in_flight < int(self.size) and self._clock() >= self._paused_until:
+        if not self._waiting and self.in_flight < int(self.size):
             self.in_flight += 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -188,8 +188,8 @@ class Window:
         self._admit()
         await turn
 
-    def leave(self, refused: bool = False, retry_after_s: float | None = None) -> None:
-        """A request's answer came: ``refused`` when the server pushed back (``retry_after_s``: as it asked)."""
+    def leave(self, refused: bool = False) -> None:
+        """A request's answer came: ``refused`` when the server pushed back."""
         self.in_flight -= 1
         now = self._clock()
         if refused:
@@ -197,28 +197,17 @@ class Window:
             if now - self._cut_at >= CUT_EVERY_S:
                 self.size = max(1.0, self.size / 2)
                 self._cut_at = now
-            if retry_after_s:
-                self._paused_until = max(self._paused_until, now + retry_after_s)
         elif self.size < self.ceiling:
             self.size = min(float(self.ceiling), self.size + 1.0 / self.size)
         self._admit()
 
     def _admit(self) -> None:
-        """Lets waiting requests in while there is room; while paused, looks again when the pause ends."""
-        now = self._clock()
-        if now < self._paused_until:
-            if self._timer is None and self._waiting:
-                self._timer = asyncio.get_running_loop().call_later(self._paused_until - now, self._resume)
-            return
+        """Lets waiting requests in while there is room."""
         while self._waiting and self.in_flight < max(1, int(self.size)):
             _, _, turn = heapq.heappop(self._waiting)
             if not turn.done():
                 self.in_flight += 1
                 turn.set_result(None)
-
-    def _resume(self) -> None:
-        self._timer = None
-        self._admit()
 
 
 @dataclass

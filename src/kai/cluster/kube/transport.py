@@ -174,7 +174,7 @@ class Transport:
             error = None if response.is_success else api_error(code, decode_status(response.content), what=what)
             retry_after_s = None if error is None else error.retry_after_s or _retry_after(response)
             if windowed:
-                self.window.leave(_pushed_back(response.status_code, retry_after_s), retry_after_s)
+                self.window.leave(_pushed_back(response.status_code, retry_after_s))
             if error is None:
                 return response.content
             failures += 1

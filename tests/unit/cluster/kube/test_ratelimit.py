@@ -148,12 +148,12 @@ def test_the_window_halves_on_refusals_once_per_signal_and_grows_back_one_per_wi
     asyncio.run(go())
 
 
-def test_a_full_window_lets_binds_in_first_and_a_retry_after_holds_everything_until_it_passes():
+def test_a_full_window_lets_binds_in_first_and_a_refusal_narrows_it_without_holding_it():
     order: list[str] = []
 
     async def go() -> None:
-        loop = asyncio.get_running_loop()
-        window = Window(1, loop.time)
+        window = Window(2)
+        await window.enter()
         await window.enter()
 
         async def one(name: str, purpose: Purpose) -> None:
@@ -163,10 +163,11 @@ def test_a_full_window_lets_binds_in_first_and_a_retry_after_holds_everything_un
 
         waiting = [asyncio.ensure_future(one(n, p)) for n, p in (("event", Purpose.EVENT), ("bind", Purpose.BIND))]
         await asyncio.sleep(0)
-        started = loop.time()
-        window.leave(refused=True, retry_after_s=0.05)
+        window.leave(refused=True)  # down to 1, and 1 still in flight: no room
+        await asyncio.sleep(0)
+        assert (order, window.size, window.in_flight) == ([], 1, 1)
+        window.leave()  # a success: the window grows to 2, at once, and the bind goes first
         await asyncio.gather(*waiting)
-        assert loop.time() - started >= 0.05
 
     asyncio.run(go())
     assert order == ["bind", "event"]
