@@ -31,6 +31,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(CORE, ("pods",), (*READ, "delete", "update", "patch")),  # evictions; pod views are written by patch
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodScheduled conditions
         rule(CORE, ("nodes",), READ),
+        rule(CORE, ("configmaps",), READ),  # the ConfigMap pre-predicate: a pod's ConfigMaps exist
         rule(KAI, ("queues",), READ),
         rule(KAI_CONFIG, ("topologies",), READ),
         rule(KAI, ("queues/status",), ("update", "patch")),  # InvalidObject conditions
@@ -50,6 +51,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodBound condition
         rule(CORE, ("nodes",), READ),
         rule(CORE, ("namespaces",), ("create",)),  # the GPU reservation namespace, when it is missing
+        rule(CORE, ("configmaps",), ("get", "create", "patch", "delete")),  # a shared GPU's ConfigMaps
         rule("resource.k8s.io", ("resourceclaims",), READ),
         rule("resource.k8s.io", ("resourceclaims/status",), ("update", "patch")),
         EVENTS,

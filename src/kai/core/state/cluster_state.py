@@ -16,9 +16,10 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kai.core.model import names
+from kai.core.model.config_maps import parse_config_map
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
-from kai.core.model.meta import Raw, object_ref
+from kai.core.model.meta import Metadata, Raw, object_ref
 from kai.core.model.numa import NodeTopology, parse_node_topology
 from kai.core.model.objects import (
     BindRequest,
@@ -40,6 +41,7 @@ from kai.core.state.queue_tree import queue_tree_problems
 from kai.core.state.resource_index import Vector
 
 KINDS: dict[str, Callable[[Raw], Any]] = {
+    "ConfigMap": parse_config_map,
     "ResourceSlice": parse_resource_slice,
     "ResourceClaim": parse_resource_claim,
     "Pod": parse_pod,
@@ -98,6 +100,8 @@ class ClusterState:
         self.resource_claims: dict[str, ResourceClaim] = {}
         self.node_topologies: dict[str, NodeTopology] = {}
         """NUMA zones per node name, from NodeResourceTopology objects (the ``numa`` plugin reads them)."""
+        self.config_maps: dict[str, Metadata] = {}
+        """ConfigMaps by ``namespace/name`` (the ConfigMap pre-predicate asks whether a pod's exist)."""
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
@@ -125,6 +129,7 @@ class ClusterState:
             "ResourceSlice": self.resource_slices,
             "ResourceClaim": self.resource_claims,
             "NodeResourceTopology": self.node_topologies,
+            "ConfigMap": self.config_maps,
         }
 
     def apply(self, kind: str, raw: Raw, deleted: bool = False, elsewhere: bool = False) -> InvalidObject | None:

@@ -22,6 +22,7 @@ class ReasonKind(StrEnum):
     GANG_INCOMPLETE = "GangIncomplete"
     SCHEDULING_GATE = "SchedulingGate"
     DRA = "DynamicResources"
+    CONFIG_MAP = "ConfigMapMissing"
     QUEUE_LIMIT = "QueueLimit"
     NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
     TOPOLOGY = "TopologyDomain"
@@ -49,6 +50,7 @@ class FixKind(StrEnum):
     REMOVE_GATES = "RemoveSchedulingGates"
     ENABLE_FEATURE_GATE = "EnableFeatureGate"
     CREATE_CLAIM = "CreateResourceClaim"
+    CREATE_CONFIG_MAP = "CreateConfigMap"
     LABEL_CLAIM = "LabelResourceClaim"
     FREE_CLAIM = "FreeResourceClaim"
     RAISE_QUEUE_LIMIT = "RaiseQueueLimit"
@@ -83,6 +85,7 @@ class Predicate(StrEnum):
     GPU_SHARING = "GpuSharing"
     TOO_LARGE = "MaxNodePoolResources"
     DRA = "DynamicResources"
+    CONFIG_MAP = "ConfigMap"
     NUMA = "NUMA"
     OTHER = "Other"
 

@@ -56,6 +56,8 @@ class ClusterInfo:
     """DRA devices per node name, from ResourceSlices."""
     numa: Mapping[str, NodeTopology] = field(default_factory=dict)
     """NUMA zones per node name, from NodeResourceTopology objects (read-only)."""
+    config_maps: Mapping[str, object] = field(default_factory=dict)
+    """The ConfigMaps that exist, by ``namespace/name`` (read-only)."""
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
@@ -538,6 +540,7 @@ class Snapshots:
         state = self.state
         info = ClusterInfo(table, dict(self._usable), queues, state.topologies, dict(self._unusable))
         info.claims, info.devices, info.numa = state.resource_claims, self._devices, state.node_topologies
+        info.config_maps = state.config_maps
         info.min_node_gpu_memory, info.max_node_gpu_memory = self._gpu_memory
         info.bind_requests_to_delete = [
             key for key, br in state.bind_requests.items() if br.selected_node not in table.by_name or br.failed
