@@ -369,7 +369,12 @@ def main() -> None:
     finally:
         if kai is not None:
             kai.terminate()
-            kai.wait(timeout=30)
+            try:
+                kai.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # said, and the cluster is stopped all the same
+                print("bench: kai did not stop within 30 s of SIGTERM; killed", file=sys.stderr, flush=True)
+                kai.kill()
+                kai.wait()
         for part in reversed(parts):
             part.stop()
         cp.stop()
