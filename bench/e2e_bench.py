@@ -363,7 +363,8 @@ def main() -> None:
                 f"bench e2e-apiserver refused={refused:.0f} of={served:.0f} request_ms={1000 * took / served:.0f}",
                 flush=True,
             )
-            singles(client, args.singles)
+            if args.singles:
+                singles(client, args.singles)
         finally:
             client.close()
     finally:

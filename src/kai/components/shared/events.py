@@ -127,6 +127,8 @@ class EventRecorder:
         """``writes``: write events in its background pool (default: at once, on the caller's thread)."""
         self.cluster = cluster
         self.writes = writes
+        self._queued = 0
+        """Events handed to ``writes`` and not written yet."""
         self.component = component
         self.clock = clock
         self.refresh_s = refresh_s
@@ -201,7 +203,12 @@ class EventRecorder:
         """One write, now or in the background (dropped when too many wait, as client-go does)."""
         if self.writes is None:
             self._write(key, write, body)
-        elif self.writes.pending >= MAX_QUEUED:
+            return
+        with self._lock:
+            full = self._queued >= MAX_QUEUED
+            if not full:
+                self._queued += 1
+        if full:
             log.warning(
                 "event %s about %s dropped: %d events wait to be written",
                 body["reason"],
@@ -212,7 +219,14 @@ class EventRecorder:
                 self._logged.pop(key, None)
                 self._dirty.pop(key, None)
         else:
-            self.writes.later("event", body, lambda b: self._write(key, write, b))
+            self.writes.later("event", body, lambda b: self._write_queued(key, write, b))
+
+    def _write_queued(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
+        try:
+            self._write(key, write, body)
+        finally:
+            with self._lock:
+                self._queued -= 1
 
     def _write(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
         """One write; when it fails the key is forgotten, so the next occurrence starts a new Event."""

@@ -29,14 +29,7 @@ class Writes:
         self._name = name
         self._later: queue.SimpleQueue[Callable[[], None]] | None = queue.SimpleQueue() if workers > 1 else None
         self._started = False
-        self._pending = 0
         self._lock = threading.Lock()
-
-    @property
-    def pending(self) -> int:
-        """Background writes not done yet."""
-        with self._lock:
-            return self._pending
 
     def later(self, what: str, item: T, action: Callable[[T], object]) -> None:
         """Apply ``action`` to ``item`` in the background (at once with one worker); a failure is logged as in
@@ -46,14 +39,9 @@ class Writes:
             return
 
         def run() -> None:
-            try:
-                self.each(what, [item], action)
-            finally:
-                with self._lock:
-                    self._pending -= 1
+            self.each(what, [item], action)
 
         with self._lock:
-            self._pending += 1
             if not self._started:  # daemon threads: a write still waiting at exit does not hold the process
                 self._started = True
                 for i in range(self.workers):

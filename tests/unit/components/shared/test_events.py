@@ -190,10 +190,6 @@ def test_with_a_write_pool_events_are_written_in_the_background_and_dropped_beyo
         def later(self, what: str, item: Any, action: Any) -> None:
             later.append((what, lambda: action(item)))
 
-        @property
-        def pending(self) -> int:
-            return len(later)
-
     monkeypatch.setattr(events_module, "MAX_QUEUED", 2)
     recorder = EventRecorder(cluster, "kai-scheduler", clock, writes=Background())
     for reason in ("One", "Two", "Three"):
