@@ -21,6 +21,7 @@ from kai.core.framework.eviction import (
 from kai.core.framework.queueing.job_index import JobIndex
 from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
+from kai.core.framework.victims.hopeless import strictest
 from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
@@ -127,5 +128,6 @@ def execute(ssn: Session) -> None:
             all_of(ssn.reclaim_validators),
             eviction_messages,
             eligible=ssn.can_reclaim,
+            yields=strictest(ssn.reclaim_yield_fns),
         ),
     )

@@ -10,6 +10,7 @@ from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.signatures import MinimalFailedJobs
+from kai.core.framework.victims.hopeless import Proofs, Yields
 from kai.core.framework.victims.scenario import Scenario
 from kai.core.framework.victims.scenario_search import JobSolver
 from kai.core.framework.victims.search_budget import ActionBudget
@@ -145,6 +146,9 @@ class SolverAction:
     """A cheap check before the search: a job that fails it counts as failed."""
     signature_scope: Callable[[PodGroupInfo], str] = _by_queue
     """Where a failed job's scheduling signature holds: its queue, or the whole cluster (consolidation: "")."""
+    yields: Yields | None = None
+    """What the validator lets a job take from each victim queue: proves searches and scenarios hopeless before
+    they are simulated (``victims.hopeless``)."""
 
 
 def run_solver_action(ssn: Session, action: SolverAction) -> None:
@@ -156,10 +160,12 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
     failed. The action stops when its search budget is spent."""
     eligible, attempt, signature_scope = action.eligible, action.attempt, action.signature_scope
     jobs = JobsOrderByQueues(ssn, action.pending)
-    jobs.initialize(ssn.jobs)
+    # the jobs with a pending task, in the same order, without a test of every job (each action's queue is made once)
+    jobs.initialize({job.key: job for job in ssn.pending_jobs()} if action.pending.filter_non_pending else ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
     budget = ActionBudget(ssn.config.search_budgets, action.name, ssn.clock)
     solver = ScenarioSolver(ssn, action.validator, action.messages)
+    proofs = Proofs(ssn, action.yields) if action.yields is not None else None
     while not jobs.empty():
         job = jobs.pop()
         if job is None:
@@ -175,7 +181,7 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
             failed.failed(job)
             continue
         ssn.job_solution_start()
-        search = JobSolver(ssn, feasible_nodes(ssn, job), solver, action.victims(job), action.name, budget)
+        search = JobSolver(ssn, feasible_nodes(ssn, job), solver, action.victims(job), action.name, budget, proofs)
         solution, result = search.solve(job)
         if solution.solved and solution.statement is not None:
             solution.statement.commit(action.name)

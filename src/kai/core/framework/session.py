@@ -116,6 +116,9 @@ class Session:
         self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []
         self.reclaim_validators: list[Callable[[Any], bool]] = []
         self.preempt_validators: list[Callable[[Any], bool]] = []
+        self.reclaim_yield_fns: list[Callable[[PodGroupInfo, str], Any]] = []
+        """What the reclaim validators let a reclaimer take from a victim queue, for the search under way (a
+        ``victims.hopeless.Yield``): proves searches hopeless before any simulation."""
         self.reclaim_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
         self.preempt_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
         self.job_solution_start_fns: list[Callable[[], None]] = []

@@ -163,6 +163,10 @@ class JobsOrderByQueues:
     def empty(self) -> bool:
         return self._roots is None or len(self._roots) == 0
 
+    def leaf_queues(self) -> list[str]:
+        """The leaf queues that hold jobs now."""
+        return [uid for uid, node in self._nodes.items() if node.is_leaf and not node.empty()]
+
     def copy(self) -> "JobsOrderByQueues":
         """The same queue to pop on its own: each heap copied as it is, no job re-keyed."""
         assert self.fresh is None or self.fresh(), "a queue made from an index is copied after the index changed"

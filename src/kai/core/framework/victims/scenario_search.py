@@ -16,6 +16,7 @@ from enum import Enum
 from kai.core.framework.job_allocation import tasks_to_allocate
 from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
+from kai.core.framework.victims.hopeless import Proofs
 from kai.core.framework.victims.scenario import Scenario
 from kai.core.framework.victims.search_budget import ActionBudget, JobBudget
 from kai.core.framework.victims.victim_solver import ScenarioSolver, Solution, partial_job
@@ -39,6 +40,10 @@ class SearchResult(Enum):
     @property
     def stops_action(self) -> bool:
         return self in (SearchResult.DEADLINE_EXHAUSTED, SearchResult.NOT_ATTEMPTED)
+
+
+PROVEN_HOPELESS = "proven_hopeless"
+"""The metric label of a job, or the state of a scenario, proven unsolvable without a simulation (``hopeless``)."""
 
 
 @dataclass
@@ -95,13 +100,16 @@ class JobSolver:
         victims: Callable[[], JobsOrderByQueues],
         action: str,
         budget: ActionBudget,
+        proofs: Proofs | None = None,
     ) -> None:
+        """``proofs``: what shows searches and scenarios hopeless without simulating them (``hopeless``)."""
         self.ssn = ssn
         self.nodes = nodes
         self.solver = solver
         self.victims = victims
         self.action = action
         self.budget = budget
+        self.proofs = proofs
         self.failed: set[Hashable] = set()
 
     def solve(self, job: PodGroupInfo) -> tuple[Solution, SearchResult]:
@@ -124,6 +132,8 @@ class JobSolver:
             return Outcome(SearchResult.NOT_ATTEMPTED)
         if not self.ssn.scenario_generators:
             return Outcome(SearchResult.NO_GENERATOR, reduced_budget=job_budget.reduced)
+        if self._hopeless(job, tasks):
+            return Outcome(SearchResult.GENERATORS_EXHAUSTED, reduced_budget=job_budget.reduced, metric=PROVEN_HOPELESS)
         self.failed = set()
         last: Outcome | None = None
         for name, factory in self.ssn.scenario_generators:
@@ -132,6 +142,16 @@ class JobSolver:
             if last.result is SearchResult.SOLVED or last.result.stops_search:
                 return last
         return last or Outcome(SearchResult.GENERATORS_EXHAUSTED, reduced_budget=job_budget.reduced)
+
+    def _hopeless(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> bool:
+        """Every scenario of the first probe (k = 1) is proven unsolvable, so the search would end there, with every
+        generator exhausted. Its victims queue is made all the same, as the first scenario of a search makes it
+        (the victim filters note what they refuse, for the job's reasons)."""
+        if self.proofs is None:
+            return False
+        queues = self.victims().leaf_queues()
+        pending = tasks_to_allocate(self.ssn, partial_job(job, tasks[:1]), False)
+        return self.proofs.search(job, queues, pending)
 
 
 def largest_solvable(n: int, probe: Callable[[int], Outcome]) -> tuple[int, Outcome | None]:
@@ -232,6 +252,11 @@ class _GeneratorSearch:
             if key in solver.failed:
                 stats.scenarios[(action, self.name, "duplicate")] += 1
                 stats.durations.append((action, self.name, "duplicate", clock() - started))
+                continue
+            if solver.proofs is not None and solver.proofs.scenario(scenario):
+                solver.failed.add(key)
+                stats.scenarios[(action, self.name, PROVEN_HOPELESS)] += 1
+                stats.durations.append((action, self.name, PROVEN_HOPELESS, clock() - started))
                 continue
             stats.scenarios[(action, self.name, "simulated")] += 1
             solution = solver.solver.solve(scenario, feasible)

@@ -12,12 +12,13 @@ from typing import Any
 from kai.core.framework.job_allocation import init_request
 from kai.core.framework.session import Session
 from kai.core.framework.usage.usage_store import AllocationSample
+from kai.core.framework.victims.hopeless import Yield
 from kai.core.model.resources import GpuRequestKind, mig_gpu_portion
 from kai.core.plugins.proportion.attributes import Quantities, QueueAttributes, ancestry
 from kai.core.plugins.proportion.capacity import non_preemptible_over_quota, over_limit
 from kai.core.plugins.proportion.charges import Charges, pending_quantities, task_quantities
 from kai.core.plugins.proportion.queue_order import Request, Standings, queue_order
-from kai.core.plugins.proportion.reclaimable import can_reclaim, may_reclaim_from, reclaimable
+from kai.core.plugins.proportion.reclaimable import can_reclaim, may_reclaim_from, reclaimable, refuses_every_eviction
 from kai.core.plugins.proportion.resource_division import (
     QueueShares,
     ResourceShare,
@@ -90,6 +91,7 @@ class ProportionPlugin:
         ssn.can_reclaim_fns.append(self.can_reclaim)
         ssn.reclaim_victim_filters.append(_VictimQueues(self))
         ssn.reclaim_validators.append(self.reclaim_validator)
+        ssn.reclaim_yield_fns.append(self.reclaim_yield)
         ssn.job_solution_start_fns.append(self.job_solution_start)
         self.simulation_queues = self.queues
         ssn.task_over_capacity_on_node_fns.append(self._task_over_capacity_on_node)
@@ -259,6 +261,14 @@ class ProportionPlugin:
             by_queue,
             self.saturation_multiplier,
         )
+
+    def reclaim_yield(self, reclaimer: PodGroupInfo, victim_queue: str) -> Yield:
+        """What ``reclaim_validator`` lets the reclaimer's search take from ``victim_queue`` (``victims.hopeless``):
+        nothing evicted from a side that holds no more than it deserves; with consolidating reclaim off, moved
+        victims count as taken too."""
+        if not refuses_every_eviction(self.simulation_queues, reclaimer.queue, victim_queue):
+            return Yield.ANY
+        return Yield.MOVES_ONLY if self.ssn.config.allow_consolidating_reclaim else Yield.NOTHING
 
     def queue_shares(self, uid: str) -> dict[str, dict[str, float]]:
         queue = self.queues[uid]

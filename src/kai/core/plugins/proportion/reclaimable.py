@@ -61,6 +61,19 @@ def may_reclaim_from(
     return not under
 
 
+def refuses_every_eviction(queues: Mapping[str, QueueAttributes], reclaimer_queue: str, victim_queue: str) -> bool:
+    """``reclaimable`` refuses every scenario that evicts anything from ``victim_queue``, whatever the reclaimer asks
+    for: the first chunk taken from the victim's side (where the two paths part) meets the side's whole allocation,
+    and a side within both its allocatable share and its deserved quota fits neither strategy; later chunks meet
+    less. Not proven for a side on the reclaimer's own path (there other victims' chunks could come first)."""
+    if reclaimer_queue not in queues or victim_queue not in queues:
+        return False
+    _, side = _leveled(queues, reclaimer_queue, victim_queue)
+    if any(queue.uid == side.uid for queue in ancestry(queues, reclaimer_queue)):
+        return False
+    return less_equal(side.allocated, side.allocatable_share()) and less_equal(side.allocated, side.deserved())
+
+
 def _fits_strategy(
     request: Quantities, reclaimer: QueueAttributes, reclaimee: QueueAttributes, remaining: list[float]
 ) -> bool:
