@@ -29,7 +29,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -491,18 +491,21 @@ def write_kubeconfig(path: Path, server_url: str, ca_file: Path, token: str, use
     path.chmod(0o600)
 
 
-def start(bin_dir: Path, workdir: Path, timeout: float = START_TIMEOUT_S) -> ControlPlane:
-    """Starts etcd and kube-apiserver under `workdir` and waits for /readyz. Retries once if a port was taken."""
+def start(
+    bin_dir: Path, workdir: Path, timeout: float = START_TIMEOUT_S, apiserver_args: Sequence[str] = ()
+) -> ControlPlane:
+    """Starts etcd and kube-apiserver (with `apiserver_args` besides its own) under `workdir` and waits for /readyz.
+    Retries once if a port was taken."""
     for attempt in range(3):
         try:
-            return _start_once(bin_dir, workdir / f"attempt-{attempt}", timeout)
+            return _start_once(bin_dir, workdir / f"attempt-{attempt}", timeout, apiserver_args)
         except ControlPlaneError as e:
             if "address already in use" not in str(e) or attempt == 2:
                 raise
     raise AssertionError("unreachable")
 
 
-def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
+def _start_once(bin_dir: Path, workdir: Path, timeout: float, apiserver_args: Sequence[str]) -> ControlPlane:
     workdir.mkdir(parents=True)
     pki = make_pki(workdir)
     token = secrets.token_hex(24)
@@ -559,6 +562,7 @@ def _start_once(bin_dir: Path, workdir: Path, timeout: float) -> ControlPlane:
                 f"--service-account-key-file={pki['sa_pub']}",
                 f"--service-account-signing-key-file={pki['sa_key']}",
                 f"--egress-selector-config-file={network.egress_config(workdir / 'egress.yaml')}",
+                *apiserver_args,
             ],
             workdir / "kube-apiserver.log",
         )

@@ -69,7 +69,7 @@ from kai.core.model import names
     help="Give containers without a GPU NVIDIA_VISIBLE_DEVICES=void; refuse one that picks GPUs with it (=true/false).",
 )
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
-@rate_limit_options()
+@rate_limit_options
 def admission(
     kubeconfig: str | None,
     context: str | None,

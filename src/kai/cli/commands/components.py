@@ -151,7 +151,7 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
         hidden=not schedules,
         help="Port on 127.0.0.1 for /get-snapshot, /get-job-order and /get-cycles (0 = off).",
     )
-    @rate_limit_options(len(components))
+    @rate_limit_options
     @reconciles_option
     def command(
         kubeconfig: str | None,

@@ -32,7 +32,7 @@ from kai.core.model.errors import InvalidObject
 @click.option("--health-probe-bind-address", default=":8081", show_default=True, help="HOST:PORT for the probes.")
 @click.option("--leader-elect", is_flag=True, help="Run only while holding the kai-operator Lease.")
 @click.option("--namespace", default="kai-scheduler", show_default=True, help="Namespace of the operator's Lease.")
-@rate_limit_options()
+@rate_limit_options
 def operator(
     kubeconfig: str | None,
     context: str | None,

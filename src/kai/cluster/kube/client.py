@@ -17,6 +17,7 @@ most ``max_in_flight`` at a time) and reports each outcome, so one refusal does 
 
 import asyncio
 import builtins
+import copy
 import gc
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +33,7 @@ from kai.cluster.kube.faults import FaultPlan
 from kai.cluster.kube.informer import Informer, list_all
 from kai.cluster.kube.kubeconfig import load_config
 from kai.cluster.kube.patch import view_patch
-from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit, TokenBucket, Waits
+from kai.cluster.kube.ratelimit import UNLIMITED, Lane, RateLimit, TokenBucket, Waits, Window
 from kai.cluster.kube.runtime import Dispatcher, LoopThread
 from kai.cluster.kube.transport import DEFAULT_RETRY, RetryPolicy, Transport, connect
 from kai.cluster.port import Listener, Raw
@@ -70,6 +71,7 @@ class KubeCluster:
             retry,
             limit=TokenBucket(rate_limit.qps, rate_limit.burst),
         )
+        self._lane = self._transport.lane
         self._dispatcher = Dispatcher()
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._decoders = {name: Decoder(kind) for name, kind in api.KINDS.items()}
@@ -81,13 +83,35 @@ class KubeCluster:
             for kind in watched
         }
 
+    def for_component(self, name: str, rate_limit: RateLimit) -> "KubeCluster":
+        """This cluster as one component sees it: the same caches, connection and window of requests in flight, with
+        a rate limit of its own (so no component's writes wait behind another's) and its requests counted apart.
+        Closing it closes them all."""
+        view = copy.copy(self)
+        view._lane = self._transport.add_lane(name, TokenBucket(rate_limit.qps, rate_limit.burst))
+        return view
+
+    @property
+    def lanes(self) -> dict[str, Lane]:
+        """Each component's lane (``for_component``) and the main one (informers, unscoped requests)."""
+        return dict(self._transport.lanes)
+
+    @property
+    def window(self) -> Window:
+        """The process's window of requests in flight (``ratelimit.Window``): its size and the server's refusals."""
+        return self._transport.window
+
     def request_counts(self) -> dict[tuple[str, str], int]:
         """Requests sent to the API server so far, by (method, status code); see ``Transport.requests``."""
         return dict(self._transport.requests)
 
     def rate_limit_waits(self) -> dict[str, Waits]:
         """How long requests waited for the client-side rate limit, by verb (``ratelimit``)."""
-        return dict(self._transport.limit.waits)
+        waits: dict[str, Waits] = {}
+        for lane in self._transport.lanes.values():
+            for verb, lane_waits in lane.bucket.waits.items():
+                waits.setdefault(verb, Waits()).merge(lane_waits)
+        return waits
 
     @property
     def server(self) -> str:
@@ -310,7 +334,7 @@ class KubeCluster:
 
     async def _send(self, request: api.Request) -> bytes | None:
         try:
-            return await self._transport.send(request)
+            return await self._transport.send(request, self._lane)
         except ApiError as e:
             if e.reason in request.accept:
                 return None
@@ -318,4 +342,4 @@ class KubeCluster:
 
     def _read(self, kind: str, request: api.Request) -> Raw:
         """A request that accepts no refusal, decoded as ``kind`` (pods and nodes as the informers' views)."""
-        return self._decoder(kind).object(self._io.call(self._transport.send(request)))
+        return self._decoder(kind).object(self._io.call(self._transport.send(request, self._lane)))

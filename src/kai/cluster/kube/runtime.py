@@ -10,17 +10,23 @@ reasons). Listeners may therefore call the adapter, and must be thread-safe agai
 """
 
 import asyncio
+import concurrent.futures
 import logging
 import queue
 import threading
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
+from kai.cluster.kube.errors import Unreachable
 from kai.cluster.port import Listener, Raw
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+CHECK_EVERY_S = 1.0
+"""How often a caller waiting on the loop checks that it still runs."""
+STOP_TIMEOUT_S = 10.0
+"""How long ``stop`` waits for what is under way to be cancelled."""
 
 
 class LoopThread:
@@ -32,14 +38,41 @@ class LoopThread:
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Runs ``coro`` on the loop and waits for its result (or its exception) on the calling thread."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        """Runs ``coro`` on the loop and waits for its result (or its exception) on the calling thread; once the loop
+        is stopped (or stops meanwhile), ``Unreachable``: a caller never waits for a loop that will not answer."""
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except RuntimeError as error:  # the loop is closed
+            coro.close()
+            raise _closed() from error
+        while True:
+            try:
+                return future.result(timeout=CHECK_EVERY_S)
+            except concurrent.futures.CancelledError as error:
+                raise _closed() from error
+            except TimeoutError:
+                if not self._thread.is_alive():  # stopped before it ran the coroutine
+                    future.cancel()
+                    raise _closed() from None
 
     def stop(self) -> None:
+        """Cancels what is under way (its callers get ``Unreachable``, so no thread waits on for it), then stops."""
         if self._thread.is_alive():
+
+            async def cancel_all() -> None:
+                tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=STOP_TIMEOUT_S)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join()
         self.loop.close()
+
+
+def _closed() -> Unreachable:
+    return Unreachable(0, "Closed", "the API client was closed", what="a request at shutdown")
 
 
 _Item = tuple[tuple[Listener, ...], str, Raw, bool] | threading.Event

@@ -8,14 +8,16 @@ plain dicts, subset decoding of hot kinds (``decode``) and its own informer. So 
 kai speaks the protocol — the smallest surface of the library we depend on.
 
 Retries: connection errors, 429 and 5xx are retried with exponential backoff (honouring the server's
-``retryAfterSeconds``), a bounded number of times; everything else is raised at once as an ``ApiError``. Every try
-first takes a token from the client-side rate limit (``ratelimit``, KAI's ``--qps`` / ``--burst``), except Lease
-requests: leader election has a client of its own in KAI's components, so a burst of writes never delays a renewal
-past the Lease's duration.
+``retryAfterSeconds`` or ``Retry-After``), a bounded number of times; everything else is raised at once as an
+``ApiError``. Every try first takes a token from its component's rate limit (a ``Lane``: KAI's ``--qps`` /
+``--burst``, served by purpose) and a place in the process's window of requests in flight, which follows the server's
+refusals (``ratelimit``); Lease requests take neither: leader election has a client of its own in KAI's components,
+so a burst of writes never delays a renewal past the Lease's duration.
 """
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +31,7 @@ from lightkube.config.kubeconfig import SingleConfig
 from kai.cluster.kube.decode import decode_status
 from kai.cluster.kube.errors import Unreachable, api_error
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
-from kai.cluster.kube.ratelimit import TokenBucket
+from kai.cluster.kube.ratelimit import Lane, TokenBucket, Window, purpose_of, resource_of
 from kai.cluster.kube.resources import Request
 
 log = logging.getLogger(__name__)
@@ -88,17 +90,36 @@ class Transport:
         retry: RetryPolicy = DEFAULT_RETRY,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         limit: TokenBucket | None = None,
+        window: Window | None = None,
     ) -> None:
-        """``limit``: the client-side rate limit (default: none)."""
+        """``limit``: the rate limit of requests sent with no lane of their own (default: none); ``window``: the
+        requests in flight (default: ``ratelimit.MAX_WINDOW``, following the server's refusals)."""
         self._http = http
         self._retry = retry
         self._sleep = sleep
-        self.limit = limit if limit is not None else TokenBucket(0, 0)
+        self.lane = Lane("main", limit if limit is not None else TokenBucket(0, 0))
+        """The lane of requests sent with none (informers; a process that runs no components)."""
+        self.lanes = {self.lane.name: self.lane}
+        self.window = window if window is not None else Window()
         url = http.base_url
         self.host = f"{url.host}:{url.port}" if url.port else url.host
         self.requests: Counter[tuple[str, str]] = Counter()
         """Requests sent, by (method, HTTP status code or "<error>" when no answer came): client-go's
         ``rest_client_requests_total``, every try counted (a watch counts once, when it opens)."""
+
+    @property
+    def limit(self) -> TokenBucket:
+        """The rate limit of the main lane."""
+        return self.lane.bucket
+
+    def add_lane(self, name: str, limit: TokenBucket) -> Lane:
+        """A lane of its own for a component (its rate limit and its requests counted apart)."""
+        lane = self.lanes[name] = Lane(name, limit)
+        return lane
+
+    def _count(self, lane: Lane, request: Request, code: str) -> None:
+        self.requests[(request.method, code)] += 1
+        lane.requests[(request.method, resource_of(request.path), code)] += 1
 
     def _build(self, request: Request, timeout: httpx.Timeout | None = None) -> httpx.Request:
         headers = {"Accept": "application/json"}
@@ -115,20 +136,31 @@ class Transport:
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
 
-    async def _take(self, request: Request) -> None:
-        if not request.path.startswith(UNLIMITED_PREFIX):
-            await self.limit.take(request.method)
+    async def _take(self, request: Request, lane: Lane) -> bool:
+        """A token of ``lane`` and a place in the window; False for a request exempt from both (Leases)."""
+        if request.path.startswith(UNLIMITED_PREFIX):
+            return False
+        purpose = purpose_of(request.path)
+        await lane.bucket.take(request.method, purpose)
+        await self.window.enter(purpose)
+        return True
 
-    async def send(self, request: Request) -> bytes:
-        """The response body; a refusal raises ``ApiError`` (``Request.accept`` is the caller's business)."""
+    async def send(self, request: Request, lane: Lane | None = None) -> bytes:
+        """The response body; a refusal raises ``ApiError`` (``Request.accept`` is the caller's business). ``lane``:
+        the component sending it (default: the main lane)."""
+        lane = lane or self.lane
         what = f"{request.method} {request.path}"
         failures = 0
         while True:
-            await self._take(request)
+            windowed = await self._take(request, lane)
+            sent = time.perf_counter()
             try:
                 response = await self._http.send(self._build(request))
             except httpx.TransportError as e:
-                self.requests[(request.method, "<error>")] += 1
+                lane.took(time.perf_counter() - sent)
+                if windowed:
+                    self.window.leave()
+                self._count(lane, request, "<error>")
                 failures += 1
                 delay = self._retry.delay_s(failures)
                 if delay is None:
@@ -136,30 +168,36 @@ class Transport:
                 log.warning("%s: %s; retry %d in %.2fs", what, e, failures, delay)
                 await self._sleep(delay)
                 continue
-            self.requests[(request.method, str(response.status_code))] += 1
-            if response.is_success:
+            lane.took(time.perf_counter() - sent)
+            self._count(lane, request, str(response.status_code))
+            code = response.status_code
+            error = None if response.is_success else api_error(code, decode_status(response.content), what=what)
+            retry_after_s = None if error is None else error.retry_after_s or _retry_after(response)
+            if windowed:
+                self.window.leave(_pushed_back(response.status_code, retry_after_s))
+            if error is None:
                 return response.content
-            error = api_error(response.status_code, decode_status(response.content), what=what)
             failures += 1
-            delay = self._retry.delay_s(failures, error.retry_after_s) if error.code in RETRYABLE_CODES else None
+            delay = self._retry.delay_s(failures, retry_after_s) if error.code in RETRYABLE_CODES else None
             if delay is None:
                 raise error
-            log.warning("%s: %s; retry %d in %.2fs", what, error, failures, delay)
+            log.warning("%s: %s%s; retry %d in %.2fs", what, error, _flow(response), failures, delay)
             await self._sleep(delay)
 
     @asynccontextmanager
     async def stream_lines(self, request: Request, *, read_timeout_s: float) -> AsyncIterator[AsyncIterator[str]]:
         """The lines of a streaming response (a WATCH). A refusal raises ``ApiError``, a lost connection
-        ``Unreachable`` — no retries here: the informer decides how to resume."""
+        ``Unreachable`` — no retries here: the informer decides how to resume. A watch takes a token but no place
+        in the window (it is long-running: the API server does not count it in flight either)."""
         what = f"{request.method} {request.path}"
         timeout = httpx.Timeout(self._http.timeout.connect or 30.0, read=read_timeout_s)
-        await self._take(request)
+        await self.lane.bucket.take(request.method, purpose_of(request.path))
         try:
             response = await self._http.send(self._build(request, timeout), stream=True)
         except httpx.TransportError as e:
-            self.requests[(request.method, "<error>")] += 1
+            self._count(self.lane, request, "<error>")
             raise Unreachable(0, "ConnectionError", f"{type(e).__name__}: {e}", what=what) from e
-        self.requests[(request.method, str(response.status_code))] += 1
+        self._count(self.lane, request, str(response.status_code))
         try:
             if not response.is_success:
                 body = await response.aread()
@@ -170,6 +208,26 @@ class Transport:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _pushed_back(code: int, retry_after_s: float | None) -> bool:
+    """The server asks for fewer requests: 429 (max-requests-inflight, priority and fairness), or 503 with a
+    Retry-After."""
+    return code == 429 or (code == 503 and retry_after_s is not None)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The ``Retry-After`` header in seconds (priority and fairness sets it on its 429s), if it has one."""
+    try:
+        return float(response.headers["Retry-After"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _flow(response: httpx.Response) -> str:
+    """The priority level that answered, as priority and fairness names it in its headers, for the log."""
+    level = response.headers.get("X-Kubernetes-PF-PriorityLevel-UID")
+    return f" (priority level {level})" if level else ""
 
 
 async def _lines(response: httpx.Response, what: str) -> AsyncIterator[str]:

@@ -5,7 +5,8 @@ its node exists; makes sure each shared GPU group has its reservation pod and a 
 (``sharing_configmaps``); records on the pod what it received
 (``received-resource-type``, its GPU group); binds it through the binding subresource, guarded by the pod's uid;
 and writes the devices chosen for its DRA claims. The outcome goes to the BindRequest status and to the pod's
-``PodBound`` condition and a ``Bound`` / ``BindingError`` event.
+``PodBound`` condition and a ``Bound`` / ``BindingError`` event; a success's are written in the background
+(``Writes.later``), so that the next bind does not wait for them.
 
 Every write is a patch of only the fields the binder owns (as KAI's are), so no write can conflict with another
 client's, whatever changed the objects since they were read; the bind itself is conditional on the pod's uid.
@@ -24,7 +25,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -71,6 +72,8 @@ class _Tracked:
     request: Raw
     next_attempt: float = 0.0
     """When the request may be tried (again); infinite while an attempt is under way or its outcome is written."""
+    seen_at: float = field(default_factory=time.monotonic)
+    """When the binder first saw it (for its lag)."""
 
 
 class Binder:
@@ -89,7 +92,7 @@ class Binder:
         self.reservations = Reservations(cluster, reservation_namespace)
         self.configmaps = SharingConfigMaps(cluster)
         self.metrics = metrics or BinderMetrics(CollectorRegistry())
-        self.events = EventRecorder(cluster, COMPONENT, now)
+        self.events = EventRecorder(cluster, COMPONENT, now, writes=self.writes)
         self._requests: dict[str, _Tracked] = {}
         """BindRequests neither Succeeded nor Failed for good, by key, from events (a pass reads no others)."""
         self._held: dict[str, set[GroupOnNode]] = {}
@@ -176,9 +179,19 @@ class Binder:
             self._failed(request, bind_request, error)
             return False
         self.metrics.succeeded(time.perf_counter() - started)
+        with self._lock:
+            tracked = self._requests.get(_key(request))
+        if tracked is not None and _uid(tracked.request) == _uid(request):
+            self.metrics.lag.observe(time.monotonic() - tracked.seen_at)
+        self.writes.later("bind report", (request, bind_request), self._succeeded)
+        return True
+
+    def _succeeded(self, bound: tuple[Raw, BindRequest]) -> None:
+        """A bind's report, in the background (the next bind does not wait for it): the pod's condition and event,
+        then the request's status."""
+        request, bind_request = bound
         self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {bind_request.selected_node}")
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
-        return True
 
     def _bind(self, request: Raw, br: BindRequest) -> None:
         pod_key, node = br.pod_key, br.selected_node

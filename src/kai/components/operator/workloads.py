@@ -54,23 +54,19 @@ def container_args(settings: Settings, component: Component) -> list[str]:
     return args
 
 
-SERVICE_CLIENT_DEFAULTS = {"qps": 20, "burst": 100}
-"""KAI's ``service.k8sClientConfig`` defaults, which its operator passes to every component with a Service section
-since KAI #2027 (before, only the binder got them)."""
+CLIENT_FLAGS = ("qps", "burst")
 
 
 def client_args(section: Fields, component: Component) -> list[str]:
-    """``--qps`` / ``--burst`` from the section's ``service.k8sClientConfig``, with KAI's defaults (20 / 100) where
-    the Config leaves them out. The pod-grouper takes its own ``k8sClientConfig`` (as KAI reads it; kai also its
-    ``service.k8sClientConfig``), with no default: its binary's (50 / 300) then holds, as in KAI."""
+    """``--qps`` / ``--burst`` from the section's ``service.k8sClientConfig`` (the pod-grouper's own
+    ``k8sClientConfig`` first, as KAI reads it), where the Config sets them. KAI's operator passes 20 / 100 where it
+    does not (#2027); kai leaves the binaries' defaults, which never make a component the bottleneck of a healthy API
+    server (docs/deviations.md, "API client limits")."""
     service = section.sub("service").sub("k8sClientConfig")
-    if component.name != "podgrouper":
-        return [
-            f"--{name}={service.integer(name, default, minimum=1)}" for name, default in SERVICE_CLIENT_DEFAULTS.items()
-        ]
+    clients = (section.sub("k8sClientConfig"), service) if component.name == "podgrouper" else (service,)
     args: list[str] = []
-    for client in (section.sub("k8sClientConfig"), service):
-        for name in SERVICE_CLIENT_DEFAULTS:
+    for client in clients:
+        for name in CLIENT_FLAGS:
             if client.raw.get(name) is not None and not any(a.startswith(f"--{name}=") for a in args):
                 args.append(f"--{name}={client.integer(name, 0, minimum=1)}")
     return args

@@ -71,7 +71,7 @@ class PodGrouper:
         self._delay: dict[str, float] = {}
         self._reported: dict[str, set[str]] = {}
         self._unknown_kinds: set[str] = set()
-        self.recorder = EventRecorder(cluster, COMPONENT, now)
+        self.recorder = EventRecorder(cluster, COMPONENT, now, writes=self.writes)
         cluster.subscribe(self._on_change)
 
     # ------------------------------------------------------------------------------------------- a pass

@@ -65,13 +65,17 @@ class RuntimeOptions:
 class Wiring:
     """What a component's loop is made of."""
 
+    name: str
     cluster: ClusterClient
+    """The cluster as this component sees it (against an API server: with a rate limit of its own)."""
     options: RuntimeOptions
     registry: CollectorRegistry
     on_scheduler: Callable[[SchedulerLoop], None] | None
 
-    def writes(self) -> Writes:
-        return Writes(self.options.max_concurrent_reconciles)
+    def writes(self, workers: int = 0) -> Writes:
+        """A pool for the component's writes (``max_concurrent_reconciles`` threads unless ``workers`` says), its
+        threads named after it."""
+        return Writes(workers or self.options.max_concurrent_reconciles, f"kai-{self.name}")
 
 
 Loop = tuple[Callable[[], Any], float, Callable[[], Any] | None]
@@ -145,7 +149,7 @@ def _binder(w: Wiring) -> Loop:
 
 def _scheduler(w: Wiring) -> Loop:
     metrics = SchedulerMetrics(w.registry, w.options.config.metrics_namespace)
-    writes = Writes(w.options.write_workers)
+    writes = w.writes(w.options.write_workers)
     loop = SchedulerLoop(w.cluster, w.options.config, metrics, writes=writes, node_pool=w.options.node_pool)
     if w.on_scheduler is not None:
         w.on_scheduler(loop)
@@ -171,10 +175,11 @@ def run(
     registry: CollectorRegistry | None = None,
     health: Health | None = None,
     on_scheduler: Callable[[SchedulerLoop], None] | None = None,
+    scoped: Callable[[str], ClusterClient] | None = None,
 ) -> None:
     """Run the named components until ``stop`` is set; their metrics go to ``registry``, ``health`` learns
-    whether their loops have started (readiness) and are alive, and ``on_scheduler`` gets the scheduler loop once it
-    exists."""
+    whether their loops have started (readiness) and are alive, ``on_scheduler`` gets the scheduler loop once it
+    exists, and ``scoped`` gives each component the cluster as it sees it (default: ``cluster`` itself)."""
     registry = registry if registry is not None else CollectorRegistry()
     started = threading.Event()
     if health is not None:  # not ready while the components build their state from the caches (a minute at scale)
@@ -192,10 +197,10 @@ def run(
 
     cluster.subscribe(on_change)
     threading.Thread(target=wake_all_on_stop, daemon=True).start()
-    wiring = Wiring(cluster, options, registry, on_scheduler)
     threads = []
     for name, build in LOOPS.items():
         if name in components:
+            wiring = Wiring(name, scoped(name) if scoped is not None else cluster, options, registry, on_scheduler)
             threads.append(_thread(name, build(wiring), wakes[name], stop))
     for thread in threads:
         thread.start()

@@ -26,7 +26,7 @@ from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
 from kai.components.shared.components import kinds_for
 from kai.components.shared.endpoints import Endpoints, Health
-from kai.components.shared.metrics import RestClientMetrics
+from kai.components.shared.metrics import LaneMetrics, RestClientMetrics, ThreadCpu
 
 log = logging.getLogger(__name__)
 SYNC_TIMEOUT_S = 120.0
@@ -76,7 +76,10 @@ def serve(
             if plugin_server is not None:
                 plugin_server.attach(loop, cluster)
 
-        run(cluster, components, options, stop, registry, health, attach)
+        def scoped(name: str) -> KubeCluster:
+            return cluster.for_component(name, rate_limit)
+
+        run(cluster, components, options, stop, registry, health, attach, scoped)
 
     try:
         serve_body(
@@ -125,6 +128,8 @@ def serve_body(
         raise ServeError(str(error)) from error
     registry, health = CollectorRegistry(), Health()
     registry.register(RestClientMetrics(cluster.request_counts, cluster.server, cluster.rate_limit_waits))
+    registry.register(LaneMetrics(lambda: cluster.lanes, cluster.window))
+    registry.register(ThreadCpu())
     health.readiness["informers"] = lambda: _synced(cluster)
     endpoints: Endpoints | None = None
     elector: LeaderElector | None = None

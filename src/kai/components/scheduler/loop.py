@@ -71,7 +71,7 @@ class SchedulerLoop:
         self._lock = threading.Lock()
         self.in_flight = BindRequestsInFlight(self.state, self._lock, clock, ASSUME_S, HOLD_S)
         writes = writes or Writes()
-        recorder = EventRecorder(cluster, COMPONENT, clock, cache_size=EVENT_KEYS)
+        recorder = EventRecorder(cluster, COMPONENT, clock, cache_size=EVENT_KEYS, writes=writes)
         self.writer = DecisionWriter(
             cluster,
             clock,

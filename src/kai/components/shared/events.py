@@ -16,6 +16,10 @@ What client-go's ``EventCorrelator`` does, kept here:
 One difference, for the API server's sake: client-go writes every repeat (until the spam bucket runs dry), while
 components here repeat the same event every cycle; so the count of a repeat is written at most once per
 ``refresh_s`` (and by ``flush``, which components call after each pass). docs/deviations.md has it.
+
+With ``writes`` (a component's ``Writes``), events are written in the background, as client-go's broadcaster does,
+so a pass never waits for them; at most ``MAX_QUEUED`` wait to be written, and the ones beyond are dropped (client-go
+drops them when its queue of 1,000 is full).
 """
 
 import logging
@@ -28,6 +32,7 @@ from typing import Any
 from cachetools import LRUCache
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.shared.parallel import Writes
 from kai.core.model.meta import format_time
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,8 @@ SPAM_BURST = 25
 SPAM_REFILL_S = 300.0
 REFRESH_S = 60.0
 COMBINED_PREFIX = "(combined from similar events): "
+MAX_QUEUED = 1000
+"""client-go's ``maxQueuedEvents``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +122,13 @@ class EventRecorder:
         *,
         cache_size: int = CACHE_SIZE,
         refresh_s: float = REFRESH_S,
+        writes: Writes | None = None,
     ) -> None:
+        """``writes``: write events in its background pool (default: at once, on the caller's thread)."""
         self.cluster = cluster
+        self.writes = writes
+        self._queued = 0
+        """Events handed to ``writes`` and not written yet."""
         self.component = component
         self.clock = clock
         self.refresh_s = refresh_s
@@ -188,6 +200,35 @@ class EventRecorder:
         }
 
     def _send(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
+        """One write, now or in the background (dropped when too many wait, as client-go does)."""
+        if self.writes is None:
+            self._write(key, write, body)
+            return
+        with self._lock:
+            full = self._queued >= MAX_QUEUED
+            if not full:
+                self._queued += 1
+        if full:
+            log.warning(
+                "event %s about %s dropped: %d events wait to be written",
+                body["reason"],
+                body["involvedObject"]["name"],
+                MAX_QUEUED,
+            )
+            with self._lock:
+                self._logged.pop(key, None)
+                self._dirty.pop(key, None)
+        else:
+            self.writes.later("event", body, lambda b: self._write_queued(key, write, b))
+
+    def _write_queued(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
+        try:
+            self._write(key, write, body)
+        finally:
+            with self._lock:
+                self._queued -= 1
+
+    def _write(self, key: tuple[str, ...], write: Callable[[str, Raw], Raw], body: Raw) -> None:
         """One write; when it fails the key is forgotten, so the next occurrence starts a new Event."""
         try:
             write("Event", body)

@@ -3,6 +3,7 @@
 dashboards (deploy/helm/kai-scheduler/dashboards), the podgroups the last cycle left pending by their typed reason
 and each node's GPUs and GPUs held (``LastCycle``)."""
 
+import os
 import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Mapping
@@ -10,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, UnknownMetricFamily
 
-from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
+from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Lane, Waits, Window
 from kai.core.framework.session import Session
 from kai.core.registry import ACTIONS
 from kai.core.state.reasons import ReasonKind
@@ -232,6 +233,7 @@ class BinderMetrics:
         1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
     )  # fmt: skip
     """controller-runtime's buckets of controller_runtime_reconcile_time_seconds."""
+    LAG_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reconciles = Counter(
@@ -252,6 +254,12 @@ class BinderMetrics:
             ("controller",),
             registry=registry,
             buckets=self.TIME_BUCKETS_S,
+        )
+        self.lag = Histogram(
+            "kai_binder_bind_lag_seconds",
+            "Time from a BindRequest's arrival at the binder to its pod bound (how far binding trails scheduling)",
+            registry=registry,
+            buckets=self.LAG_BUCKETS_S,
         )
         for result in self.RESULTS:
             self.reconciles.labels(self.CONTROLLER, result)
@@ -306,3 +314,94 @@ class RestClientMetrics:
             buckets.append(("+Inf", waits.total))
             waited.add_metric([self.host, verb], buckets, waits.sum_s)
         yield waited
+
+
+class LaneMetrics:
+    """What each component of the process asked of the API server (kai's, beside client-go's totals): requests by
+    component, verb, resource and code (``kai_rest_client_requests_total``: divided by the pods bound, where the API
+    cost of a pod goes); how long they waited for their component's rate limit, by purpose
+    (``kai_rest_client_rate_limiter_wait_seconds``); the window of requests in flight and the refusals that moved it
+    (``ratelimit.Window``)."""
+
+    def __init__(self, lanes: Callable[[], Mapping[str, Lane]], window: Window) -> None:
+        self.lanes = lanes
+        self.window = window
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        lanes = self.lanes()
+        requests = CounterMetricFamily(
+            "kai_rest_client_requests",
+            "API requests by component, verb, resource and status code",
+            labels=("component", "method", "resource", "code"),
+        )
+        for name, lane in sorted(lanes.items()):
+            for (method, resource, code), count in sorted(lane.requests.items()):
+                requests.add_metric([name, method, resource, code], count)
+        yield requests
+        waited = CounterMetricFamily(
+            "kai_rest_client_rate_limiter_wait_seconds",
+            "Time requests waited for their component's client-side rate limit, by component and purpose",
+            labels=("component", "purpose"),
+        )
+        for name, lane in sorted(lanes.items()):
+            for purpose, waits in sorted(lane.bucket.purpose_waits.items()):
+                waited.add_metric([name, purpose.name.lower()], waits.sum_s)
+        yield waited
+        took = CounterMetricFamily(
+            "kai_rest_client_request_seconds",
+            "Time requests took from sent to answered, by component (watches excluded)",
+            labels=("component",),
+        )
+        answered = CounterMetricFamily(
+            "kai_rest_client_requests_answered",
+            "Requests answered, by component (watches excluded)",
+            labels=("component",),
+        )
+        for name, lane in sorted(lanes.items()):
+            took.add_metric([name], lane.seconds)
+            answered.add_metric([name], lane.answered)
+        yield took
+        yield answered
+        yield GaugeMetricFamily(
+            "kai_rest_client_window", "Requests allowed in flight to the API server now", value=self.window.size
+        )
+        yield CounterMetricFamily(
+            "kai_rest_client_refusals",
+            "Answers that narrowed the window: 429, or 503 with a Retry-After",
+            value=self.window.refusals,
+        )
+
+
+class ThreadCpu:
+    """CPU seconds of the process's threads by component (``kai_thread_cpu_seconds_total``): a component's loop
+    thread and its write pool are named ``kai-<component>…``; ``kai-kube-io`` sends and decodes every request and
+    watch, ``kai-kube-listeners`` feeds every component's state from the watches; the rest is ``other``. A thread's
+    CPU is counted while it lives (pools and loops live as long as the process). Linux only (``/proc``)."""
+
+    GROUPS = ("kai-kube-io", "kai-kube-listeners")
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kai_thread_cpu_seconds", "CPU seconds used by the process's threads, by component", labels=("thread",)
+        )
+        ticks = os.sysconf("SC_CLK_TCK")
+        used: dict[str, float] = {}
+        for thread in threading.enumerate():
+            try:
+                with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            group = _thread_group(thread.name)
+            used[group] = used.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+        for group, seconds in sorted(used.items()):
+            family.add_metric([group], seconds)
+        yield family
+
+
+def _thread_group(name: str) -> str:
+    if name in ThreadCpu.GROUPS:
+        return name.removeprefix("kai-")
+    if name.startswith("kai-"):
+        return name.removeprefix("kai-").split("-write", 1)[0]
+    return "other"

@@ -1,11 +1,15 @@
-"""Running a component's independent writes side by side.
+"""Running a component's independent writes side by side, and its writes off the critical path in the background.
 
 Against an API server, each write waits a round trip; writes to different objects do not depend on each other, so
-components issue them from a small thread pool (the kube adapter multiplexes them on one connection pool). The
-in-memory cluster is not thread-safe and runs them one by one (``workers=1``).
+components issue them from a small thread pool (the kube adapter multiplexes them on one connection pool). Writes
+nothing waits for (events, a bind's report) go to a background pool (``later``), as client-go's event broadcaster
+writes events from a goroutine of its own: the pass goes on to the next bind meanwhile. The in-memory cluster is not
+thread-safe and runs them all one by one, at once (``workers=1``).
 """
 
 import logging
+import queue
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -17,9 +21,40 @@ T = TypeVar("T")
 
 
 class Writes:
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, name: str = "kai") -> None:
+        """``name``: its threads' prefix (``kai-binder`` makes ``kai-binder-write_0``…), so that a thread's CPU is
+        counted to its component."""
         self.workers = workers
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="kai-write") if workers > 1 else None
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"{name}-write") if workers > 1 else None
+        self._name = name
+        self._later: queue.SimpleQueue[Callable[[], None]] | None = queue.SimpleQueue() if workers > 1 else None
+        self._started = False
+        self._lock = threading.Lock()
+
+    def later(self, what: str, item: T, action: Callable[[T], object]) -> None:
+        """Apply ``action`` to ``item`` in the background (at once with one worker); a failure is logged as in
+        ``each``."""
+        if self._later is None:
+            self.each(what, [item], action)
+            return
+
+        def run() -> None:
+            self.each(what, [item], action)
+
+        with self._lock:
+            if not self._started:  # daemon threads: a write still waiting at exit does not hold the process
+                self._started = True
+                for i in range(self.workers):
+                    thread = threading.Thread(
+                        target=self._work, args=(self._later,), name=f"{self._name}-write-later_{i}", daemon=True
+                    )
+                    thread.start()
+        self._later.put(run)
+
+    @staticmethod
+    def _work(jobs: "queue.SimpleQueue[Callable[[], None]]") -> None:
+        while True:
+            jobs.get()()
 
     def each(self, what: str, items: Iterable[T], action: Callable[[T], object]) -> int:
         """Apply ``action`` to every item; a failure is logged with the item and the others go on. Returns how

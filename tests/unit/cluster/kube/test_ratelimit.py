@@ -1,7 +1,9 @@
-"""The client-side rate limit (KAI's --qps / --burst): a token bucket on a fake clock, the transport taking a token per
-try but none for Leases, the wait histogram's exposition, and the flags' defaults."""
+"""The client-side limits: each component's token bucket on a fake clock (waiting requests served by purpose), the
+window of requests in flight following the server's refusals, the transport taking a token and a place per try but
+none for Leases, per-component accounting, the metrics' exposition, and the flags' defaults."""
 
 import asyncio
+import json
 import re
 
 import httpx2 as httpx
@@ -9,15 +11,16 @@ import pytest
 from click.testing import CliRunner
 from prometheus_client import CollectorRegistry, generate_latest
 
+from kai.cli.client_flags import BURST, QPS
 from kai.cli.main import main
-from kai.cluster.kube.ratelimit import TokenBucket
+from kai.cluster.kube.ratelimit import MAX_WINDOW, Purpose, TokenBucket, Window, purpose_of, resource_of
 from kai.cluster.kube.resources import KINDS, Request, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
-from kai.components.shared.metrics import RestClientMetrics
+from kai.components.shared.metrics import LaneMetrics, RestClientMetrics
 
 
 class FakeTime:
-    """A clock that only moves when a sleeper sleeps (as if nothing else ran meanwhile)."""
+    """A clock that moves only when someone sleeps, by what they sleep."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -28,6 +31,8 @@ class FakeTime:
 
     async def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
+        await asyncio.sleep(0)  # whoever was woken reads the clock before it moves
+        self.now += seconds
 
 
 def take(bucket: TokenBucket, times: int) -> None:
@@ -38,20 +43,58 @@ def take(bucket: TokenBucket, times: int) -> None:
     asyncio.run(go())
 
 
-def test_a_burst_goes_at_once_then_requests_wait_their_turn_in_order():
+def test_a_burst_goes_at_once_then_requests_wait_for_the_rate():
     time = FakeTime()
     bucket = TokenBucket(10, 3, time.clock, time.sleep)
     take(bucket, 3)
     assert time.slept == []
-    take(bucket, 3)  # no time passed: each reserves the next token, 0.1 s after the one before
-    assert time.slept == pytest.approx([0.1, 0.2, 0.3])
-    time.now = 1.0  # 10 tokens' worth of time: the 3 owed, then the bucket refills to its burst (3), no more
-    time.slept.clear()
+    take(bucket, 3)  # the bucket is empty: one token each 0.1 s
+    assert time.now == pytest.approx(0.3)
+    time.now += 1.0  # 10 tokens' worth of time: the bucket refills to its burst (3), no more
     take(bucket, 4)
-    assert time.slept == pytest.approx([0.1])
+    assert time.now == pytest.approx(1.4)
     waits = bucket.waits["GET"]
     assert (waits.total, sum(waits.counts)) == (10, 10)
-    assert waits.sum_s == pytest.approx(0.7)
+    assert waits.sum_s == pytest.approx(0.4)
+
+
+def test_waiting_requests_are_served_binds_first_then_writes_then_events():
+    time = FakeTime()
+    bucket = TokenBucket(10, 1, time.clock, time.sleep)
+    served: list[str] = []
+
+    async def one(name: str, purpose: Purpose) -> None:
+        await bucket.take("POST", purpose)
+        served.append(name)
+
+    async def go() -> None:
+        await bucket.take("POST")  # the only token
+        await asyncio.gather(
+            one("event", Purpose.EVENT),
+            one("status", Purpose.WRITE),
+            one("bind-1", Purpose.BIND),
+            one("status-2", Purpose.WRITE),
+            one("bind-2", Purpose.BIND),
+        )
+
+    asyncio.run(go())
+    assert served == ["bind-1", "bind-2", "status", "status-2", "event"]
+    assert [bucket.purpose_waits[p].sum_s for p in Purpose] == pytest.approx([0.1 + 0.2, 0.3 + 0.4, 0.5])
+
+
+def test_a_cancelled_waiter_takes_no_token():
+    time = FakeTime()
+    bucket = TokenBucket(1, 1, time.clock, time.sleep)
+
+    async def go() -> None:
+        await bucket.take("GET")
+        waiter = asyncio.ensure_future(bucket.take("GET"))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        await bucket.take("GET")  # one token's wait: the cancelled one's token came to us
+
+    asyncio.run(go())
+    assert time.now == pytest.approx(1.0)
 
 
 def test_no_qps_means_no_limit():
@@ -66,28 +109,131 @@ def test_a_burst_below_one_is_refused():
         TokenBucket(5, 0)
 
 
-def test_every_try_takes_a_token_but_lease_requests_take_none():
+@pytest.mark.parametrize(
+    ("path", "purpose", "resource"),
+    [
+        ("/apis/scheduling.run.ai/v1alpha2/namespaces/a/bindrequests", Purpose.BIND, "bindrequests"),
+        ("/apis/scheduling.run.ai/v1alpha2/namespaces/a/bindrequests/p/status", Purpose.BIND, "bindrequests/status"),
+        ("/api/v1/namespaces/a/pods/p/binding", Purpose.BIND, "pods/binding"),
+        ("/api/v1/namespaces/a/pods/p/status", Purpose.WRITE, "pods/status"),
+        ("/api/v1/namespaces/a/events", Purpose.EVENT, "events"),
+        ("/api/v1/namespaces/a/events/e", Purpose.EVENT, "events"),
+        ("/api/v1/nodes", Purpose.WRITE, "nodes"),
+        ("/api/v1/namespaces/kai-resource-reservation", Purpose.WRITE, "namespaces"),
+        ("/apis/scheduling.run.ai/v2/queues/q/status", Purpose.WRITE, "queues/status"),
+    ],
+)
+def test_requests_are_told_apart_by_purpose_and_resource(path: str, purpose: Purpose, resource: str):
+    assert (purpose_of(path), resource_of(path)) == (purpose, resource)
+
+
+def test_the_window_halves_on_refusals_once_per_signal_and_grows_back_one_per_window():
+    time = FakeTime()
+    window = Window(8, time.clock)
+
+    async def go() -> None:
+        for _ in range(3):
+            await window.enter()
+        window.leave(refused=True)
+        window.leave(refused=True)  # the same signal: no second cut
+        assert window.size == 4
+        time.now += 1.0
+        window.leave(refused=True)
+        assert (window.size, window.refusals, window.in_flight) == (2, 3, 0)
+        for _ in range(20):
+            await window.enter()
+            window.leave()
+        assert 4 < window.size < 8
+
+    asyncio.run(go())
+
+
+def test_a_full_window_lets_binds_in_first_and_a_refusal_narrows_it_without_holding_it():
+    order: list[str] = []
+
+    async def go() -> None:
+        window = Window(2)
+        await window.enter()
+        await window.enter()
+
+        async def one(name: str, purpose: Purpose) -> None:
+            await window.enter(purpose)
+            order.append(name)
+            window.leave()
+
+        waiting = [asyncio.ensure_future(one(n, p)) for n, p in (("event", Purpose.EVENT), ("bind", Purpose.BIND))]
+        await asyncio.sleep(0)
+        window.leave(refused=True)  # down to 1, and 1 still in flight: no room
+        await asyncio.sleep(0)
+        assert (order, window.size, window.in_flight) == ([], 1, 1)
+        window.leave()  # a success: the window grows to 2, at once, and the bind goes first
+        await asyncio.gather(*waiting)
+
+    asyncio.run(go())
+    assert order == ["bind", "event"]
+
+
+def status(code: int, retry_after: str | None = None) -> httpx.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": "TooManyRequests"}
+    headers = {"Retry-After": retry_after} if retry_after else {}
+    return httpx.Response(code, content=json.dumps(body).encode(), headers=headers)
+
+
+def test_every_try_takes_a_token_and_a_place_but_lease_requests_take_neither():
     time = FakeTime()
     bucket = TokenBucket(1, 1, time.clock, time.sleep)
-    answers = iter([httpx.Response(503), httpx.Response(200, content=b"{}"), httpx.Response(200, content=b"{}")])
+    answers = iter([status(429, "1"), httpx.Response(200, content=b"{}"), httpx.Response(200, content=b"{}")])
     lease = Request("GET", "/apis/coordination.k8s.io/v1/namespaces/kai-scheduler/leases/kai-scheduler")
+    window = Window(MAX_WINDOW, time.clock)
 
     async def go() -> None:
         client = httpx.AsyncClient(transport=httpx.MockTransport(lambda _: next(answers)), base_url="https://api")
-        transport = Transport(client, RetryPolicy(attempts=3, first_delay_s=0.0), time.sleep, bucket)
-        await transport.send(get_request(KINDS["Queue"], "q"))  # two tries: the second waits a second for its token
+        transport = Transport(client, RetryPolicy(attempts=3, first_delay_s=0.0), time.sleep, bucket, window)
+        await transport.send(get_request(KINDS["Queue"], "q"))  # refused, then retried after the server's second
         await transport.send(lease)
         await transport.aclose()
 
     asyncio.run(go())
     assert bucket.waits["GET"].total == 2
-    assert time.slept == pytest.approx([0.0, 1.0])  # the retry's own backoff, then the wait for its token
+    assert time.now == pytest.approx(1.0)  # the Retry-After, during which the bucket refilled
+    assert (window.size, window.refusals, window.in_flight) == (MAX_WINDOW / 2 + 2 / MAX_WINDOW, 1, 0)
+
+
+def test_components_count_their_requests_and_waits_apart():
+    time = FakeTime()
+
+    async def go() -> Transport:
+        answer = httpx.MockTransport(lambda _: httpx.Response(201, content=b"{}"))
+        transport = Transport(httpx.AsyncClient(transport=answer, base_url="https://api"), sleep=time.sleep)
+        binder = transport.add_lane("binder", TokenBucket(1, 1, time.clock, time.sleep))
+        for _ in range(2):
+            await transport.send(Request("POST", "/api/v1/namespaces/a/pods/p/binding"), binder)
+        await transport.send(get_request(KINDS["Queue"], "q"))
+        await transport.aclose()
+        return transport
+
+    transport = asyncio.run(go())
+    assert transport.lanes["binder"].requests == {("POST", "pods/binding", "201"): 2}
+    assert transport.lanes["main"].requests == {("GET", "queues", "201"): 1}
+    assert (transport.lanes["binder"].answered, transport.lanes["main"].answered) == (2, 1)
+    registry = CollectorRegistry()
+    registry.register(LaneMetrics(lambda: transport.lanes, transport.window))
+    labels = {"component": "binder", "method": "POST", "resource": "pods/binding", "code": "201"}
+    assert registry.get_sample_value("kai_rest_client_requests_total", labels) == 2
+    waited = {"component": "binder", "purpose": "bind"}
+    assert registry.get_sample_value("kai_rest_client_rate_limiter_wait_seconds_total", waited) == pytest.approx(1.0)
+    assert registry.get_sample_value("kai_rest_client_window") == MAX_WINDOW
+    assert registry.get_sample_value("kai_rest_client_requests_answered_total", {"component": "binder"}) == 2
 
 
 def test_the_waits_are_exposed_as_client_gos_histogram():
     time = FakeTime()
     bucket = TokenBucket(10, 1, time.clock, time.sleep)
-    take(bucket, 3)  # waited 0, 0.1, 0.2
+
+    async def go() -> None:
+        await asyncio.gather(*(bucket.take("GET") for _ in range(3)))  # waited 0, 0.1, 0.2
+
+    asyncio.run(go())
     registry = CollectorRegistry()
     registry.register(RestClientMetrics(dict, "api:6443", lambda: bucket.waits))
     text = generate_latest(registry).decode()
@@ -96,10 +242,8 @@ def test_the_waits_are_exposed_as_client_gos_histogram():
         assert line in text
 
 
-@pytest.mark.parametrize(
-    ("command", "qps", "burst"), [("binder", "50.0", "300"), ("scheduler", "50.0", "300"), ("all", "200.0", "1200")]
-)
-def test_the_flags_default_to_kais_per_component(command: str, qps: str, burst: str):
+@pytest.mark.parametrize("command", ["binder", "scheduler", "all"])
+def test_the_flags_are_each_components_limit_in_kai_all_too(command: str):
     text = " ".join(CliRunner().invoke(main, [command, "--help"], terminal_width=200).output.split())
 
     def default(flag: str) -> str:
@@ -107,4 +251,8 @@ def test_the_flags_default_to_kais_per_component(command: str, qps: str, burst: 
         assert found is not None, text
         return found.group(1)
 
-    assert (default("--qps"), default("--burst"), default("--max-concurrent-reconciles")) == (qps, burst, "10")
+    assert (default("--qps"), default("--burst"), default("--max-concurrent-reconciles")) == (
+        f"{QPS:.1f}",
+        str(BURST),
+        "10",
+    )

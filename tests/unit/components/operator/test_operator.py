@@ -195,15 +195,16 @@ def test_client_limits_and_concurrency_come_from_the_config_where_set():
 
     assert {"--qps=200", "--burst=400", "--max-concurrent-reconciles=40"} <= set(args("binder"))
     assert {"--qps=100", "--max-concurrent-reconciles=20"} <= set(args("pod-grouper"))
-    assert {"--qps=20", "--burst=500"} <= set(args("queue-controller"))  # KAI dropped them here before #2027
+    queue_controller = [a for a in args("queue-controller") if a.startswith(("--qps", "--burst"))]
+    assert queue_controller == ["--burst=500"]  # KAI would add its default --qps=20 (#2027): kai's binary's holds
     assert {"--qps=300", "--burst=600"} <= set(args("kai-scheduler-default"))
-    for name in ("podgroup-controller", "admission"):  # KAI's service defaults since #2027
-        assert [a for a in args(name) if a.startswith(("--qps", "--burst"))] == ["--qps=20", "--burst=100"]
+    for name in ("podgroup-controller", "admission"):  # unset: the binaries' own limits (docs/deviations.md)
+        assert [a for a in args(name) if a.startswith(("--qps", "--burst"))] == []
     unset = [a for a in args("podgroup-controller") + args("admission") if a.startswith("--max")]
     assert unset == []  # the binaries' own default (10) applies
     plain = reconciled(config(), shard())
     grouper = plain.get("Deployment", f"{NS}/pod-grouper")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert [a for a in grouper if a.startswith(("--qps", "--burst"))] == []  # no default: its binary's 50 / 300
+    assert [a for a in grouper if a.startswith(("--qps", "--burst"))] == []  # no default: its binary's
 
 
 def test_in_place_resize_admission_follows_the_config():

@@ -6,7 +6,9 @@ from typing import Any
 import pytest
 
 from kai.cluster.memory import MemoryCluster
+from kai.components.shared import events as events_module
 from kai.components.shared.events import COMBINED_PREFIX, EventRecorder, ObjectRef
+from kai.components.shared.parallel import Writes
 
 
 class Clock:
@@ -177,3 +179,26 @@ def test_a_failed_write_is_forgotten_so_the_next_occurrence_records_anew(cluster
     recorder.record(POD, "Warning", "Unschedulable", "no nodes")
     [event] = events(cluster)
     assert event["count"] == 1
+
+
+def test_with_a_write_pool_events_are_written_in_the_background_and_dropped_beyond_the_queue(
+    cluster: MemoryCluster, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    later: list[tuple[str, Any]] = []
+
+    class Background(Writes):
+        def later(self, what: str, item: Any, action: Any) -> None:
+            later.append((what, lambda: action(item)))
+
+    monkeypatch.setattr(events_module, "MAX_QUEUED", 2)
+    recorder = EventRecorder(cluster, "kai-scheduler", clock, writes=Background())
+    for reason in ("One", "Two", "Three"):
+        recorder.record(POD, "Normal", reason, "m")
+    assert events(cluster) == [] and [what for what, _ in later] == ["event", "event"]  # the third was dropped
+    for _, write in later:
+        write()
+    assert [e["reason"] for e in events(cluster)] == ["One", "Two"]
+    later.clear()
+    recorder.record(POD, "Normal", "Three", "m")  # dropped, so not counted as written: a new Event
+    later[0][1]()
+    assert [e["reason"] for e in events(cluster)] == ["One", "Two", "Three"]

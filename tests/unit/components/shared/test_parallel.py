@@ -4,6 +4,8 @@ the retries is one error line; anything else (a bug) is logged with its tracebac
 way."""
 
 import logging
+import threading
+import time
 
 import pytest
 
@@ -48,3 +50,22 @@ def test_an_unexpected_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixt
         assert Writes().each("bind", ["x"], write) == 0
     (record,) = caplog.records
     assert record.levelno == logging.ERROR and record.exc_info is not None
+
+
+def test_later_runs_in_the_background_with_workers_and_at_once_without() -> None:
+    release, done = threading.Event(), []
+
+    def slow(name: str) -> None:
+        release.wait(10)
+        done.append(name)
+
+    writes = Writes(2)
+    writes.later("report", "a", slow)
+    assert done == []  # the caller went on
+    release.set()
+    deadline = time.monotonic() + 10
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls for the condition
+    assert done == ["a"]
+    Writes().later("report", "b", done.append)
+    assert done == ["a", "b"]
