@@ -7,7 +7,7 @@ podgroups and every unschedulable podgroup with its reason, so "nothing happened
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
+from kai.core.actions import allocate, consolidation, overlimiteviction, preempt, reclaim, stalegangeviction, ungate
 from kai.core.framework.config import ENDPOINT_PLUGINS, SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.framework.session import Plugin, Session
@@ -69,6 +69,8 @@ ACTIONS: Mapping[str, Callable[[Session], None]] = {
     reclaim.NAME: reclaim.execute,
     preempt.NAME: preempt.execute,
     stalegangeviction.NAME: stalegangeviction.execute,
+    overlimiteviction.NAME: overlimiteviction.execute,
+    ungate.NAME: ungate.execute,
 }
 
 

@@ -27,7 +27,7 @@ from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube.decode import decode_status
-from kai.cluster.kube.errors import Unreachable, api_error
+from kai.cluster.kube.errors import EvictionRefused, Unreachable, api_error
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
 from kai.cluster.kube.ratelimit import TokenBucket
 from kai.cluster.kube.resources import Request
@@ -141,7 +141,8 @@ class Transport:
                 return response.content
             error = api_error(response.status_code, decode_status(response.content), what=what)
             failures += 1
-            delay = self._retry.delay_s(failures, error.retry_after_s) if error.code in RETRYABLE_CODES else None
+            retryable = error.code in RETRYABLE_CODES and not isinstance(error, EvictionRefused)
+            delay = self._retry.delay_s(failures, error.retry_after_s) if retryable else None
             if delay is None:
                 raise error
             log.warning("%s: %s; retry %d in %.2fs", what, error, failures, delay)

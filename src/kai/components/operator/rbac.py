@@ -25,9 +25,18 @@ EVENTS = rule(CORE, ("events",), ("create", "update", "patch"))
 """The shared event recorder creates an Event and counts repeats on it."""
 LEASES = rule("coordination.k8s.io", ("leases",), ("get", "create", "update"))
 
+SUSPENDABLE = (
+    ("batch", ("jobs",)),
+    ("jobset.x-k8s.io", ("jobsets",)),
+    ("ray.io", ("rayclusters", "rayjobs")),
+    ("kubeflow.org", ("jaxjobs", "mpijobs", "pytorchjobs", "tfjobs", "xgboostjobs")),
+)
+"""The workloads the scheduler suspends and resumes (``kai.core.model.suspension.SUSPEND_FIELDS``)."""
+
 CLUSTER_RULES: dict[str, list[Rule]] = {
     "scheduler": [
         rule(CORE, ("pods",), (*READ, "delete", "update", "patch")),  # evictions; pod views are written by patch
+        rule(CORE, ("pods/eviction",), ("create",)),  # evictions through the Eviction API (PDBs enforced)
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodScheduled conditions
         rule(CORE, ("nodes",), READ),
         rule(KAI, ("queues",), READ),
@@ -39,6 +48,10 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
         rule("topology.node.k8s.io", ("noderesourcetopologies",), READ),  # the numa plugin
+        rule("policy", ("poddisruptionbudgets",), READ),  # victims within their PDBs
+        *(
+            rule(group, plurals, ("get", "patch")) for group, plurals in SUSPENDABLE
+        ),  # suspend instead of delete, and resume
         EVENTS,
     ],
     "binder": [

@@ -23,6 +23,8 @@ DRA_KINDS = {"scheduler": ("ResourceClaim", "ResourceSlice"), "binder": ("Resour
 DRA_GATE = "DynamicResourceAllocation"
 NUMA_KINDS = {"scheduler": ("NodeResourceTopology",)}
 """Watched only when the scheduler config runs the ``numa`` plugin (KAI's: only where the API is served)."""
+DISRUPTION_KINDS = {"scheduler": ("PodDisruptionBudget",)}
+"""Watched unless the scheduler config turns PodDisruptionBudgets off (``disruption.podDisruptionBudgets``)."""
 
 
 def kinds_for(components: set[str], config: SchedulerConfig | None = None) -> set[str]:
@@ -32,6 +34,8 @@ def kinds_for(components: set[str], config: SchedulerConfig | None = None) -> se
         kinds.update(kind for name in components for kind in DRA_KINDS.get(name, ()))
     if config is not None and any(option.name == "numa" for option in config.plugins):
         kinds.update(kind for name in components for kind in NUMA_KINDS.get(name, ()))
+    if config is not None and config.disruption.pod_disruption_budgets:
+        kinds.update(kind for name in components for kind in DISRUPTION_KINDS.get(name, ()))
     return kinds
 
 

@@ -1,13 +1,14 @@
 """Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
 (``kai``), the binder's controller-runtime counters as KAI's binder exposes them (no prefix)."""
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
 from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
 from kai.core.framework.session import Session
+from kai.core.state.reasons import ReasonKind
 
 SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
 """Actions that search for victims under a scenario search budget."""
@@ -70,9 +71,25 @@ class SchedulerMetrics:
         self.generator_budget = gauge(
             "scenario_search_generator_budget_configured_seconds", "Configured generator search budget", ("generator",)
         )
+        self.evictions_sent = counter(
+            "evictions_sent",
+            "Pods the scheduler evicted (evicted: through the Eviction API or deleted; suspended: their workload was "
+            "suspended; refused: the API server refused the decision they were part of)",
+            ("action", "outcome"),
+        )
+        self.budget_left = gauge(
+            "eviction_budget_remaining", "Evictions the eviction budget still allowed after the cycle", ("window",)
+        )
+        self.held = gauge(
+            "eviction_held_podgroups",
+            "Pending podgroups the PodDisruptionBudgets or the eviction budget kept from evicting in the cycle",
+            ("reason",),
+        )
 
-    def observe(self, ssn: Session, cycle_ms: float) -> None:
+    def observe(self, ssn: Session, cycle_ms: float, evictions: Iterable[tuple[str, str]] = ()) -> None:
+        """``evictions``: (action, outcome) of each pod the writer evicted, suspended or saw refused."""
         self.e2e_latency.set(cycle_ms)
+        self._observe_evictions(ssn, evictions)
         result = ssn.result
         self.open_latency.set(result.open_ms)
         self.close_latency.set(result.close_ms)
@@ -96,6 +113,15 @@ class SchedulerMetrics:
             self.usage_memory.labels(*labels).set(usage["memory"])
             self.usage_gpu.labels(*labels).set(usage["gpu"])
         self._observe_search(ssn)
+
+    def _observe_evictions(self, ssn: Session, evictions: Iterable[tuple[str, str]]) -> None:
+        for action, outcome in evictions:
+            self.evictions_sent.labels(action, outcome).inc()
+        for window, _, left in ssn.disruption.caps:
+            self.budget_left.labels(window).set(left)
+        notes = [note.kind for note in ssn.disruption.notes.values()]
+        for kind in (ReasonKind.DISRUPTION_BUDGET, ReasonKind.EVICTION_BUDGET, ReasonKind.PREEMPTION_NEVER):
+            self.held.labels(kind.value).set(notes.count(kind))
 
     def _observe_search(self, ssn: Session) -> None:
         search, budgets = ssn.result.search, ssn.config.search_budgets

@@ -29,6 +29,7 @@ from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.stand_ins.dispatch import WorkloadControllers
+from kai.components.sim.stand_ins.disruption import update_budgets
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.world import run_workload
 from kai.core.framework.session import Session
@@ -88,7 +89,12 @@ class Simulation:
         self.partitioned = scenario.node_pool is not None
         for key in scenario.podgroups_elsewhere:
             self.state.mark_elsewhere(key)
-        self.writer = DecisionWriter(self.cluster, self._now, node_pool=self.pool)
+        self.writer = DecisionWriter(
+            self.cluster,
+            self._now,
+            node_pool=self.pool,
+            through_eviction_api=scenario.config.disruption.pod_disruption_budgets,
+        )
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
@@ -96,6 +102,7 @@ class Simulation:
         for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
         self.workloads.run_cron_jobs(self.cluster, self.clock.now)
+        update_budgets(self.cluster, self.clock.now)
         self.lifecycle = WorkloadLifecycle(
             self.workloads.objects, self.clock.now, default_run_time_s, self.workloads.later_pods()
         )
@@ -131,6 +138,7 @@ class Simulation:
             cluster_info = self._snapshot()
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
+        cluster_info.recent_evictions = self.writer.evictor.recent(now)
         session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
         self.pipelined = session.result.pipelined_podgroups()
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
@@ -147,6 +155,7 @@ class Simulation:
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
         self.workloads.step(self.cluster, self.clock.now)
+        update_budgets(self.cluster, self.clock.now)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)

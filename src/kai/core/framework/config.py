@@ -14,8 +14,11 @@ from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
-KNOWN_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
-DEFAULT_ACTIONS = KNOWN_ACTIONS
+DEFAULT_ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+KAI_ACTIONS = DEFAULT_ACTIONS
+KNOWN_ACTIONS = (*KAI_ACTIONS, "overlimiteviction", "ungate")
+"""KAI's actions and kai's own two (``docs/deviations.md``): ``overlimiteviction`` evicts down to a queue's limit
+after a cut, ``ungate`` lifts the queue-admission gate of pods their queue admits."""
 GENERATOR_NODE_LOCAL_GREEDY = "NodeLocalGreedy"
 GENERATOR_MULTI_NODE_GANG = "MultiNodeGang"
 DEFAULT_PLUGINS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -117,6 +120,26 @@ class SearchBudgets:
 
 
 @dataclass(frozen=True, slots=True)
+class DisruptionConfig:
+    """kai's own settings (``disruption:``; KAI has none of them) for what the scheduler may do to running work."""
+
+    pod_disruption_budgets: bool = True
+    """Victims only as their PodDisruptionBudgets allow, evicted through ``pods/eviction`` (false: KAI's deletes)."""
+    per_cycle: int = 0
+    """At most this many pods evicted per cycle (0: no cap, as KAI)."""
+    per_minute: int = 0
+    """At most this many pods evicted in any minute (0: no cap, as KAI)."""
+    preemption_policy: bool = True
+    """A PriorityClass's ``preemptionPolicy: Never`` is honoured: its podgroups never make others be evicted."""
+    admission_reservation_s: float = 600.0
+    """Queue admission gating: how long an ungated pod that is still pending holds its queue's quota."""
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.per_cycle or self.per_minute)
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     actions: tuple[str, ...] = DEFAULT_ACTIONS
     tiers: tuple[tuple[PluginOption, ...], ...] = (tuple(PluginOption(n, a) for n, a in DEFAULT_PLUGINS),)
@@ -138,16 +161,17 @@ class SchedulerConfig:
     without one (set by the component, not the config file)."""
     warnings: tuple[InvalidObject, ...] = ()
     """What the config asks for that kai does not do (KAI plugins it does not implement); reported, not fatal."""
+    disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
 
     @property
     def plugins(self) -> tuple[PluginOption, ...]:
         return tuple(option for tier in self.tiers for option in tier)
 
 
-def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:
+def _bool(raw: Mapping[str, Any], key: str, default: bool, prefix: str = "") -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
-        raise InvalidObject(WHERE, key, f"got {value!r}; expected true or false")
+        raise InvalidObject(WHERE, prefix + key, f"got {value!r}; expected true or false")
     return value
 
 
@@ -165,6 +189,37 @@ def _positive_duration(raw: Mapping[str, Any], key: str, default: float) -> floa
         return default
     seconds = parse_duration(str(value), WHERE, key)
     return seconds if seconds > 0 else default
+
+
+def _count(raw: Mapping[str, Any], key: str, field: str) -> int:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidObject(WHERE, field, f"got {value!r}; expected a whole number of pods (0: no cap)")
+    return value
+
+
+def _disruption(raw: object) -> DisruptionConfig:
+    key = "disruption"
+    if raw is None:
+        return DisruptionConfig()
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(WHERE, key, "expected a mapping with podDisruptionBudgets, evictionBudget, ...")
+    budget = raw.get("evictionBudget") or {}
+    if not isinstance(budget, Mapping):
+        raise InvalidObject(WHERE, f"{key}.evictionBudget", "expected a mapping with perCycle and perMinute")
+    reservation = raw.get("queueAdmissionReservation")
+    defaults = DisruptionConfig()
+    return DisruptionConfig(
+        pod_disruption_budgets=_bool(raw, "podDisruptionBudgets", True, f"{key}."),
+        per_cycle=_count(budget, "perCycle", f"{key}.evictionBudget.perCycle"),
+        per_minute=_count(budget, "perMinute", f"{key}.evictionBudget.perMinute"),
+        preemption_policy=_bool(raw, "preemptionPolicy", True, f"{key}."),
+        admission_reservation_s=(
+            defaults.admission_reservation_s
+            if reservation is None
+            else parse_duration(str(reservation), WHERE, f"{key}.queueAdmissionReservation")
+        ),
+    )
 
 
 def _search_budgets(raw: object) -> SearchBudgets:
@@ -277,5 +332,6 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
         search_budgets=_search_budgets(raw.get("scenarioSearchBudgets")),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
         usage_db=usage_db,
+        disruption=_disruption(raw.get("disruption")),
         warnings=(_plugin_warnings(tiers) if raw.get("tiers") is not None else ()) + usage_warnings,
     )

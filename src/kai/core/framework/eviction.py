@@ -21,11 +21,13 @@ from kai.core.state.task import TaskInfo
 JobFilter = Callable[[PodGroupInfo], bool]
 
 
-def each_task(message: Callable[[TaskInfo, PodGroupInfo], str]) -> EvictionMessages:
-    """Eviction messages made one victim task at a time."""
+def each_task(
+    message: Callable[[TaskInfo, PodGroupInfo], str], why: Callable[[TaskInfo, PodGroupInfo], str]
+) -> EvictionMessages:
+    """Eviction messages (KAI's) and reasons (kai's audit) made one victim task at a time."""
 
-    def messages(tasks: list[TaskInfo], preemptor: PodGroupInfo) -> list[str]:
-        return [message(task, preemptor) for task in tasks]
+    def messages(tasks: list[TaskInfo], preemptor: PodGroupInfo) -> list[tuple[str, str]]:
+        return [(message(task, preemptor), why(task, preemptor)) for task in tasks]
 
     return messages
 
@@ -143,6 +145,8 @@ def run_solver_action(
     jobs.initialize(ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
     budget = ActionBudget(ssn.config.search_budgets, action, ssn.clock)
+    if ssn.disruption.active:
+        validator = all_of([validator, _within_disruption_budgets(ssn, action)])
     solver = ScenarioSolver(ssn, validator, messages)
     while not jobs.empty():
         job = jobs.pop()
@@ -170,6 +174,16 @@ def run_solver_action(
         if result.stops_action:
             return
         failed.failed(job)
+
+
+def _within_disruption_budgets(ssn: Session, action: str) -> Validator:
+    """A validator: the scenario's evictions fit the PodDisruptionBudgets and the eviction budget left."""
+
+    def valid(scenario: Scenario) -> bool:
+        victims = (task for tasks in scenario.victims.values() for task in tasks)
+        return ssn.disruption.admits(scenario.preemptor, victims, action)
+
+    return valid
 
 
 def _blocked_for_good(ssn: Session, job: PodGroupInfo) -> bool:

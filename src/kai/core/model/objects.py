@@ -67,6 +67,8 @@ class Pod:
     """Its NUMA zones as the scheduler predicted them at bind (``kai.scheduler/numa-placement-predicted``)."""
     warnings: tuple[InvalidObject, ...] = ()
     """Problems the scheduler works around (the pod is used as parsed); reported, never fatal."""
+    scheduling_gates: tuple[str, ...] = ()
+    """The names of its ``spec.schedulingGates`` (``gated`` while there is any)."""
 
     @property
     def key(self) -> str:
@@ -190,13 +192,14 @@ def parse_pod(raw: Raw) -> Pod:
     observed = _numa_record(annotations, names.NUMA_PLACEMENT_OBSERVED_ANNOTATION, obj, warnings)
     predicted = _numa_record(annotations, names.NUMA_PLACEMENT_PREDICTED_ANNOTATION, obj, warnings)
     legacy_mig = any(mig_gpu_portion(name) for name in annotations)
+    gates = _gate_names(spec, obj)
     return Pod(
         meta=meta,
         scheduler_name=string(spec, "schedulerName", obj, "spec.schedulerName", "default-scheduler"),
         priority_class_name=string(spec, "priorityClassName", obj, "spec.priorityClassName"),
         node_name=string(spec, "nodeName", obj, "spec.nodeName"),
         phase=string(status, "phase", obj, "status.phase", "Pending"),
-        gated=bool(sequence(spec, "schedulingGates", obj, "spec.schedulingGates")),
+        gated=bool(gates),
         podgroup_name=annotations.get(names.POD_GROUP_ANNOTATION, ""),
         subgroup_name=meta.labels.get(names.SUBGROUP_LABEL, ""),
         request=request,
@@ -215,6 +218,15 @@ def parse_pod(raw: Raw) -> Pod:
         numa_observed=observed,
         numa_predicted=predicted,
         warnings=tuple(warnings),
+        scheduling_gates=gates,
+    )
+
+
+def _gate_names(spec: Raw, obj: str) -> tuple[str, ...]:
+    gates = sequence(spec, "schedulingGates", obj, "spec.schedulingGates")
+    return tuple(
+        string(gate, "name", obj, f"spec.schedulingGates[{i}].name") if isinstance(gate, Mapping) else str(gate)
+        for i, gate in enumerate(gates)
     )
 
 
@@ -336,6 +348,10 @@ class Queue:
     reclaim_min_runtime_s: float | None = None
     warnings: tuple[InvalidObject, ...] = ()
     """Values used as written but reported (a negative over-quota weight)."""
+    eviction_strategy: str = ""
+    """kai's ``kai.scheduler/eviction-strategy`` annotation: how its workloads are evicted unless theirs says."""
+    admission_gating: bool = False
+    """kai's ``kai.scheduler/queue-admission-gating: "true"``: its pods wait gated until the queue admits them."""
 
     @property
     def name(self) -> str:
@@ -391,7 +407,28 @@ def parse_queue(raw: Raw) -> Queue:
         preempt_min_runtime_s=_optional_duration(spec, "preemptMinRuntime", obj),
         reclaim_min_runtime_s=_optional_duration(spec, "reclaimMinRuntime", obj),
         warnings=tuple(warnings),
+        eviction_strategy=eviction_strategy(meta.annotations, obj, warnings),
+        admission_gating=_flag(meta.annotations, names.QUEUE_ADMISSION_GATING_ANNOTATION, obj, warnings),
     )
+
+
+def eviction_strategy(annotations: Mapping[str, str], obj: str, warnings: list[InvalidObject]) -> str:
+    """The ``kai.scheduler/eviction-strategy`` annotation: ``suspend``, ``delete`` or "" (not set, or a value kai
+    cannot use: ignored with a warning, as the annotation is kai's own and the object is otherwise fine)."""
+    value = annotations.get(names.EVICTION_STRATEGY_ANNOTATION, "")
+    if value in ("", names.SUSPEND, names.DELETE):
+        return value
+    field = f"metadata.annotations.{names.EVICTION_STRATEGY_ANNOTATION}"
+    warnings.append(InvalidObject(obj, field, f"got {value!r}; allowed: {names.SUSPEND}, {names.DELETE}; ignored"))
+    return ""
+
+
+def _flag(annotations: Mapping[str, str], key: str, obj: str, warnings: list[InvalidObject]) -> bool:
+    value = annotations.get(key, "false")
+    if value.lower() not in ("true", "false"):
+        text = f'got {value!r}; allowed: "true", "false"; read as "false"'
+        warnings.append(InvalidObject(obj, f"metadata.annotations.{key}", text))
+    return value.lower() == "true"
 
 
 def _optional_duration(spec: Raw, key: str, obj: str) -> float | None:
@@ -434,10 +471,41 @@ class PodGroup:
     stale_grace_s: float | None = None
     """Per-podgroup staleness grace period; None: the scheduler's global default."""
     last_eviction_ts: float | None = None
+    owner: "OwnerRef | None" = None
+    """Its workload (the pod-grouper makes the top owner the PodGroup's owner): what a suspension suspends."""
+    eviction_strategy: str = ""
+    """Its ``kai.scheduler/eviction-strategy`` annotation (``suspend``, ``delete``; "": its queue's)."""
+    suspended_pods: str = ""
+    """kai's ``kai.scheduler/suspended-pods`` record (JSON) while the scheduler keeps its workload suspended."""
+    warnings: tuple[InvalidObject, ...] = ()
 
     @property
     def key(self) -> str:
         return self.meta.key
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+def _owner(raw: Raw, obj: str) -> OwnerRef | None:
+    """The controlling owner reference, else the first one."""
+    field = "metadata.ownerReferences"
+    refs = [ref for ref in sequence(mapping(raw, "metadata", obj, "metadata"), "ownerReferences", obj, field) if ref]
+    controlling = (ref for ref in refs if isinstance(ref, Mapping) and ref.get("controller"))
+    chosen = next(controlling, refs[0] if refs else None)
+    if not isinstance(chosen, Mapping):
+        return None
+    return OwnerRef(
+        string(chosen, "apiVersion", obj, f"{field}.apiVersion"),
+        string(chosen, "kind", obj, f"{field}.kind"),
+        string(chosen, "name", obj, f"{field}.name"),
+        string(chosen, "uid", obj, f"{field}.uid"),
+    )
 
 
 def _topology_constraint(raw: Raw, key: str, obj: str, field: str) -> TopologyConstraint | None:
@@ -494,6 +562,7 @@ def parse_podgroup(raw: Raw) -> PodGroup:
             )
     _check_subgroup_cycles(subgroups, obj)
     annotations = meta.annotations
+    warnings: list[InvalidObject] = []
     backoff = integer(spec, "schedulingBackoff", obj, "spec.schedulingBackoff", -1)
     return PodGroup(
         meta=meta,
@@ -511,6 +580,10 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         preemption_delay_s=_optional_duration(spec, "preemptionDelay", obj),
         stale_grace_s=_optional_duration(spec, "stalenessGracePeriod", obj),
         last_eviction_ts=optional_time(annotations, names.LAST_EVICTION_ANNOTATION, obj, "metadata.annotations"),
+        owner=_owner(raw, obj),
+        eviction_strategy=eviction_strategy(annotations, obj, warnings),
+        suspended_pods=annotations.get(names.SUSPENDED_PODS_ANNOTATION, ""),
+        warnings=tuple(warnings),
     )
 
 
@@ -541,6 +614,8 @@ class PriorityClass:
     name: str
     value: int
     global_default: bool
+    preemption_policy: str = "PreemptLowerPriority"
+    """``Never``: its pods wait for free room and never make others be evicted (Kubernetes' non-preempting class)."""
 
 
 def parse_priority_class(raw: Raw) -> PriorityClass:
@@ -549,7 +624,10 @@ def parse_priority_class(raw: Raw) -> PriorityClass:
     value = integer(raw, "value", obj, "value")
     if value is None:
         raise InvalidObject(obj, "value", "is required (an integer priority)")
-    return PriorityClass(meta.name, value, raw.get("globalDefault") is True)
+    policy = string(raw, "preemptionPolicy", obj, "preemptionPolicy", "PreemptLowerPriority")
+    if policy not in ("PreemptLowerPriority", names.PREEMPTION_POLICY_NEVER):
+        raise InvalidObject(obj, "preemptionPolicy", f"got {policy!r}; allowed: PreemptLowerPriority, Never")
+    return PriorityClass(meta.name, value, raw.get("globalDefault") is True, policy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from itertools import chain
 from typing import Any
 
 from kai.core.model import names
+from kai.core.model.disruption_budget import DisruptionBudget
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.numa import NodeTopology
 from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology
@@ -55,6 +56,10 @@ class ClusterInfo:
     """DRA devices per node name, from ResourceSlices."""
     numa: Mapping[str, NodeTopology] = field(default_factory=dict)
     """NUMA zones per node name, from NodeResourceTopology objects (read-only)."""
+    disruption_budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
+    """PodDisruptionBudgets by key (read-only)."""
+    recent_evictions: int = 0
+    """Evictions the scheduler sent in the minute before the cycle (its memory): the per-minute eviction budget."""
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
@@ -130,14 +135,15 @@ def _status(pod: Pod, bind_request: BindRequest | None, stuck_before: float) -> 
     return PodStatus.UNKNOWN
 
 
-def _priority(state: ClusterState, class_name: str) -> int:
+def _priority(state: ClusterState, class_name: str) -> tuple[int, str]:
+    """The priority and the preemption policy of a podgroup's priority class (else the global default's)."""
     pc = state.priority_classes.get(class_name)
     if pc is not None:
-        return pc.value
+        return pc.value, pc.preemption_policy
     for candidate in state.priority_classes.values():
         if candidate.global_default:
-            return candidate.value
-    return names.DEFAULT_PRIORITY
+            return candidate.value, candidate.preemption_policy
+    return names.DEFAULT_PRIORITY, ""
 
 
 def _queues(state: ClusterState) -> dict[str, QueueInfo]:
@@ -520,12 +526,16 @@ class Snapshots:
         return built
 
     def _job(self, podgroup: PodGroup) -> PodGroupInfo:
-        return PodGroupInfo(podgroup, _priority(self.state, podgroup.priority_class_name), self._journal)
+        priority, policy = _priority(self.state, podgroup.priority_class_name)
+        job = PodGroupInfo(podgroup, priority, self._journal)
+        job.preemption_policy = policy
+        return job
 
     def _info(self, table: NodeTable, queues: dict[str, QueueInfo]) -> ClusterInfo:
         state = self.state
         info = ClusterInfo(table, dict(self._usable), queues, state.topologies, dict(self._unusable))
         info.claims, info.devices, info.numa = state.resource_claims, self._devices, state.node_topologies
+        info.disruption_budgets = state.disruption_budgets
         info.min_node_gpu_memory, info.max_node_gpu_memory = self._gpu_memory
         info.bind_requests_to_delete = [
             key for key, br in state.bind_requests.items() if br.selected_node not in table.by_name or br.failed
