@@ -63,6 +63,8 @@ def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
 class MemoryCluster:
     def __init__(self, objects: Iterable[Raw] = (), clock: Callable[[], str] = lambda: "1970-01-01T00:00:00Z") -> None:
         self.clock = clock
+        self.admission: Callable[[str, Raw], Raw] | None = None
+        """A mutating admission step every create goes through (as an API server's webhooks), if any."""
         self._store: dict[str, dict[str, Raw]] = {}
         self._listeners: list[Listener] = []
         self._version = 0
@@ -89,7 +91,7 @@ class MemoryCluster:
         key = object_key(obj)
         if key in self._store.get(kind, {}):
             raise AlreadyExists(f"{kind} {key} already exists")
-        return self._write(kind, obj)
+        return self._write(kind, self.admission(kind, obj) if self.admission is not None else obj)
 
     def update(self, kind: str, obj: Raw) -> Raw:
         """Replaces the object; conditional on its ``resourceVersion`` when it carries one, as a PUT is."""

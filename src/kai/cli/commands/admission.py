@@ -65,6 +65,11 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
     **GO_BOOL,
     help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
 )
+@click.option(
+    "--queue-admission-gating",
+    **GO_BOOL,
+    help="kai's: pods of queues annotated kai.scheduler/queue-admission-gating=true are created gated (=true/false).",
+)
 @click.option("--leader-elect", is_flag=True, help="Accepted for KAI's operator; every replica serves webhooks.")
 @rate_limit_options()
 def admission(
@@ -82,6 +87,7 @@ def admission(
     strict_validation: bool,
     validate_pod_resize_quota: bool,
     block_upsize_on_bounded_queues: bool,
+    queue_admission_gating: bool,
     leader_elect: bool,
     qps: float,
     burst: int,
@@ -102,6 +108,7 @@ def admission(
         strict_validation,
         validate_pod_resize_quota,
         block_upsize_on_bounded_queues,
+        queue_admission_gating,
     )
     options = AdmissionOptions(
         settings,

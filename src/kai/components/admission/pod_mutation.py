@@ -12,7 +12,9 @@ Then, as KAI: a GPU-sharing pod's GPU container gets ``NVIDIA_VISIBLE_DEVICES``,
 sets), a volume of that ConfigMap, the ``-evar`` ConfigMap as ``envFrom``, and the GPU-sharing runtime class when it
 names none. The binder fills those ConfigMaps when it binds the pod.
 
-The mutation never refuses a pod: what is wrong with it is the validating webhook's to say (it sees the mutated pod).
+With ``--queue-admission-gating`` (kai's), a pod of a queue that opts in gets the queue-admission scheduling gate
+(``queue_gate``). The mutation never refuses a pod: what is wrong with it is the validating webhook's to say (it
+sees the mutated pod).
 """
 
 import copy
@@ -30,12 +32,13 @@ from kai.components.admission.pod_gpu import (
     gpu_amount,
     sharing_annotation,
 )
+from kai.components.admission.queue_gate import gates_pod, with_gate
 from kai.components.admission.review import Decision, Request, allow, as_stored
 from kai.components.admission.settings import AdmissionSettings
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import object_ref
-from kai.core.model.objects import GPU_MEMORY_EXAMPLE, gpu_fraction, whole_annotation
+from kai.core.model.objects import GPU_MEMORY_EXAMPLE, Queue, gpu_fraction, whole_annotation
 
 SHARED_GPU_SUFFIX = "shared-gpu"
 MAX_VOLUME_NAME = 63
@@ -43,9 +46,12 @@ SHARING_ENV = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
 _NOT_IN_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
-def mutate_pod(request: Request, settings: AdmissionSettings, token: str) -> Decision:
+def mutate_pod(
+    request: Request, settings: AdmissionSettings, token: str, queues: Mapping[str, Queue] | None = None
+) -> Decision:
     """The JSON Patch and warnings for a pod being created; ``token`` is the random part of a new GPU-sharing
-    ConfigMap name (7 lowercase letters and digits, as KAI's)."""
+    ConfigMap name (7 lowercase letters and digits, as KAI's); ``queues``: the cluster's, for queue admission
+    gating (``queue_gate``)."""
     pod = request.object
     spec = pod.get("spec")
     if not isinstance(spec, Mapping) or spec.get("schedulerName") != settings.scheduler_name:
@@ -61,6 +67,8 @@ def mutate_pod(request: Request, settings: AdmissionSettings, token: str) -> Dec
             _share_gpu(mutated, ref, token)
         if settings.gpu_fraction_runtime_class and not mutated["spec"].get("runtimeClassName"):
             mutated["spec"]["runtimeClassName"] = settings.gpu_fraction_runtime_class
+    if settings.queue_admission_gating and queues is not None and gates_pod(mutated, queues):
+        with_gate(mutated)
     patch = jsonpatch.make_patch(dict(pod), mutated).patch
     return Decision(patch=tuple(patch), warnings=tuple(warnings))
 

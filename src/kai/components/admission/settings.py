@@ -26,5 +26,7 @@ class AdmissionSettings:
     """``--validate-pod-resize-quota``: refuse an in-place resize that would take a queue past its limit (or a
     non-preemptible pod's queue past its quota)."""
     block_upsize_on_bounded_queues: bool = False
+    queue_admission_gating: bool = False
+    """``--queue-admission-gating`` (kai's): pods of queues that opt in are created gated (``queue_gate``)."""
     """``--block-upsize-on-bounded-queues``: refuse any in-place growth on a queue with a limit, or for a
     non-preemptible pod with a quota, whatever it uses now."""

@@ -7,9 +7,9 @@ A refusal (the PDB's status moved since the scheduler read it) withdraws the res
 the preemptor was only pipelined, so it simply waits for the next cycle, and no gang is left half evicted by the
 victims still to come. With ``disruption.podDisruptionBudgets: false`` pods are deleted, as KAI does.
 
-A victim podgroup evicted whole whose workload opted in to suspension is suspended instead (its controller deletes
-its pods): its pods are recorded on its PodGroup first, so that the scheduler can tell when they fit again and
-resume it. If the workload cannot be suspended its pods are evicted.
+A victim podgroup the cycle evicted whole whose workload opted in to suspension is suspended instead, once, before
+the decisions (its controller deletes its pods): its pods are recorded on its PodGroup first, so that the scheduler
+can tell when they fit again and resume it. If the workload cannot be suspended its pods are evicted.
 
 Every eviction is told as KAI's ``Evict`` event on the pod and its PodGroup, kai's audit line first (who, why), and
 the PodGroup gets the record ``kai explain`` shows (``kai.scheduler/eviction-record``), in the same patch as KAI's
@@ -69,50 +69,45 @@ class Evictor:
         return sum(count for _, count in self._sent)
 
     def send(self, evictions: list[Eviction], last_eviction: dict[str, float], writes: Writes) -> Sent:
-        """Every decision as one unit (``writes`` runs decisions side by side), then each victim PodGroup's
-        annotations; ``last_eviction``: KAI's last-eviction time of the podgroups whose preemption delay it
-        re-arms."""
+        """Every decision as one unit (``writes`` runs decisions side by side), each podgroup to suspend once (the
+        cycle may have taken its pods for several preemptors), then each victim PodGroup's annotations;
+        ``last_eviction``: KAI's last-eviction time of the podgroups whose preemption delay it re-arms."""
         sent = Sent()
-        writes.each("evict", _decisions(evictions), lambda decision: self._decision(decision, sent))
+        suspending: dict[str, list[Eviction]] = {}
+        for eviction in evictions:
+            if eviction.suspend is not None:
+                suspending.setdefault(eviction.podgroup_key, []).append(eviction)
+        writes.each("suspend", list(suspending.values()), lambda group: self._suspended(group, sent))
+        others = [e for e in evictions if e.podgroup_key not in sent.suspended]
+        writes.each("evict", _decisions(others), lambda decision: self._decision(decision, sent))
         self._sent.append((self.now(), len(sent.evicted)))
         stamped = self._records(sent, last_eviction)
         writes.each("eviction record", stamped.items(), lambda item: self._annotate(*item))
         self.last = sent
         return sent
 
+    def _suspended(self, group: list[Eviction], sent: Sent) -> None:
+        if self._suspend(group):
+            sent.evicted.extend(group)
+            sent.suspended.add(group[0].podgroup_key)
+
     def _decision(self, decision: list[Eviction], sent: Sent) -> None:
-        """The PDB-covered pods first (a refusal stops the rest), then the suspensions, then the other pods."""
-        suspending = {e.podgroup_key for e in decision if e.suspend is not None}
-        covered = [e for e in decision if e.budgets and e.podgroup_key not in suspending]
+        """The PDB-covered pods first (a refusal stops the rest), then the others."""
+        covered = [e for e in decision if e.budgets]
         if len(covered) > 1 and self.through_api and (refusal := self._dry_run(covered)):
             self._refused(decision, refusal, sent)
             return
-        for index, eviction in enumerate(covered):
+        for index, eviction in enumerate([*covered, *(e for e in decision if not e.budgets)]):
             try:
                 self._evict(eviction)
             except EvictionRefused as refused:
+                if index >= len(covered):  # a PDB the scheduler did not see: this pod only
+                    sent.refused.append((eviction, str(refused)))
+                    continue
                 taken = set(map(id, covered[:index]))
                 self._refused([e for e in decision if id(e) not in taken], str(refused), sent)
                 return
             except ClusterError as error:
-                log.error("evict %s failed: %s", eviction.pod_key, error)
-                sent.refused.append((eviction, str(error)))
-                continue
-            sent.evicted.append(eviction)
-            self._told(eviction)
-        for podgroup in sorted(suspending):
-            group = [e for e in decision if e.podgroup_key == podgroup]
-            if self._suspend(group):
-                sent.evicted.extend(group)
-                sent.suspended.add(podgroup)
-            else:
-                suspending.discard(podgroup)
-        for eviction in decision:
-            if eviction.podgroup_key in suspending or (eviction.budgets and eviction in covered):
-                continue
-            try:
-                self._evict(eviction)
-            except ClusterError as error:  # a refusal here: a PDB the scheduler did not see
                 log.error("evict %s failed: %s", eviction.pod_key, error)
                 sent.refused.append((eviction, str(error)))
                 continue

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
+from kai.cluster.port import Raw
+from kai.components.admission.queue_gate import gates_pod, with_gate
 from kai.components.binder.component import Binder
 from kai.components.podgrouper import PodGrouper
 from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
@@ -32,6 +34,7 @@ from kai.components.sim.stand_ins.dispatch import WorkloadControllers
 from kai.components.sim.stand_ins.disruption import update_budgets
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.world import run_workload
+from kai.core.actions import ungate
 from kai.core.framework.session import Session
 from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
@@ -83,6 +86,8 @@ class Simulation:
         self.scenario = scenario
         self.clock = clock if clock is not None else SimClock(scenario.now, scenario.clock.period_s)
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
+        if ungate.NAME in scenario.config.actions:  # queue admission gating: kai's webhook gates pods at create
+            self.cluster.admission = self._gate
         self.state = ClusterState()
         self.snapshots = Snapshots(self.state, scenario.config.scheduler_name) if reuse_snapshots else None
         self.pool = scenario.node_pool or NodePool()
@@ -114,6 +119,13 @@ class Simulation:
 
     def _now(self) -> float:
         return self.clock.now
+
+    def _gate(self, kind: str, obj: Raw) -> Raw:
+        """What kai's admission webhook does with ``--queue-admission-gating`` to a pod being created."""
+        if kind != "Pod" or (obj.get("spec") or {}).get("schedulerName") != self.scenario.config.scheduler_name:
+            return obj
+        gated = gates_pod(obj, self.state.queues, self.scenario.config.queue_label_key)
+        return with_gate(json_copy(obj)) if gated else obj
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         """As the scheduler takes objects: a shard's snapshot, its pool's; otherwise every one (one pool), but a

@@ -19,7 +19,7 @@ from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.framework.victims.victims import tasks_to_evict
-from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, amount_of
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.task import TaskInfo
 
@@ -40,7 +40,7 @@ def excess(ssn: Session, uid: str) -> str:
         limit = getattr(queue.queue, resource).limit
         over = allocated[resource] - limit
         if limit >= 0 and over > 1e-9:
-            return f"queue {queue.name} over its {name} limit by {humanize(over, scale)} {unit}"
+            return f"queue {queue.name} over its {name} limit by {amount_of(over, unit, scale)}"
     return ""
 
 

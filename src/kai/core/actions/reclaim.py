@@ -20,7 +20,7 @@ from kai.core.framework.eviction import (
 from kai.core.framework.queueing.job_index import JobIndex
 from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
-from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, amount_of, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.task import TaskInfo
@@ -81,17 +81,12 @@ def _why(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
     for resource, unit, scale in AUDITED:
         over = victim["allocated"][resource] - victim["fairShare"][resource]
         if over > 1e-9:
-            return f"{theirs.name} over its fair share by {_amount(over, scale, unit)}"
+            return f"{theirs.name} over its fair share by {amount_of(over, unit, scale)}"
     for resource, unit, scale in AUDITED:
         below = reclaimer["deserved"][resource] - reclaimer["allocated"][resource]
         if below > 1e-9:
-            return f"{mine.name} below its quota by {_amount(below, scale, unit)}"
+            return f"{mine.name} below its quota by {amount_of(below, unit, scale)}"
     return f"{mine.name} reclaims its fair share from {theirs.name}"
-
-
-def _amount(value: float, scale: float, unit: str) -> str:
-    text = humanize(value, scale)
-    return f"{text} {unit.removesuffix('s') if text == '1' else unit}"
 
 
 def execute(ssn: Session) -> None:

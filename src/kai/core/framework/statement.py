@@ -281,7 +281,6 @@ class Statement:
         evicted = [op for op in self.operations if op.valid and op.kind == "evict"]
         disruption = ssn.disruption
         disruption.consume(op.task for op in evicted)
-        suspend = {key: disruption.suspension(ssn.jobs[key]) for key in {op.task.job_key for op in evicted}}
         for op in self.operations:
             task = op.task
             if not op.valid or op.kind == "undo":
@@ -297,7 +296,6 @@ class Statement:
                         op.evictor,
                         op.why,
                         disruption.budgets_of(task),
-                        suspend[task.job_key],
                     )
                 )
                 if rearm_preemption_delay:

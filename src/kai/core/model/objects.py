@@ -396,6 +396,8 @@ def parse_queue(raw: Raw) -> Queue:
     gpu = _queue_resource(resources, "gpu", obj, 1.0, warnings)
     cpu = _queue_resource(resources, "cpu", obj, 1.0, warnings)
     memory = _queue_resource(resources, "memory", obj, float(names.MEGABYTE), warnings)
+    strategy = eviction_strategy(meta.annotations, obj, warnings)
+    gating = _flag(meta.annotations, names.QUEUE_ADMISSION_GATING_ANNOTATION, obj, warnings)
     return Queue(
         meta=meta,
         display_name=string(spec, "displayName", obj, "spec.displayName"),
@@ -407,8 +409,8 @@ def parse_queue(raw: Raw) -> Queue:
         preempt_min_runtime_s=_optional_duration(spec, "preemptMinRuntime", obj),
         reclaim_min_runtime_s=_optional_duration(spec, "reclaimMinRuntime", obj),
         warnings=tuple(warnings),
-        eviction_strategy=eviction_strategy(meta.annotations, obj, warnings),
-        admission_gating=_flag(meta.annotations, names.QUEUE_ADMISSION_GATING_ANNOTATION, obj, warnings),
+        eviction_strategy=strategy,
+        admission_gating=gating,
     )
 
 
