@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit e2e e2e-loop lint typecheck contracts controlplane testcluster bench image clean
+.PHONY: run test unit e2e e2e-loop lint typecheck contracts controlplane testcluster monitoring bench image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -38,16 +38,21 @@ controlplane:
 	bash hack/controlplane.sh
 
 # The rest of the e2e cluster: kube-controller-manager, KWOK, the KubeRay and Kubeflow training operators (with their
-# CRDs), each built once into ~/.cache/kai/testcluster; tests/e2e starts each only for the tests that need it.
+# CRDs), kube-state-metrics, each built once into ~/.cache/kai/testcluster; tests/e2e starts each only for the tests
+# that need it.
 testcluster:
 	bash hack/testcluster.sh
 
+# A real Prometheus (Debian's package) and the Prometheus Operator's CRDs, fetched once into ~/.cache/kai/monitoring.
+monitoring:
+	bash hack/monitoring.sh
+
 # Tests against the real cluster (built once by `controlplane` and `testcluster`).
-e2e: $(STAMP) controlplane testcluster
+e2e: $(STAMP) controlplane testcluster monitoring
 	$(BIN)/pytest -q tests/e2e
 
 # The e2e suite RUNS times in a row (default 20), stopping at the first failure; figures in build/e2e-loop/summary.
-e2e-loop: $(STAMP) controlplane testcluster
+e2e-loop: $(STAMP) controlplane testcluster monitoring
 	bash hack/e2e_loop.sh
 
 bench: $(STAMP)

@@ -833,33 +833,39 @@ def config_crd() -> dict[str, Any]:
     )
     prometheus = obj(
         {
-            "accountingLabelKey": string("Label of accounted pods."),
-            "accountingLabelValue": string("Value of that label."),
-            "enablePersistentStorage": boolean("Persistent storage for Prometheus."),
-            "enabled": boolean("Deploy Prometheus for time-based fair share (not deployed by kai)."),
+            "accountingLabelKey": string(
+                "Label tying ServiceMonitors and rules to the Prometheus (kai.scheduler/accounting)."
+            ),
+            "accountingLabelValue": string("Value of that label (true)."),
+            "enablePersistentStorage": boolean("Keep the Prometheus' data on a PersistentVolumeClaim (default true)."),
+            "enabled": boolean(
+                "ServiceMonitors for kai's components and, unless externalPrometheusUrl is set, a Prometheus "
+                "(needs the Prometheus Operator's CRDs)."
+            ),
             "externalPrometheusHealthProbe": obj(
                 {
                     "interval": integer("Seconds between probes.", fmt=None),
                     "maxRetries": integer("Retries.", fmt=None),
                     "timeout": integer("Probe timeout in seconds.", fmt=None),
-                }
+                },
+                "KAI's connectivity probe of the external Prometheus (kai does not probe: kai doctor checks it).",
             ),
-            "externalPrometheusUrl": string("URL of an external Prometheus."),
-            "instanceName": string("Name of the Prometheus instance."),
-            "retentionPeriod": string("Retention."),
-            "sampleInterval": string("Scrape interval."),
+            "externalPrometheusUrl": string("URL of a Prometheus of your own: ServiceMonitors for it, no Prometheus."),
+            "instanceName": string("Name of the Prometheus kai makes and of its ServiceAccount (prometheus)."),
+            "retentionPeriod": string("How long the Prometheus keeps data (2w)."),
+            "sampleInterval": string("The Prometheus' scrape interval for targets that set none (1m)."),
             "serviceMonitor": obj(
                 {
-                    "bearerTokenFile": string("Bearer token file."),
-                    "enabled": boolean("Create ServiceMonitors."),
-                    "interval": string("Scrape interval."),
-                    "scrapeTimeout": string("Scrape timeout."),
+                    "bearerTokenFile": string("Token file the Prometheus presents when scraping."),
+                    "enabled": boolean("Make the ServiceMonitors (default true)."),
+                    "interval": string("Scrape interval of kai's components (30s)."),
+                    "scrapeTimeout": string("Scrape timeout (10s)."),
                 }
             ),
-            "storageClassName": string("Storage class."),
-            "storageSize": string("Storage size."),
+            "storageClassName": string("StorageClass of the Prometheus' claim (standard)."),
+            "storageSize": string("Size of the Prometheus' claim (50Gi)."),
         },
-        "Prometheus for time-based fair share.",
+        "Monitoring: ServiceMonitors and a Prometheus, which time-based fair share reads.",
     )
     queue_resources = obj(
         {

@@ -6,6 +6,7 @@
 #   kuberay                  the KubeRay operator (RayCluster, RayJob, RayService) + its CRDs
 #   training-operator        the Kubeflow training operator (PyTorchJob, MPIJob, TFJob, ...) + its CRDs
 #   helm                     the Helm v3 client, for the chart's lint and install tests (deploy/helm)
+#   kube-state-metrics       node capacity (kube_node_status_capacity), which KAI's time-based fair share divides by
 #
 #   hack/testcluster.sh [PART...]   prints, per part asked (all by default), the directory holding it (stdout, one
 #                                   line each, in order); logs go to stderr
@@ -22,7 +23,7 @@ LOG_PREFIX=testcluster
 # shellcheck source=hack/lib/gobuild.sh
 source "$here/lib/gobuild.sh"
 
-ALL_PARTS=(kube-controller-manager kwok kuberay training-operator helm)
+ALL_PARTS=(kube-controller-manager kwok kuberay training-operator helm kube-state-metrics)
 
 # Per part: the module whose version names the cache directory, the package to build, the binary's name, and
 # the files to copy from that module (<path in the module>:<directory in the cache>): CRDs, the ClusterRole the
@@ -34,6 +35,7 @@ part_module() {
     kuberay) echo github.com/ray-project/kuberay/ray-operator ;;
     training-operator) echo github.com/kubeflow/training-operator ;;
     helm) echo helm.sh/helm/v3 ;;
+    kube-state-metrics) echo k8s.io/kube-state-metrics/v2 ;;
     *) die "unknown part '$1' (known: ${ALL_PARTS[*]})" ;;
     esac
 }
@@ -44,6 +46,7 @@ part_package() {
     kuberay) echo github.com/ray-project/kuberay/ray-operator ;;
     training-operator) echo github.com/kubeflow/training-operator/cmd/training-operator.v1 ;;
     helm) echo helm.sh/helm/v3/cmd/helm ;;
+    kube-state-metrics) echo k8s.io/kube-state-metrics/v2 ;;
     esac
 }
 part_binary() {
@@ -53,6 +56,7 @@ part_binary() {
     kuberay) echo ray-operator ;;
     training-operator) echo training-operator ;;
     helm) echo helm ;;
+    kube-state-metrics) echo kube-state-metrics ;;
     esac
 }
 part_files() {
@@ -72,6 +76,9 @@ part_files() {
     training-operator)
         echo 'manifests/base/crds/kubeflow.org_*.yaml:crds'
         echo manifests/base/rbac/role.yaml:rbac
+        ;;
+    kube-state-metrics)
+        echo examples/standard/cluster-role.yaml:rbac
         ;;
     esac
 }

@@ -10,22 +10,27 @@ pods of the kai-scheduler namespace.
   configuration the operator rendered (``kai admission`` with the serving certificate the operator issued, so the
   API server checks it against the webhook configurations' CA bundle).
 - ``Judged`` is a host component as a fault drill (drill_support.Drill) judges the kai processes it started.
+- ``Install`` is the seed's install on the test cluster (helm, then the operator and the components on the host),
+  which tests/e2e/test_install.py and tests/e2e/test_monitoring.py drive.
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
-from controlplane import REPO, ControlPlane, free_port
-from kai_support import Kai
+from controlplane import REPO, ControlPlane, free_port, http_ready
+from kai_support import Kai, kubectl_json
 from kube.kube_support import wait_until
-from testcluster import find_part
+from testcluster import Kwok, find_part
 
 NAMESPACE = "kai-scheduler"
 CHART = REPO / "deploy" / "helm" / "kai-scheduler"
@@ -33,6 +38,9 @@ HOOK_NODE = "kai-hooks"
 HOOK_APP = "crd-upgrader"
 IMAGE_CRDS = "/kai/crds"
 """Where the image keeps the chart's CRDs (Dockerfile)."""
+SYSTEM_NODE = "kai-system"
+"""The KWOK node the kai-scheduler namespace's pods run on (as stand-ins: the components run on the host)."""
+TIMEOUT_S = 90.0
 
 
 def helm(cp: ControlPlane, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -222,3 +230,166 @@ class Judged:
     def log_lines(self, containing: str = "") -> list[str]:
         lines = self.log.read_text(errors="replace").splitlines()[self._skip :]
         return [line for line in lines if containing in line]
+
+
+# ------------------------------------------------------------------------------------------- the install
+
+COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
+SCHEDULER = "kai-scheduler-default"
+CHART_OWNED = (
+    *(("priorityclass", name, "") for name in ("train", "build-preemptible", "build", "inference")),
+    ("namespace", "kai-resource-reservation", ""),
+    ("serviceaccount", "kai-resource-reservation", "kai-resource-reservation"),
+)
+"""Cluster objects the chart makes that other e2e tests may have applied before (adopted by the release, as Helm
+documents for existing objects)."""
+WEBHOOKS = (
+    ("mutatingwebhookconfiguration", "mutating-kai-admission"),
+    ("validatingwebhookconfiguration", "validating-kai-admission"),
+    ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
+    ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
+)
+
+
+class Install:
+    def __init__(self, cp: ControlPlane, kwok: Kwok, workdir: Path) -> None:
+        self.cp, self.workdir = cp, workdir
+        if cp.request(f"/api/v1/nodes/{SYSTEM_NODE}")[0] != 200:  # another install test of the session made it
+            kwok.node(SYSTEM_NODE, gpus=0, labels={"pool": SYSTEM_NODE})
+        self.system = SystemPods(cp, SYSTEM_NODE, workdir)
+        self.host: dict[str, HostComponent] = {}
+        self.routes: list[tuple[str, int]] = []
+        self.install_s = 0.0
+
+    def helm_install(self, *values: str) -> subprocess.CompletedProcess[str]:
+        started = time.monotonic()
+        run = helm(
+            self.cp, "upgrade", "-i", "kai-scheduler", str(CHART), "-n", NAMESPACE, "--create-namespace", *values
+        )
+        self.install_s = time.monotonic() - started
+        return run
+
+    def deployment(self, name: str) -> dict[str, Any]:
+        status, body = self.cp.request(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")
+        return dict(body) if status == 200 else {}
+
+    def service(self, name: str) -> dict[str, Any]:
+        """The Service, once the operator has made it (it applies the Deployment first)."""
+
+        def found() -> dict[str, Any]:
+            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/services/{name}")
+            return dict(body) if status == 200 else {}
+
+        return wait_until(f"Service {name}", found, TIMEOUT_S)
+
+    def cluster_ip(self, service: str) -> str:
+        return str(self.service(service)["spec"]["clusterIP"])
+
+    def run_on_host(self, name: str) -> HostComponent:
+        """Starts (or restarts) the host process of Deployment ``name`` and waits for its /readyz."""
+        if name in self.host:
+            self.host[name].stop()
+        deployment = wait_until(f"Deployment {name}", lambda: self.deployment(name), TIMEOUT_S)
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e["value"] for e in container.get("env") or [] if "value" in e}
+        component = HostComponent(self.cp, deployment, self.workdir, env)
+        self.host[name] = component
+        probe = f"http://127.0.0.1:{component.ports['--health-probe-bind-address']}/readyz"
+
+        def ready() -> bool:
+            if component.process.poll() is not None:
+                raise AssertionError(f"{name} exited:\n{component.log.read_text()[-3000:]}")
+            return http_ready(probe, None, None, lambda _: True)
+
+        wait_until(f"{name} on the host to be ready", ready, TIMEOUT_S)
+        return component
+
+    def forbidden(self) -> list[str]:
+        """What the API server refused the host components (their logs' "forbidden" lines): none, if the RBAC is
+        enough."""
+        lines = (line for c in self.host.values() for line in c.log.read_text().splitlines())
+        return [line for line in lines if "forbidden" in line.lower()]
+
+    def serve_admission(self) -> None:
+        """``kai admission`` as its Deployment says, reached by the API server at the Service's ClusterIP (webhook
+        calls) and at its pod's IP (the service proxy, which goes to the Service's endpoints)."""
+        admission = self.run_on_host("admission")
+        port = admission.ports["--webhook-addr"]
+        self.route(self.cluster_ip("admission"), 443, port)
+
+        def pod_ip() -> str:
+            pods = kubectl_json(self.cp, "get", "pods", "-n", NAMESPACE, "-l", "app=admission")["items"]
+            return str(pods[0]["status"].get("podIP") or "") if pods else ""
+
+        target = next(p["targetPort"] for p in self.service("admission")["spec"]["ports"] if p["name"] == "webhook")
+        self.route(wait_until("the admission pod's IP", pod_ip, TIMEOUT_S), target, port)
+
+    def route(self, address: str, port: int, local_port: int) -> None:
+        self.cp.network.route(address, port, local_port)
+        self.routes.append((address, port))
+
+    def admitted(self) -> set[str]:
+        """The webhook paths ``kai admission`` has answered (its ``kai_admission_requests_total`` series)."""
+        port = self.host["admission"].ports["--metrics-bind-address"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            metrics = answer.read().decode()
+        return set(re.findall(r'^kai_admission_requests_total\{[^}]*webhook="([^"]+)"', metrics, re.MULTILINE))
+
+    def doctor(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``kai doctor`` as an operator runs it, with the admin kubeconfig."""
+        argv = [sys.executable, "-m", "kai", "doctor", f"--kubeconfig={self.cp.kubeconfig_path}", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
+
+    def stop(self) -> None:
+        for component in self.host.values():
+            component.stop()
+        for address, port in self.routes:
+            self.cp.network.unroute(address, port)
+        for kind, name in WEBHOOKS:  # later tests' pods and queues must not wait for a webhook no one serves
+            self.cp.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+        helm(self.cp, "uninstall", "kai-scheduler", "-n", NAMESPACE, "--wait", check=False)
+        self.system.stop()
+
+
+def adopt(cp: ControlPlane) -> None:
+    """Cluster objects the chart makes that other e2e tests may have applied before become the release's."""
+    for kind, name, namespace in CHART_OWNED:
+        where = ["-n", namespace] if namespace else []
+        if cp.kubectl("get", kind, name, *where, check=False).returncode != 0:
+            continue
+        cp.kubectl("label", "--overwrite", kind, name, *where, "app.kubernetes.io/managed-by=Helm")
+        cp.kubectl(
+            "annotate", "--overwrite", kind, name, *where,
+            "meta.helm.sh/release-name=kai-scheduler", f"meta.helm.sh/release-namespace={NAMESPACE}",
+        )  # fmt: skip
+
+
+def workload_pod(
+    namespace: str, name: str, queue: str, pool: str, priority: str, request: dict[str, str]
+) -> dict[str, Any]:
+    """A kai pod of ``queue`` with a priority class, pinned to a pool of nodes, requesting ``request``."""
+    resources = {"requests": request, "limits": request}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kai.scheduler/queue": queue}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "priorityClassName": priority,
+            "nodeSelector": {"pool": pool},
+            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+        },
+    }
+
+
+def team_queues(parent: str, child: str, gpu_quota: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A top-level queue and its child, each with ``gpu_quota`` GPUs deserved (room for non-preemptible pods, which
+    the chart's default-parent-queue has not), CPU and memory unlimited."""
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    resources = {"gpu": {"quota": gpu_quota, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
+    return (
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
+         "spec": {"resources": resources}},
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": child},
+         "spec": {"parentQueue": parent, "resources": resources}},
+    )  # fmt: skip

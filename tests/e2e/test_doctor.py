@@ -98,7 +98,7 @@ def test_a_refused_read_is_its_checks_error(control_plane: ControlPlane, tmp_pat
     assert done.returncode == 1 and not done.stderr, done.stderr
     report = json.loads(done.stdout)
     refused = {f["check"]: f["message"] for f in report["findings"] if f["level"] == "error"}
-    assert sorted(refused) == ["components", "default-queues", "pending", "webhooks"]
+    assert sorted(refused) == ["components", "default-queues", "metrics", "pending", "webhooks"]
     assert refused["default-queues"].startswith("cannot read: GET /apis/scheduling.run.ai/v2/queues: 403 Forbidden: ")
     assert "system:serviceaccount:kai-e2e-doctor:doctor" in refused["default-queues"]
 

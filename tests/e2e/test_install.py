@@ -12,7 +12,6 @@ drifts, with drill_support's end-state check of a workload run meanwhile.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -27,9 +26,22 @@ from typing import Any
 import pytest
 import yaml
 from admission_support import kubectl_apply, queue
-from controlplane import REPO, ControlPlane, http_ready
+from controlplane import REPO, ControlPlane
 from drill_support import Drill, delete_nodes, gang, get, listed, make_nodes
-from install_support import CHART, NAMESPACE, HostComponent, Judged, SystemPods, helm
+from install_support import (
+    CHART,
+    COMPONENTS,
+    NAMESPACE,
+    SCHEDULER,
+    TIMEOUT_S,
+    WEBHOOKS,
+    Install,
+    Judged,
+    adopt,
+    helm,
+    team_queues,
+    workload_pod,
+)
 from kai_support import gpu_pod, kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok
@@ -38,8 +50,6 @@ from kai.components.operator.certs import CA_SECRET
 from kai.components.operator.workloads import WEBHOOK_SECRET
 
 SEED = REPO / "examples" / "seed"
-COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
-SCHEDULER = "kai-scheduler-default"
 SEVEN = {"admission", "binder", "kai-operator", "pod-grouper", "podgroup-controller", "queue-controller", SCHEDULER}
 CRDS = {
     "configs.kai.scheduler",
@@ -49,25 +59,11 @@ CRDS = {
     "podgroups.scheduling.run.ai",
     "bindrequests.scheduling.run.ai",
 }
-CHART_OWNED = (
-    *(("priorityclass", name, "") for name in ("train", "build-preemptible", "build", "inference")),
-    ("namespace", "kai-resource-reservation", ""),
-    ("serviceaccount", "kai-resource-reservation", "kai-resource-reservation"),
-)
-"""Cluster objects the chart makes that other e2e tests may have applied before (adopted by the release, as Helm
-documents for existing objects)."""
-WEBHOOKS = (
-    ("mutatingwebhookconfiguration", "mutating-kai-admission"),
-    ("validatingwebhookconfiguration", "validating-kai-admission"),
-    ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
-    ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
-)
 IMAGE_COMMANDS = {
     "operator", "scheduler", "binder", "podgrouper", "podgroup-controller", "queue-controller", "admission",
     "apply-crds",
 }  # fmt: skip
 """What the chart's pods run."""
-TIMEOUT_S = 90.0
 
 
 # ------------------------------------------------------------------------------------------- without a cluster
@@ -131,121 +127,10 @@ def test_fips_mode_on_appends_fips_to_every_image_tag(control_plane: ControlPlan
 # ------------------------------------------------------------------------------------------- the install
 
 
-class Install:
-    def __init__(self, cp: ControlPlane, kwok: Kwok, workdir: Path) -> None:
-        self.cp, self.workdir = cp, workdir
-        kwok.node("kai-system", gpus=0, labels={"pool": "kai-system"})
-        self.system = SystemPods(cp, "kai-system", workdir)
-        self.host: dict[str, HostComponent] = {}
-        self.routes: list[tuple[str, int]] = []
-        self.install_s = 0.0
-
-    def helm_install(self, *values: str) -> subprocess.CompletedProcess[str]:
-        started = time.monotonic()
-        run = helm(
-            self.cp, "upgrade", "-i", "kai-scheduler", str(CHART), "-n", NAMESPACE, "--create-namespace", *values
-        )
-        self.install_s = time.monotonic() - started
-        return run
-
-    def deployment(self, name: str) -> dict[str, Any]:
-        status, body = self.cp.request(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{name}")
-        return dict(body) if status == 200 else {}
-
-    def service(self, name: str) -> dict[str, Any]:
-        """The Service, once the operator has made it (it applies the Deployment first)."""
-
-        def found() -> dict[str, Any]:
-            status, body = self.cp.request(f"/api/v1/namespaces/{NAMESPACE}/services/{name}")
-            return dict(body) if status == 200 else {}
-
-        return wait_until(f"Service {name}", found, TIMEOUT_S)
-
-    def cluster_ip(self, service: str) -> str:
-        return str(self.service(service)["spec"]["clusterIP"])
-
-    def run_on_host(self, name: str) -> HostComponent:
-        """Starts (or restarts) the host process of Deployment ``name`` and waits for its /readyz."""
-        if name in self.host:
-            self.host[name].stop()
-        deployment = wait_until(f"Deployment {name}", lambda: self.deployment(name), TIMEOUT_S)
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
-        env = {e["name"]: e["value"] for e in container.get("env") or [] if "value" in e}
-        component = HostComponent(self.cp, deployment, self.workdir, env)
-        self.host[name] = component
-        probe = f"http://127.0.0.1:{component.ports['--health-probe-bind-address']}/readyz"
-
-        def ready() -> bool:
-            if component.process.poll() is not None:
-                raise AssertionError(f"{name} exited:\n{component.log.read_text()[-3000:]}")
-            return http_ready(probe, None, None, lambda _: True)
-
-        wait_until(f"{name} on the host to be ready", ready, TIMEOUT_S)
-        return component
-
-    def forbidden(self) -> list[str]:
-        """What the API server refused the host components (their logs' "forbidden" lines): none, if the RBAC is
-        enough."""
-        lines = (line for c in self.host.values() for line in c.log.read_text().splitlines())
-        return [line for line in lines if "forbidden" in line.lower()]
-
-    def serve_admission(self) -> None:
-        """``kai admission`` as its Deployment says, reached by the API server at the Service's ClusterIP (webhook
-        calls) and at its pod's IP (the service proxy, which goes to the Service's endpoints)."""
-        admission = self.run_on_host("admission")
-        port = admission.ports["--webhook-addr"]
-        self.route(self.cluster_ip("admission"), 443, port)
-
-        def pod_ip() -> str:
-            pods = kubectl_json(self.cp, "get", "pods", "-n", NAMESPACE, "-l", "app=admission")["items"]
-            return str(pods[0]["status"].get("podIP") or "") if pods else ""
-
-        target = next(p["targetPort"] for p in self.service("admission")["spec"]["ports"] if p["name"] == "webhook")
-        self.route(wait_until("the admission pod's IP", pod_ip, TIMEOUT_S), target, port)
-
-    def route(self, address: str, port: int, local_port: int) -> None:
-        self.cp.network.route(address, port, local_port)
-        self.routes.append((address, port))
-
-    def admitted(self) -> set[str]:
-        """The webhook paths ``kai admission`` has answered (its ``kai_admission_requests_total`` series)."""
-        port = self.host["admission"].ports["--metrics-bind-address"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-            metrics = answer.read().decode()
-        return set(re.findall(r'^kai_admission_requests_total\{[^}]*webhook="([^"]+)"', metrics, re.MULTILINE))
-
-    def doctor(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """``kai doctor`` as an operator runs it, with the admin kubeconfig."""
-        argv = [sys.executable, "-m", "kai", "doctor", f"--kubeconfig={self.cp.kubeconfig_path}", *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
-
-    def stop(self) -> None:
-        for component in self.host.values():
-            component.stop()
-        for address, port in self.routes:
-            self.cp.network.unroute(address, port)
-        for kind, name in WEBHOOKS:  # later tests' pods and queues must not wait for a webhook no one serves
-            self.cp.kubectl("delete", kind, name, "--ignore-not-found", check=False)
-        helm(self.cp, "uninstall", "kai-scheduler", "-n", NAMESPACE, "--wait", check=False)
-        self.system.stop()
-
-
-def _adopt(cp: ControlPlane) -> None:
-    for kind, name, namespace in CHART_OWNED:
-        where = ["-n", namespace] if namespace else []
-        if cp.kubectl("get", kind, name, *where, check=False).returncode != 0:
-            continue
-        cp.kubectl("label", "--overwrite", kind, name, *where, "app.kubernetes.io/managed-by=Helm")
-        cp.kubectl(
-            "annotate", "--overwrite", kind, name, *where,
-            "meta.helm.sh/release-name=kai-scheduler", f"meta.helm.sh/release-namespace={NAMESPACE}",
-        )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def install(control_plane: ControlPlane, kwok: Kwok, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Install]:
     """The seed's install: helm, then the operator and every component on the host."""
-    _adopt(control_plane)
+    adopt(control_plane)
     setup = Install(control_plane, kwok, tmp_path_factory.mktemp("install"))
     try:
         setup.helm_install()
@@ -284,7 +169,8 @@ def test_the_seed_install_runs_seven_components_with_kais_crds_and_config(instal
 
     conditions = wait_until("Config kai-config to be Ready", ready, TIMEOUT_S)
     assert {t: c["status"] for t, c in conditions.items()} == {
-        "Reconciling": "False", "Deployed": "True", "Available": "True", "Ready": "True",
+        "Reconciling": "False", "Deployed": "True", "Available": "True", "DependenciesFulfilled": "True",
+        "Ready": "True",
     }  # fmt: skip
 
 
@@ -313,21 +199,6 @@ def test_each_component_holds_the_rights_it_uses_and_no_more(install: Install) -
 # ------------------------------------------------------------------------------------------- the NVCF values
 
 
-def _pod(namespace: str, name: str, queue: str, pool: str, priority: str, request: dict[str, str]) -> dict[str, Any]:
-    resources = {"requests": request, "limits": request}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kai.scheduler/queue": queue}},
-        "spec": {
-            "schedulerName": "kai-scheduler",
-            "priorityClassName": priority,
-            "nodeSelector": {"pool": pool},
-            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
-        },
-    }
-
-
 class Workloads:
     """One round of the three behaviours on fresh nodes and a fresh namespace."""
 
@@ -339,15 +210,8 @@ class Workloads:
         for pool, count, gpus, cpu in (("gpu", 2, 8, "64"), ("cpu", 2, 0, "8"), ("pre", 1, 8, "64")):
             for i in range(count):
                 kwok.node(f"{self.tag}-{pool}-{i}", gpus=gpus, cpu=cpu, labels={"pool": f"{self.tag}-{pool}"})
-        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-        resources = {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1}, "cpu": unlimited, "memory": unlimited}
-        parent, self.queue = f"{self.tag}-parent", f"{self.tag}-team"
-        self.apply(
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent},
-             "spec": {"resources": resources}},
-            {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": self.queue},
-             "spec": {"parentQueue": parent, "resources": resources}},
-        )  # fmt: skip
+        self.queue = f"{self.tag}-team"
+        self.apply(*team_queues(f"{self.tag}-parent", self.queue, 8))
 
     def apply(self, *documents: dict[str, Any]) -> None:
         path = self.tmp_path / f"{uuid.uuid4().hex[:6]}.yaml"
@@ -360,7 +224,7 @@ class Workloads:
 
     def run(self, name: str, pool: str, priority: str, request: dict[str, str]) -> str:
         """Creates the pod and returns the node it runs on."""
-        self.apply(_pod(self.namespace, name, self.queue, f"{self.tag}-{pool}", priority, request))
+        self.apply(workload_pod(self.namespace, name, self.queue, f"{self.tag}-{pool}", priority, request))
         return str(self.running(name)["spec"]["nodeName"])
 
     def running(self, name: str) -> dict[str, Any]:
@@ -379,7 +243,9 @@ class Workloads:
     def preempted(self) -> bool:
         """A preemptible pod holds the node's 8 GPUs; a non-preemptible one of the same queue wants them."""
         self.run("low", "pre", "train", {"nvidia.com/gpu": "8"})
-        self.apply(_pod(self.namespace, "high", self.queue, f"{self.tag}-pre", "inference", {"nvidia.com/gpu": "8"}))
+        self.apply(
+            workload_pod(self.namespace, "high", self.queue, f"{self.tag}-pre", "inference", {"nvidia.com/gpu": "8"})
+        )
 
         def decided() -> str:
             pods = self.pods()

@@ -6,7 +6,8 @@
   to them go Running, deleted pods go away; a pod annotated `kai.test/run-for: <duration>` (e.g. "2s") succeeds that
   long after it started, as KAI's scale tests make pods complete with a Stage;
 - the KubeRay operator and the Kubeflow training operator, with their CRDs, run as KAI's docs tell users to install
-  them (no batch-scheduler / gang-scheduler option): their pods take `schedulerName` from the templates.
+  them (no batch-scheduler / gang-scheduler option): their pods take `schedulerName` from the templates;
+- kube-state-metrics, for the node capacity (kube_node_status_capacity) KAI's time-based fair share divides by.
 
 Binaries, CRDs and stages come from hack/testcluster.sh (built once from the Go module proxy, cached under
 ~/.cache/kai/testcluster/). Every part runs on loopback as the identity it has in a cluster: a ServiceAccount bound
@@ -316,3 +317,33 @@ def _mount_secret(cp: ControlPlane, proc: Proc, namespace: str, name: str, direc
         staged = directory / f".{key}.{os.getpid()}"
         staged.write_bytes(base64.b64decode(value))
         staged.replace(directory / key)  # atomic: another session's operator may read the same path
+
+
+# ------------------------------------------------------------------------------------------- kube-state-metrics
+
+
+@dataclass
+class KubeStateMetrics(Part):
+    port: int
+
+
+def start_kube_state_metrics(cp: ControlPlane, workdir: Path) -> KubeStateMetrics:
+    """kube-state-metrics as its standard manifests run it (its own ClusterRole), exporting nodes only."""
+    part_dir = find_part("kube-state-metrics")
+    kubeconfig = _identity(cp, workdir, "kube-system", "kube-state-metrics", sorted((part_dir / "rbac").glob("*.yaml")))
+    port, telemetry = free_port(), free_port()
+    proc = spawn(
+        "kube-state-metrics",
+        [
+            str(part_dir / "kube-state-metrics"),
+            f"--kubeconfig={kubeconfig}",
+            "--resources=nodes",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            "--telemetry-host=127.0.0.1",
+            f"--telemetry-port={telemetry}",
+        ],
+        workdir / "kube-state-metrics.log",
+    )
+    _wait_healthy(cp, proc, f"http://127.0.0.1:{port}/healthz")
+    return KubeStateMetrics(proc, kubeconfig, port)

@@ -20,6 +20,8 @@ from kai.core.framework.usage.usage_window import window_start
 from kai.core.model.duration import format_duration
 
 QUEUE_LABEL = "queue_name"
+Sample = tuple[dict[str, str], float]
+"""One series of an instant query's answer: its labels and its value."""
 
 
 class UsageQueryError(RuntimeError):
@@ -65,29 +67,43 @@ class PrometheusUsageClient:
         decayed = metric if half_life is None else f"(({metric}) * (0.5^(({int(now)} - time()) / {half_life:f})))"
         return f"sum_over_time(({decayed})[{window}:{format_duration(self.params.query_resolution_s)}])"
 
-    def query(self, query: str, now: float) -> list[tuple[dict[str, str], float]]:
+    def query(self, query: str, now: float) -> list[Sample]:
         """An instant query at ``now``: each sample's labels and value."""
-        arguments = urllib.parse.urlencode({"query": query, "time": f"{now:.3f}"})
-        request = urllib.request.Request(f"{self.url}/api/v1/query?{arguments}", headers={"Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=self.params.query_timeout_s) as response:
-                body = _json(response.read())
-        except urllib.error.HTTPError as error:
-            body = _json(error.read())
-            if body.get("status") != "error":
-                raise UsageQueryError(f"HTTP {error.code} from {self.url} for query {query}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise UsageQueryError(f"cannot reach Prometheus at {self.url}: {reason}") from None
-        if body.get("status") != "success":
-            raise UsageQueryError(f"{body.get('errorType', 'error')}: {body.get('error', body)}, full query: {query}")
-        data = body.get("data") or {}
-        if data.get("resultType") != "vector":
-            raise UsageQueryError(f"unexpected query result: got {data.get('resultType')}, expected vector")
-        try:
-            return [(dict(sample.get("metric") or {}), float(sample["value"][1])) for sample in data.get("result", [])]
-        except (KeyError, IndexError, TypeError, ValueError) as error:
-            raise UsageQueryError(f"malformed sample in the answer to {query}: {error}") from None
+        return instant_query(self.url, query, self.params.query_timeout_s, now)
+
+
+def instant_query(url: str, query: str, timeout_s: float, at: float | None = None) -> list[Sample]:
+    """An instant query (at ``at``, else now) to the Prometheus at ``url``; ``UsageQueryError`` when it cannot
+    answer, with the reason."""
+    base = url.rstrip("/")
+    arguments = urllib.parse.urlencode({"query": query, **({"time": f"{at:.3f}"} if at is not None else {})})
+    request = urllib.request.Request(f"{base}/api/v1/query?{arguments}", headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            body = _json(response.read())
+    except urllib.error.HTTPError as error:
+        body = _json(error.read())
+        if body.get("status") != "error":
+            raise UsageQueryError(f"HTTP {error.code} from {base} for query {query}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise UsageQueryError(f"cannot reach Prometheus at {base}: {reason}") from None
+    return vector(body, query)
+
+
+def vector(body: object, query: str) -> list[Sample]:
+    """The samples of Prometheus' answer to an instant query (its JSON, decoded)."""
+    if not isinstance(body, dict):
+        raise UsageQueryError(f"not a Prometheus answer: {str(body)[:200]}")
+    if body.get("status") != "success":
+        raise UsageQueryError(f"{body.get('errorType', 'error')}: {body.get('error', body)}, full query: {query}")
+    data = body.get("data") or {}
+    if data.get("resultType") != "vector":
+        raise UsageQueryError(f"unexpected query result: got {data.get('resultType')}, expected vector")
+    try:
+        return [(dict(sample.get("metric") or {}), float(sample["value"][1])) for sample in data.get("result", [])]
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise UsageQueryError(f"malformed sample in the answer to {query}: {error}") from None
 
 
 def _json(raw: bytes) -> dict[str, Any]:

@@ -7,12 +7,16 @@ import re
 from typing import Any
 
 import yaml
+from prometheus_client import CollectorRegistry
 from repo import REPO
 
 from kai.cluster.memory import MemoryCluster
+from kai.components.controllers.queue_status import QueueStatusController
+from kai.components.controllers.status_totals import StatusTotals
 from kai.components.operator.rbac import ROLE_NAMES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
+from kai.components.shared.metrics import BinderMetrics, SchedulerMetrics
 from kai.components.sim.scenario import STOCK_PRIORITY_CLASSES
 
 CHART = REPO / "deploy" / "helm" / "kai-scheduler"
@@ -67,3 +71,46 @@ def test_the_stock_priority_classes_kai_simulate_assumes_are_the_ones_the_chart_
     assert (REPO / "deploy" / "priority-classes.yaml").read_text() == template
     installed = {pc["metadata"]["name"]: pc["value"] for pc in yaml.safe_load_all(template)}
     assert installed == STOCK_PRIORITY_CLASSES
+
+
+# ------------------------------------------------------------------------------------------- dashboards
+
+
+DASHBOARDS = sorted((CHART / "dashboards").glob("*.json"))
+METRIC = re.compile(r"\b((?:kai|controller_runtime)_[a-z_]+)\b")
+
+
+def _exported() -> set[str]:
+    """Every series name kai's components export (a counter's ``_total``, a histogram's ``_bucket``/``_count``/
+    ``_sum``), from the metric objects the components register."""
+    registry = CollectorRegistry()
+    SchedulerMetrics(registry)
+    BinderMetrics(registry)
+    cluster = MemoryCluster()
+    QueueStatusController(cluster, StatusTotals(cluster), registry)
+    names = set()
+    for family in registry.collect():
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(f"{family.name}_total")
+        if family.type == "histogram":
+            names |= {f"{family.name}_bucket", f"{family.name}_count", f"{family.name}_sum"}
+    return names
+
+
+def test_the_dashboards_are_the_four_of_the_brief_with_unique_ids():
+    boards = [json.loads(path.read_text()) for path in DASHBOARDS]
+    assert [b["uid"] for b in boards] == ["kai-binding", "kai-gpu-nodes", "kai-queues", "kai-scheduler"]
+    for board in boards:
+        assert [p["id"] for p in board["panels"]] == list(range(1, len(board["panels"]) + 1))
+        assert all(p["targets"] and all(t["expr"] for t in p["targets"]) for p in board["panels"])
+
+
+def test_every_dashboard_query_reads_only_metrics_kai_exports():
+    exported = _exported()
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text())
+        queries = [t["expr"] for p in board["panels"] for t in p["targets"]]
+        queries += [v["query"]["query"] for v in board["templating"]["list"] if v["type"] == "query"]
+        unknown = {name for query in queries for name in METRIC.findall(query)} - exported
+        assert not unknown, f"{path.name} reads {sorted(unknown)}, which kai does not export"

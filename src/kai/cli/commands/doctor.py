@@ -36,6 +36,12 @@ class CannotCheck(click.ClickException):
 )
 @click.option("--pending-for", default="5m", show_default=True, help="Report kai pods pending longer than this.")
 @click.option("--probe", "probes", multiple=True, help="HOST:PORT of a local `kai all`'s probes (repeatable).")
+@click.option(
+    "--prometheus",
+    default="",
+    help="URL of a Prometheus that scrapes kai: each component's targets must be up (default: the Config's "
+    "externalPrometheusUrl, else the Prometheus kai's operator made).",
+)
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def doctor(
     kubeconfig: str | None,
@@ -44,14 +50,17 @@ def doctor(
     nvcf: bool,
     pending_for: str,
     probes: tuple[str, ...],
+    prometheus: str,
     output: str,
 ) -> None:
     """Check the installation as NVCF's cluster agent does (CRDs, default queues) and as a platform operator
-    would (components ready, webhooks answering, quotas within the cluster, pods waiting too long).
+    would (components ready, webhooks answering, every component scraped by Prometheus, quotas within the cluster,
+    pods waiting too long).
 
     Exit 0 when healthy (warnings allowed), 1 when a check fails, 2 when the cluster cannot be examined."""
     try:
-        options = DoctorOptions(namespace, nvcf, parse_duration(pending_for, "command line", "--pending-for"), probes)
+        pending_s = parse_duration(pending_for, "command line", "--pending-for")
+        options = DoctorOptions(namespace, nvcf, pending_s, probes, prometheus)
         config = load_config(kubeconfig, context)
     except (InvalidObject, KubeconfigError) as error:
         raise CannotCheck(str(error)) from error

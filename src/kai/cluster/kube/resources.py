@@ -98,10 +98,12 @@ INSTALL_KINDS: dict[str, Kind] = {
         Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False),
         Kind("Config", "kai.scheduler", "v1", "configs", namespaced=False),
         Kind("SchedulingShard", "kai.scheduler", "v1", "schedulingshards", namespaced=False),
+        Kind("ServiceMonitor", "monitoring.coreos.com", "v1", "servicemonitors", namespaced=True),
+        Kind("Prometheus", "monitoring.coreos.com", "v1", "prometheuses", namespaced=True),
     )
 }
 """What the install renders and reads: the operator's inputs (Config, SchedulingShard) and every object it keeps
-(Deployments are a workload kind below)."""
+(Deployments are a workload kind below; ServiceMonitor and Prometheus are the Prometheus Operator's)."""
 KINDS.update(INSTALL_KINDS)
 
 WORKLOAD_KINDS: dict[str, Kind] = {

@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -155,17 +156,20 @@ class Binder:
     # ------------------------------------------------------------------------------------------- one attempt
 
     def _attempt(self, request: Raw) -> bool:
+        started = time.perf_counter()
         try:
             bind_request = parse_bind_request(request)
         except InvalidObject as error:
+            self.metrics.failed(time.perf_counter() - started)
             self._delete_invalid(request, error)
             return False
         try:
             self._bind(request, bind_request)
         except Exception as error:  # reported on the request (and retried, or the scheduler places the pod again)
+            self.metrics.failed(time.perf_counter() - started)
             self._failed(request, bind_request, error)
             return False
-        self.metrics.succeeded()
+        self.metrics.succeeded(time.perf_counter() - started)
         self._report(bind_request, "True", "Bound", f"Pod bound successfully to node {bind_request.selected_node}")
         self._finish(request, {"phase": "Succeeded"}, retry_in_s=1.0)
         return True
@@ -272,7 +276,6 @@ class Binder:
     def _delete_invalid(self, request: Raw, error: InvalidObject) -> None:
         """A request the scheduler cannot read either blocks its pod: deleted, so that the scheduler writes a valid
         one (KAI deletes an invalid request too)."""
-        self.metrics.failed()
         log.warning(
             "bind request %s is invalid (%s); deleted so that the scheduler writes a valid one", _key(request), error
         )
@@ -284,7 +287,6 @@ class Binder:
 
     def _failed(self, request: Raw, br: BindRequest, error: Exception) -> None:
         """Records a failed attempt: Failed status with the reason, a retry if the backoff limit allows one."""
-        self.metrics.failed()
         spec = request.get("spec") or {}
         limit = br.backoff_limit
         attempts = br.failed_attempts + 1

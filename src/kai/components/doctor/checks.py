@@ -255,3 +255,31 @@ def webhook_configurations(
         else:
             findings.append(Finding("webhooks", OK, f"webhook {name} answers"))
     return findings
+
+
+def scraped(components: Iterable[str], up: Iterable[tuple[Mapping[str, str], float]], where: str) -> list[Finding]:
+    """Each kai component's scrape targets in a Prometheus: ``up`` of the namespace's targets, whose ``job`` is the
+    component's ``app`` label (as its ServiceMonitor sets it). A component without a target, or with none up, fails."""
+    targets: dict[str, list[float]] = {}
+    for labels, value in up:
+        targets.setdefault(labels.get("job", ""), []).append(value)
+    findings = []
+    for component in sorted(components):
+        values = targets.get(component, [])
+        healthy = sum(1 for value in values if value == 1)
+        level, text = OK, f"{component}: scraped by {where}, {healthy}/{len(values)} targets up"
+        if not values:
+            level = ERROR
+            text = (
+                f"{component}: no scrape target in {where}: no ServiceMonitor selects it for this Prometheus "
+                "(spec.prometheus.enabled and serviceMonitor, and the Prometheus' serviceMonitorSelector, "
+                "kai.scheduler/accounting=true)"
+            )
+        elif not healthy:
+            level = ERROR
+            text = (
+                f"{component}: 0/{len(values)} scrape targets up in {where}: its last scrape failed (is it "
+                "running, is its metrics port 8080 reachable?)"
+            )
+        findings.append(Finding("metrics", level, text))
+    return findings

@@ -14,13 +14,18 @@ from typing import Any
 from kai.cluster.kube import resources as api
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import ApiError, Unreachable
+from kai.cluster.prometheus import UsageQueryError, instant_query, vector
 from kai.components.admission import webhooks
 from kai.components.doctor import checks
-from kai.components.doctor.checks import Finding
+from kai.components.doctor.checks import ERROR, OK, WARNING, Finding
+from kai.components.operator.monitoring import USAGE_SERVICE
+from kai.components.operator.settings import CONFIG_NAME
 from kai.core.model import names
 from kai.core.model.meta import Raw
 
 PROBE_TIMEOUT_S = 5.0
+OPERATOR = "kai-operator"
+"""The chart's operator Deployment: it has no metrics Service, so no scrape target is expected of it."""
 REVIEW_UID = "kai-doctor"
 
 
@@ -31,6 +36,8 @@ class DoctorOptions:
     """Also NVCA's -1/-1/1 rule for the default queues (NVCF clusters)."""
     pending_s: float = 300.0
     probes: tuple[str, ...] = ()
+    prometheus: str = ""
+    """URL of a Prometheus that scrapes kai (else the one the Config names, if any)."""
 
 
 def examine(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
@@ -44,6 +51,7 @@ def examine(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
         *_read("default-queues", lambda: _queues(cluster, options)),
         *_read("components", lambda: _components(cluster, options)),
         *_read("webhooks", lambda: _webhooks(cluster)),
+        *_read("metrics", lambda: _metrics(cluster, options)),
         *_read(
             "pending",
             lambda: checks.pending(cluster.list("Pod"), time.time(), options.pending_s, names.SCHEDULER_NAME),
@@ -70,15 +78,48 @@ def _read(check: str, run: Callable[[], list[Finding]]) -> list[Finding]:
         return [Finding(check, checks.ERROR, f"cannot read: {error}")]
 
 
-def _components(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
+def _deployments(cluster: KubeCluster, namespace: str) -> list[Raw]:
     kind = api.kind_of("Deployment")
-    listing = cluster.send(api.Request("GET", kind.collection_path(options.namespace))) or {}
-    deployments = listing.get("items") or []
+    listing = cluster.send(api.Request("GET", kind.collection_path(namespace))) or {}
+    return list(listing.get("items") or [])
+
+
+def _components(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
+    deployments = _deployments(cluster, options.namespace)
     found = checks.deployments(deployments, options.namespace) + checks.probes(_probe(url) for url in options.probes)
     if not found:
         return [Finding("components", checks.ERROR, f"no kai components found: no Deployment in namespace "
                         f"{options.namespace} and no --probe address of a local `kai all`")]  # fmt: skip
     return found
+
+
+def _metrics(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
+    """``up`` of every kai component's scrape targets, in the Prometheus that ``--prometheus`` names, else the Config's
+    ``externalPrometheusUrl``, else the one kai's operator made (reached through the API server's service proxy)."""
+    config = cluster.get("Config", CONFIG_NAME) or {}
+    spec = config.get("spec") or {}
+    monitoring: Raw = spec["prometheus"] if isinstance(spec.get("prometheus"), dict) else {}
+    namespace = str(spec.get("namespace") or options.namespace)
+    query = f'up{{namespace="{namespace}"}}'
+    url = options.prometheus or str(monitoring.get("externalPrometheusUrl") or "")
+    try:
+        if url:
+            where = f"Prometheus at {url}"
+            up = instant_query(url, query, PROBE_TIMEOUT_S)
+        elif monitoring.get("enabled") and cluster.get("Service", f"{namespace}/{USAGE_SERVICE}") is not None:
+            where = f"the Prometheus kai's operator made (Service {namespace}/{USAGE_SERVICE})"
+            path = f"/api/v1/namespaces/{namespace}/services/{USAGE_SERVICE}:web/proxy/api/v1/query"
+            up = vector(cluster.send(api.Request("GET", path, {"query": query})), query)
+        else:
+            return [Finding("metrics", OK, "no Prometheus known (--prometheus, or the Config's spec.prometheus): "
+                            "scraping not checked")]  # fmt: skip
+    except (UsageQueryError, ApiError) as error:
+        return [Finding("metrics", ERROR, f"cannot ask {where} whether kai is scraped: {error}")]
+    components = [d["metadata"]["name"] for d in _deployments(cluster, namespace) if d["metadata"]["name"] != OPERATOR]
+    if not components:
+        return [Finding("metrics", WARNING, f"no kai component deployed in namespace {namespace}: nothing to look "
+                        f"for in {where}")]  # fmt: skip
+    return checks.scraped(components, up, where)
 
 
 def _probe(address: str) -> tuple[str, int, str]:

@@ -29,3 +29,15 @@ def owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
     }
     obj["metadata"]["ownerReferences"] = [reference]
     return obj
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    """The port's key of an object: ``namespace/name``, or ``name`` for a cluster-scoped one."""
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
+
+
+def made_by_kai(obj: dict[str, Any] | None) -> bool:
+    """Whether the operator made ``obj`` (its managed-by label): only those it ever deletes."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY[0]) == MANAGED_BY[1])

@@ -2,13 +2,14 @@
 what it gets on demand) and writes (every write in ``kai.components``), nothing more.
 
 Cluster-wide rules go in a ClusterRole bound to the component's ServiceAccount; the leader-election Lease is only
-in the install namespace, so that is a Role there. The operator may create and bind exactly these roles (the chart
-gives it ``escalate`` and ``bind`` on their names only: ``ROLE_NAMES``).
+in the install namespace, so that is a Role there. The operator may create and bind exactly these roles and its
+Prometheus' (the chart gives it ``escalate`` and ``bind`` on their names only: ``ROLE_NAMES``).
 """
 
 from typing import Any
 
 from kai.cluster.kube.resources import WORKLOAD_KINDS
+from kai.components.operator import monitoring
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
 
@@ -99,7 +100,8 @@ def role_name(component: str) -> str:
     return f"kai-{component}"
 
 
-ROLE_NAMES = tuple(role_name(component) for component in CLUSTER_RULES)
+ROLE_NAMES = (*(role_name(component) for component in CLUSTER_RULES), monitoring.ROLE)
+"""Every role the operator makes: the components', and its Prometheus' (``monitoring``)."""
 
 
 def rbac_objects(settings: Settings, component: str, account: str) -> list[dict[str, Any]]:

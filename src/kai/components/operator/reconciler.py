@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kai.components.operator import certs
+from kai.components.operator import certs, monitoring
+from kai.components.operator.objects import key_of, made_by_kai
 from kai.components.operator.queues import needs_write
 from kai.components.operator.render import Desired, render
-from kai.components.operator.settings import CONFIG_NAME, Image, read_settings
+from kai.components.operator.settings import CONFIG_NAME, Image, Settings, read_settings
 from kai.components.operator.webhooks import service_names
 from kai.components.operator.workloads import WEBHOOK_SECRET
 from kai.core.model.errors import InvalidObject
@@ -38,11 +39,6 @@ class InstallCluster(Protocol):
     def delete(self, kind: str, key: str) -> None: ...
 
     def update_status(self, kind: str, obj: Obj) -> Obj: ...
-
-
-def _key(obj: Obj) -> str:
-    meta = obj["metadata"]
-    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
 
 
 def _secret_data(cluster: InstallCluster, key: str) -> dict[str, str]:
@@ -74,6 +70,10 @@ class Reconciler:
         self.resync_s = resync_s
         self._sent: dict[tuple[str, str], tuple[str, float]] = {}
         """What was last applied per object (its JSON) and when."""
+        self._missing = ""
+        """The missing dependency last logged: it is said once, not every pass."""
+        self._unreadable: set[str] = set()
+        """CRDs the operator could not read at its last look (said once)."""
 
     def reconcile(self) -> bool:
         """One pass. Whether it settled: every object written and every Deployment available, or nothing a later
@@ -96,17 +96,24 @@ class Reconciler:
             _secret_data(self.cluster, ca_key), _secret_data(self.cluster, serving_key), service_names(settings), now
         )
         try:
-            desired = render(config, settings, shards, issued)
+            desired = render(config, settings, shards, issued, self._found(settings))
         except InvalidObject as error:
             self._report(config, "Config", deployed=str(error), available="", invalid=True)
             return True
+        if desired.missing != self._missing:
+            if desired.missing:
+                log.warning("Config %s: missing %s", CONFIG_NAME, desired.missing)
+            self._missing = desired.missing
         failures = self._apply(desired)
         unavailable = [key for key in desired.deployments if not _available(self.cluster.get("Deployment", key))]
+        if desired.prometheus and not monitoring.available(self.cluster.get("Prometheus", desired.prometheus)):
+            unavailable.append(f"Prometheus {desired.prometheus}")
         self._report(
             config,
             "Config",
             deployed="; ".join(failures),
             available=f"not available yet: {', '.join(unavailable)}" if unavailable else "",
+            missing=desired.missing,
         )
         settled = not failures and not unavailable
         for outcome, shard in zip(
@@ -126,14 +133,37 @@ class Reconciler:
             )
         return settled
 
+    def _found(self, settings: Settings) -> monitoring.Found:
+        """Which of the Prometheus Operator's CRDs are established, and the Prometheus kai may have made (KAI's
+        CheckPrometheusCRDsAvailable); a CRD that cannot be read counts as missing, and is logged."""
+        present = {}
+        for name in (monitoring.PROMETHEUS_CRD, monitoring.SERVICE_MONITOR_CRD):
+            try:
+                present[name] = monitoring.established(self.cluster.get("CustomResourceDefinition", name))
+            except Exception as error:  # no right to read it, say: monitoring waits, the rest is deployed
+                if name not in self._unreadable:
+                    log.warning("cannot read CustomResourceDefinition %s: %s; taken as not installed", name, error)
+                self._unreadable.add(name)
+                present[name] = False
+            else:
+                self._unreadable.discard(name)
+        existing = None
+        if present[monitoring.PROMETHEUS_CRD]:
+            instance = monitoring.read_monitoring(settings.spec).instance
+            existing = self.cluster.get("Prometheus", f"{settings.namespace}/{instance}")
+        return monitoring.Found(
+            present[monitoring.PROMETHEUS_CRD], present[monitoring.SERVICE_MONITOR_CRD], existing, self.clock()
+        )
+
     # ------------------------------------------------------------------------------------------- writes
 
     def _apply(self, desired: Desired) -> list[str]:
-        """Applies what changed (or is due for resync), deletes what is turned off; the failures, one line each."""
+        """Applies what changed (or is due for resync), deletes what is turned off (if kai made it); the failures,
+        one line each."""
         failures: list[str] = []
         now = self.clock()
         for obj in desired.objects:
-            identity = (obj["kind"], _key(obj))
+            identity = (obj["kind"], key_of(obj))
             text = json.dumps(obj, sort_keys=True)
             sent = self._sent.get(identity)
             if sent is not None and sent[0] == text and now - sent[1] < self.resync_s:
@@ -146,15 +176,16 @@ class Reconciler:
                 continue
             self._sent[identity] = (text, now)
         for queue in desired.queues:
-            if not needs_write(self.cluster.get("Queue", _key(queue)), queue):
+            if not needs_write(self.cluster.get("Queue", key_of(queue)), queue):
                 continue
             try:
                 self.cluster.apply("Queue", queue)
             except Exception as error:
-                failures.append(f"Queue {_key(queue)}: {error}")
+                failures.append(f"Queue {key_of(queue)}: {error}")
         for kind, key in desired.absent:
-            if self.cluster.get(kind, key) is None:
-                continue
+            self._sent.pop((kind, key), None)  # if it is wanted again, it is applied again at once
+            if not made_by_kai(self.cluster.get(kind, key)):
+                continue  # gone, or a user's object of the same name: only what kai made is removed
             try:
                 self.cluster.delete(kind, key)
             except Exception as error:
@@ -172,15 +203,23 @@ class Reconciler:
         available: str,
         invalid: bool = False,
         warnings: list[str] | None = None,
+        missing: str = "",
     ) -> None:
         """KAI's conditions: Deployed (every object written), Available (every Deployment available), Ready (both),
-        Reconciling (False once a pass completed). ``deployed``/``available`` are the problems, empty when none."""
+        Reconciling (False once a pass completed), DependenciesFulfilled (nothing the cluster lacks). ``deployed``,
+        ``available`` and ``missing`` are the problems, empty when none."""
         generation = int((obj.get("metadata") or {}).get("generation") or 0)
         deployed_reason = "InvalidConfiguration" if invalid else "Deployed"
         wanted = [
             ("Reconciling", False, "Reconciled", "Reconciliation completed"),
             ("Deployed", not deployed, deployed_reason, deployed or "Resources deployed"),
             ("Available", not deployed and not available, "Available", available or deployed or "System available"),
+            (
+                "DependenciesFulfilled",
+                not missing,
+                "DependenciesMissing" if missing else "DependenciesFulfilled",
+                missing or "Dependencies are fulfilled",
+            ),
         ]
         ready = not deployed and not available
         message = "System is ready" if ready else "System not ready"

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.components.operator.certs import CA_SECRET, Issued, ca_secret_data, serving_secret_data
+from kai.components.operator.monitoring import Found, MetricsService, read_monitoring, render_monitoring
 from kai.components.operator.objects import labelled, owned_by
 from kai.components.operator.queues import default_queues
 from kai.components.operator.rbac import rbac_objects
 from kai.components.operator.settings import Settings
 from kai.components.operator.shard import SCHEDULER_ACCOUNT, render_shard, shard_objects
 from kai.components.operator.webhooks import webhook_configurations
-from kai.components.operator.workloads import COMPONENTS, WEBHOOK_SECRET, component_objects
+from kai.components.operator.workloads import COMPONENTS, WEBHOOK_SECRET, component_objects, metrics_port
 from kai.core.model.errors import InvalidObject
 
 Obj = dict[str, Any]
@@ -37,19 +38,25 @@ class Desired:
     deployments: list[str]
     """Keys of the Deployments whose availability makes the install Available."""
     shards: list[ShardOutcome]
+    prometheus: str = ""
+    """The key of the Prometheus whose availability counts too ("" when kai runs none)."""
+    missing: str = ""
+    """A dependency the Config needs that the cluster lacks ("" when none)."""
 
 
 def _secret(settings: Settings, name: str, data: dict[str, str]) -> Obj:
     return labelled("Secret", name, "admission", settings.namespace) | {"type": "Opaque", "data": data}
 
 
-def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued) -> Desired:
+def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued, found: Found) -> Desired:
     """The objects of ``config`` (already read into ``settings``) and of every shard; a shard whose spec is wrong
-    is left out and reported in its outcome, the others go on."""
+    is left out and reported in its outcome, the others go on. ``found``: what the monitoring objects depend on."""
+    read_monitoring(settings.spec)  # a bad spec.prometheus is the Config's, before any shard reads it
     ns = settings.namespace
     objects: list[Obj] = []
     absent: list[tuple[str, str]] = []
     deployments: list[str] = []
+    services: list[MetricsService] = []
     admission = settings.services["admission"].enabled
     if admission:  # before the Deployment that mounts them
         objects.append(_secret(settings, CA_SECRET, ca_secret_data(issued)))
@@ -61,6 +68,7 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued) -
         objects += rbac_objects(settings, component.name, component.name)
         objects += component_objects(settings, component)
         deployments.append(f"{ns}/{component.name}")
+        services.append(MetricsService(component.name, metrics_port(component.name)["name"]))
     webhooks = webhook_configurations(settings, issued.bundle)
     if admission:
         objects += webhooks
@@ -88,10 +96,17 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued) -
             if obj["kind"] == "Deployment":
                 outcome.deployment = f"{ns}/{obj['metadata']['name']}"
                 deployments.append(outcome.deployment)
+            if obj["kind"] == "Service":
+                services.append(MetricsService(obj["metadata"]["name"], metrics_port(obj["metadata"]["name"])["name"]))
+    monitoring = render_monitoring(settings, services, found)
+    objects += monitoring.objects
+    absent += monitoring.absent
     for obj in objects:  # what no shard owns goes with the Config
         if "ownerReferences" not in obj["metadata"]:
             owned_by(obj, config)
-    return Desired(objects, default_queues(settings.spec), absent, deployments, outcomes)
+    return Desired(
+        objects, default_queues(settings.spec), absent, deployments, outcomes, monitoring.prometheus, monitoring.missing
+    )
 
 
 def _turned_off_validation(settings: Settings) -> list[tuple[str, str]]:

@@ -73,8 +73,8 @@ class Image:
 
 
 SECTIONS = ("admission", "binder", "podGrouper", "podGroupController", "queueController", "scheduler")
-"""The Config sections of the components the operator deploys (KAI's node-scale-adjuster, NUMA exporter and
-Prometheus are not part of kai: docs/deviations.md)."""
+"""The Config sections of the components the operator deploys (KAI's node-scale-adjuster and NUMA exporter are not
+part of kai: docs/deviations.md; ``spec.prometheus`` is read by ``monitoring``)."""
 
 
 def read_settings(config: dict[str, Any], image: Image, pull_policy: str = "IfNotPresent") -> Settings:

@@ -16,10 +16,18 @@ from typing import Any
 import yaml
 
 from kai.components.operator.fields import Fields
+from kai.components.operator.monitoring import usage_url
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
-from kai.components.operator.workloads import METRICS_PORT, SCHEDULER_PROBE_PORT, deployment, service_object
+from kai.components.operator.workloads import (
+    METRICS_PORT,
+    SCHEDULER_PROBE_PORT,
+    deployment,
+    metrics_port,
+    service_object,
+)
 from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
 
 PLUGIN_PRIORITIES = {
@@ -150,6 +158,7 @@ def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
     name = (shard.get("metadata") or {}).get("name", "")
     spec = Fields(f"SchedulingShard {name}", shard.get("spec"), "spec")
     config = scheduler_config(spec)
+    _connect_usage(settings, spec, config)
     try:
         parsed = parse_config(config)
     except InvalidObject as error:  # name the shard's field the generated one came from
@@ -177,6 +186,24 @@ def render_shard(settings: Settings, shard: dict[str, Any]) -> RenderedShard:
     return RenderedShard(config, parsed, args, warnings)
 
 
+def _connect_usage(settings: Settings, spec: Fields, config: dict[str, Any]) -> None:
+    """``clientType: prometheus`` without a connection string reads the Prometheus the Config names (KAI's
+    getUsageDBConfig): the external one, else the one kai's operator makes."""
+    usage = config.get("usageDBConfig")
+    if not usage or usage.get("clientType") != CLIENT_PROMETHEUS:
+        return
+    if usage.get("connectionString") or usage.get("connectionStringEnvVar"):
+        return
+    url = usage_url(settings)
+    if not url:
+        raise spec.sub("usageDBConfig").error(
+            "connectionString",
+            "clientType prometheus needs Prometheus' URL: set it here, or in the Config set spec.prometheus.enabled: "
+            "true (the Prometheus kai's operator makes) or spec.prometheus.externalPrometheusUrl",
+        )
+    config["usageDBConfig"] = usage | {"connectionString": url}
+
+
 def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedShard) -> list[dict[str, Any]]:
     """ConfigMap, Deployment and Service ``<schedulerName>-<shard>``. The pod template carries a hash of the
     config, so a changed config restarts the scheduler (KAI: the ConfigMap's resourceVersion)."""
@@ -196,9 +223,8 @@ def shard_objects(settings: Settings, shard: dict[str, Any], rendered: RenderedS
         probe_port=SCHEDULER_PROBE_PORT,
     )
     scheduler["spec"]["template"]["metadata"]["annotations"] = {"configHash": f"{hash_text(text)}"}
-    service = service_object(
-        settings, name, [{"name": "http-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}]
-    )
+    service = service_object(settings, name, [metrics_port(name)])
+    service["metadata"]["annotations"] = {"prometheus.io/scrape": "true"}  # as KAI's
     service["spec"]["clusterIP"] = "None"
     return [config_map, scheduler, service]
 

@@ -1,4 +1,4 @@
-"""The Deployment, Service and ServiceAccount of each component the Config deploys (KAI's operands: admission,
+"""The Deployment, metrics Service and ServiceAccount of each component the Config deploys (KAI's operands: admission,
 binder, pod-grouper, podgroup-controller, queue-controller; the scheduler's are per shard, ``shard``).
 
 Names and ``app`` labels are KAI's (the Deployment, its ServiceAccount and its pods' ``app`` label are the
@@ -17,6 +17,8 @@ from kai.core.model import names
 METRICS_PORT, PROBE_PORT, WEBHOOK_PORT = 8080, 8081, 9443
 SCHEDULER_PROBE_PORT = 8082
 """The scheduler's probes: 8081 is its plugin server's (KAI's ``--plugin-server-port``, on loopback)."""
+METRICS_PORT_NAMES = {"queue-controller": "metrics"}
+"""KAI's metrics port names that are not ``http-metrics`` (its queue controller's ``ControllerService.Metrics``)."""
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_SECRET = "kai-admission-webhook-tls-secret"
 
@@ -176,15 +178,21 @@ def _cert_volume() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return [volume], [{"name": "cert", "mountPath": CERT_DIR, "readOnly": True}]
 
 
+def metrics_port(name: str) -> dict[str, Any]:
+    """The metrics port of a component's Service, named as KAI names it (``metrics`` on the queue controller's,
+    ``http-metrics`` on the others'): what a ServiceMonitor selects."""
+    return {"name": METRICS_PORT_NAMES.get(name, "http-metrics"), "port": METRICS_PORT, "targetPort": METRICS_PORT}
+
+
 def component_objects(settings: Settings, component: Component) -> list[dict[str, Any]]:
-    """The Deployment and Service of one component (its RBAC comes from ``rbac``)."""
-    metrics = {"name": "http-metrics", "port": METRICS_PORT, "targetPort": METRICS_PORT}
+    """The Deployment and metrics Service of one component (its RBAC comes from ``rbac``)."""
+    metrics = metrics_port(component.name)
     args = container_args(settings, component)
     if component.name != "admission":
-        objects = [deployment(settings, component.name, component.section, args, account=component.name)]
-        if component.name in ("binder", "queue-controller"):
-            objects.append(service_object(settings, component.name, [metrics]))
-        return objects
+        return [
+            deployment(settings, component.name, component.section, args, account=component.name),
+            service_object(settings, component.name, [metrics]),
+        ]
     webhook = settings.spec.sub("admission").sub("webhook")
     target = webhook.integer("targetPort", WEBHOOK_PORT, minimum=1)
     volumes, mounts = _cert_volume()

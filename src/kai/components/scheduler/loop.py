@@ -77,6 +77,7 @@ class SchedulerLoop:
             recorder,
             on_bind_request=self.in_flight.created,
             node_pool=self.node_pool,
+            on_bind_ms=metrics.task_bind_latency.observe if metrics is not None else None,
             through_eviction_api=config.disruption.pod_disruption_budgets,
         )
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes, self.node_pool.pool_of)

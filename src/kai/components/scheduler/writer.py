@@ -15,6 +15,7 @@ object's resourceVersion, which a watch event changes), and while both hold it o
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +60,18 @@ class DecisionWriter:
         recorder: EventRecorder | None = None,
         on_bind_request: Callable[[Raw], None] | None = None,
         node_pool: NodePool | None = None,
+        on_bind_ms: Callable[[float], None] | None = None,
         through_eviction_api: bool = True,
     ) -> None:
         """``on_bind_request``: given each BindRequest created, as the API server returned it; ``node_pool``: the
         scheduler's (its name in bind events, its label key for the pool of each podgroup's condition);
+        ``on_bind_ms``: how long each BindRequest took to write (KAI's task_bind_latency_milliseconds);
         ``through_eviction_api``: evictions through ``pods/eviction`` (PodDisruptionBudgets enforced), else pod
         deletions as KAI's."""
         self.cluster = cluster
         self.node_pool = node_pool or NodePool()
         self.on_bind_request = on_bind_request
+        self.on_bind_ms = on_bind_ms
         self.now = now
         self.writes = writes or Writes()
         self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
@@ -150,6 +154,7 @@ class DecisionWriter:
         namespace, pod_name = bind.pod_key.split("/", 1)
         if self.cluster.get("BindRequest", bind.pod_key) is not None:
             return
+        started = time.perf_counter()
         created = self.cluster.create(
             "BindRequest",
             {
@@ -189,6 +194,8 @@ class DecisionWriter:
                 },
             },
         )
+        if self.on_bind_ms is not None:
+            self.on_bind_ms((time.perf_counter() - started) * 1000)
         if self.on_bind_request is not None:
             self.on_bind_request(created)
         self.recorder.record(

@@ -1,10 +1,14 @@
 """Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
-(``kai``), the binder's controller-runtime counters as KAI's binder exposes them (no prefix)."""
+(``kai``), the binder's controller-runtime metrics as KAI's binder exposes them (no prefix). kai adds, for the
+dashboards (deploy/helm/kai-scheduler/dashboards), the podgroups the last cycle left pending by their typed reason
+and each node's GPUs and GPUs held (``LastCycle``)."""
 
+import threading
+from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, UnknownMetricFamily
 
 from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
 from kai.core.framework.session import Session
@@ -12,6 +16,8 @@ from kai.core.state.reasons import ReasonKind
 
 SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
 """Actions that search for victims under a scenario search budget."""
+LATENCY_BUCKETS_MS = [5 * 2**i for i in range(10)]
+"""KAI's buckets of its millisecond histograms (5 ms to 2.56 s)."""
 
 
 class SchedulerMetrics:
@@ -26,7 +32,11 @@ class SchedulerMetrics:
         self.open_latency = gauge("open_session_latency_milliseconds", "Duration of the last session open")
         self.close_latency = gauge("close_session_latency_milliseconds", "Duration of the last session close")
         self.action_latency = gauge("action_scheduling_latency_milliseconds", "Duration of each action", ("action",))
-        self.scheduled = counter("podgroups_scheduled_by_action", "Podgroups scheduled", ("action",))
+
+        def exact(name: str, doc: str) -> ExactCounter:
+            return ExactCounter(f"{namespace}_{name}", doc, ("action",), registry)
+
+        self.scheduled = exact("podgroups_scheduled_by_action", "Count of podgroups scheduled per action")
         self.evicted = counter(
             "pod_group_evicted_pods", "Pods evicted", ("podgroup", "namespace", "uid", "nodepool", "action")
         )
@@ -39,13 +49,21 @@ class SchedulerMetrics:
             "queue_memory_usage", "Memory usage of queue, as a share of the cluster's capacity", queue
         )
         self.usage_gpu = gauge("queue_gpu_usage", "GPU usage of queue, as a share of the cluster's capacity", queue)
-        self.usage_query_latency = Histogram(
-            "usage_query_latency_milliseconds",
-            "Usage database query latency histogram in milliseconds",
-            namespace=namespace,
-            registry=registry,
-            buckets=[5 * 2**i for i in range(10)],
+
+        def latency(name: str, doc: str) -> Histogram:
+            return Histogram(name, doc, namespace=namespace, registry=registry, buckets=LATENCY_BUCKETS_MS)
+
+        self.usage_query_latency = latency(
+            "usage_query_latency_milliseconds", "Usage database query latency histogram in milliseconds"
         )
+        self.task_scheduling_latency = latency(
+            "task_scheduling_latency_milliseconds", "Task scheduling latency in milliseconds (pod created to bound)"
+        )
+        self.task_bind_latency = latency(
+            "task_bind_latency_milliseconds", "Task bind latency histogram in milliseconds (BindRequest written)"
+        )
+        self.last_cycle = LastCycle(namespace)
+        registry.register(self.last_cycle)
         self.search_jobs = counter(
             "scenario_search_jobs", "Jobs considered by bounded scenario search", ("action", "result", "reduced_budget")
         )
@@ -55,7 +73,7 @@ class SchedulerMetrics:
         self.search_exhausted = counter(
             "scenario_search_action_budget_exhausted", "Action-level scenario search budget exhaustions", ("action",)
         )
-        self.filtered = counter("scenarios_filtered_by_action", "Count of scenarios filtered per action", ("action",))
+        self.filtered = exact("scenarios_filtered_by_action", "Count of scenarios filtered per action")
         self.search_duration = Histogram(
             "scenario_search_duration_seconds",
             "Elapsed generator-search duration in seconds",
@@ -91,12 +109,19 @@ class SchedulerMetrics:
         self.e2e_latency.set(cycle_ms)
         self._observe_evictions(ssn, evictions)
         result = ssn.result
+        jobs = ssn.jobs
+        for bind in result.binds:
+            job = jobs.get(bind.podgroup_key)
+            task = job.tasks.get(bind.pod_key) if job is not None else None
+            if task is not None and task.pod.meta.creation_ts > 0:
+                self.task_scheduling_latency.observe(max(0.0, ssn.now - task.pod.meta.creation_ts) * 1000)
+        self.last_cycle.observe(ssn)
         self.open_latency.set(result.open_ms)
         self.close_latency.set(result.close_ms)
         for action, milliseconds in result.action_ms.items():
             self.action_latency.labels(action).set(milliseconds)
         for action, count in result.scheduled.items():
-            self.scheduled.labels(action).inc(count)
+            self.scheduled.inc((action,), count)
         for eviction in result.evictions:
             namespace, _, name = eviction.podgroup_key.partition("/")
             self.evicted.labels(name, namespace, name, "default", eviction.action).inc()
@@ -130,7 +155,7 @@ class SchedulerMetrics:
         for (action, generator, state), count in search.scenarios.items():
             self.search_scenarios.labels(action, generator, state).inc(count)
         for action, count in search.filtered.items():
-            self.filtered.labels(action).inc(count)
+            self.filtered.inc((action,), count)
         for action, count in search.budget_exhausted.items():
             self.search_exhausted.labels(action).inc(count)
         for action, generator, result, seconds in search.durations:
@@ -143,11 +168,94 @@ class SchedulerMetrics:
             self.generator_budget.labels(generator).set(seconds)
 
 
+class ExactCounter:
+    """A counter exposed under exactly its name, as KAI's Go client exposes its counters whose names have no
+    ``_total`` (``kai_podgroups_scheduled_by_action``): prometheus_client would add one, and KAI's dashboards and
+    alerts would find nothing. The text format names a counter's samples ``<name>_total``, so it is exposed untyped
+    (``rate()`` reads it as any counter)."""
+
+    def __init__(self, name: str, doc: str, labels: tuple[str, ...], registry: CollectorRegistry) -> None:
+        self.name, self.doc, self.labels = name, doc, labels
+        self._values: dict[tuple[str, ...], float] = {}
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def inc(self, labels: tuple[str, ...], amount: float = 1.0) -> None:
+        with self._lock:
+            self._values[labels] = self._values.get(labels, 0.0) + amount
+
+    def collect(self) -> Iterator[UnknownMetricFamily]:
+        family = UnknownMetricFamily(self.name, self.doc, labels=self.labels)
+        with self._lock:
+            values = sorted(self._values.items())
+        for labels, value in values:
+            family.add_metric(list(labels), value)
+        yield family
+
+
+class LastCycle:
+    """What the last cycle saw, served as gauges at scrape time: the podgroups it left pending, by queue and by the
+    kind of their headline reason (``kai explain``'s), and each node's GPUs and the GPUs its pods hold. Computed at
+    the end of the cycle (one pass over the pending podgroups, array copies for the nodes) and swapped in whole, so a
+    scrape never sees half of a cycle, and a node or reason gone is gone from the next scrape."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._pending: Mapping[tuple[str, str], int] = {}
+        self._nodes: tuple[list[str], list[float], list[float]] = ([], [], [])
+
+    def observe(self, ssn: Session) -> None:
+        pending: Tally[tuple[str, str]] = Tally()
+        queues, jobs, invalid = ssn.queues, ssn.jobs, ssn.cluster.unschedulable_jobs
+        for key, waiting in ssn.result.unschedulable.items():
+            job = jobs.get(key) or invalid.get(key)
+            named = job.queue if job is not None else ""
+            queue = queues.get(named)
+            reason = waiting.reasons[0].kind if waiting.reasons else ReasonKind.UNKNOWN
+            pending[(queue.name if queue is not None else named, str(reason))] += 1
+        table = ssn.cluster.nodes
+        gpus, held = table.gpu_use()
+        self._pending = pending
+        self._nodes = ([info.name for info in table.infos], gpus.tolist(), held.tolist())
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        pending = GaugeMetricFamily(
+            f"{self.namespace}_pending_podgroups",
+            "Podgroups the last scheduling cycle left pending, by queue and the kind of their headline reason",
+            labels=("queue_name", "reason"),
+        )
+        for (queue, reason), count in sorted(self._pending.items()):
+            pending.add_metric([queue, reason], count)
+        yield pending
+        names, gpus, held = self._nodes
+        allocatable = GaugeMetricFamily(
+            f"{self.namespace}_node_allocatable_gpus", "GPUs of each node the scheduler sees", labels=("node",)
+        )
+        allocated = GaugeMetricFamily(
+            f"{self.namespace}_node_allocated_gpus",
+            "GPUs held by pods on each node (a shared GPU counts the part of its memory held)",
+            labels=("node",),
+        )
+        for name, total, used in zip(names, gpus, held, strict=True):
+            allocatable.add_metric([name], total)
+            allocated.add_metric([name], used)
+        yield allocatable
+        yield allocated
+
+
 class BinderMetrics:
-    """controller-runtime's reconcile counters for KAI's ``bindrequest`` controller: one per bind attempt, by
-    outcome (``success`` or ``error``), so retries can be counted and alerted on as for KAI."""
+    """controller-runtime's reconcile metrics for KAI's ``bindrequest`` controller: one reconcile per bind attempt, by
+    outcome (``success`` or ``error``), and its duration, so retries, failures and bind latency can be graphed and
+    alerted on as for KAI. As controller-runtime does, every series starts at 0, so a binder that never failed still
+    answers ``rate(controller_runtime_reconcile_errors_total[5m])`` with 0 rather than no data."""
 
     CONTROLLER = "bindrequest"
+    RESULTS = ("error", "requeue", "requeue_after", "success")
+    TIME_BUCKETS_S = (
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+        1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+    )  # fmt: skip
+    """controller-runtime's buckets of controller_runtime_reconcile_time_seconds."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reconciles = Counter(
@@ -162,13 +270,26 @@ class BinderMetrics:
             ("controller",),
             registry=registry,
         )
+        self.time = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ("controller",),
+            registry=registry,
+            buckets=self.TIME_BUCKETS_S,
+        )
+        for result in self.RESULTS:
+            self.reconciles.labels(self.CONTROLLER, result)
+        self.errors.labels(self.CONTROLLER)
+        self.time.labels(self.CONTROLLER)
 
-    def succeeded(self) -> None:
+    def succeeded(self, seconds: float) -> None:
         self.reconciles.labels(self.CONTROLLER, "success").inc()
+        self.time.labels(self.CONTROLLER).observe(seconds)
 
-    def failed(self) -> None:
+    def failed(self, seconds: float) -> None:
         self.reconciles.labels(self.CONTROLLER, "error").inc()
         self.errors.labels(self.CONTROLLER).inc()
+        self.time.labels(self.CONTROLLER).observe(seconds)
 
 
 class RestClientMetrics:

@@ -434,6 +434,20 @@ class NodeTable:
                 memory += released
         return gpus, memory
 
+    def gpu_use(self) -> tuple[Vector, Vector]:
+        """Per node (column): its GPUs and the GPUs its pods hold, both counting MIG slices as GPUs and a shared
+        GPU as the part of its memory its pods hold (a copy: the table goes on changing)."""
+        gpus = self.allocatable[GPU_ROW].copy()
+        held = self.used[GPU_ROW].copy()
+        for row, portion in self.mig_rows:
+            gpus += portion * self.allocatable[row]
+            held += portion * self.used[row]
+        for column in self.shared_columns:
+            info = self.infos[column]
+            if info.gpu_memory_mib > 0:
+                held[column] += sum(info.shared.used.values()) / info.gpu_memory_mib
+        return gpus, held
+
     def shared_fit_counts(self, task: TaskInfo) -> npt.NDArray[np.float64]:
         """Per node, how many GPU groups already in use could also hold this shared request."""
         counts = np.zeros(len(self.infos))

@@ -197,3 +197,23 @@ def test_the_verdict_counts_errors_only() -> None:
     report.print_table(broken, console)
     text = console.export_text()
     assert "default-queues │ error   │ c" in text and text.rstrip().endswith("unhealthy: 1 errors, 1 warnings")
+
+
+def test_each_component_must_have_a_scrape_target_that_is_up():
+    up = [
+        ({"job": "binder", "namespace": "kai-scheduler", "pod": "binder-1"}, 1.0),
+        ({"job": "queue-controller", "pod": "queue-controller-1"}, 0.0),
+        ({"job": "kai-scheduler-default", "pod": "a"}, 0.0),
+        ({"job": "kai-scheduler-default", "pod": "b"}, 1.0),
+        ({"job": "node-exporter"}, 1.0),
+    ]
+    found = checks.scraped(["queue-controller", "binder", "kai-scheduler-default", "pod-grouper"], up, "P")
+    assert [(f.level, f.message.split(":")[0]) for f in found] == [
+        ("ok", "binder"),
+        ("ok", "kai-scheduler-default"),
+        ("error", "pod-grouper"),
+        ("error", "queue-controller"),
+    ]
+    assert found[1].message == "kai-scheduler-default: scraped by P, 1/2 targets up"
+    assert "no scrape target in P: no ServiceMonitor selects it" in found[2].message
+    assert "0/1 scrape targets up in P: its last scrape failed" in found[3].message
