@@ -3,9 +3,12 @@ prints it.
 
 For a podgroup: its pods and what the cycle did with each, KAI's reason and messages, the typed reasons (most
 decisive first) and the nearest fix, its place in line (in its queue, its queue among its siblings, up to the top,
-and in the whole cluster), an estimated start where one can be known, and what the last cycles did for it.
+and in the whole cluster), an estimated start where one can be known, what the last cycles did for it, and who
+last evicted its pods, why and when (the scheduler's record on the PodGroup).
 """
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from kai.components.insight.inspect import Inspection
@@ -13,9 +16,11 @@ from kai.components.insight.workload_podgroups import workload_kind, workload_po
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.history import outcome
 from kai.core.cycle import typed_reasons
+from kai.core.model import names
+from kai.core.model.meta import parse_time
 from kai.core.state.pod_status import ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
-from kai.core.state.reason_text import as_json, describe_fix, fix_json
+from kai.core.state.reason_text import as_json, describe_fix, fix_json, when
 from kai.core.state.reasons import FixKind, Reason, invalid_object, pipelined
 from kai.core.state.task import TaskInfo
 
@@ -180,7 +185,27 @@ def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None
         "position": _position(ins, opened),
         "estimatedStart": _start(state, fix, now),
         "lastCycles": _last_cycles(ins, job.key, history),
+        "lastEviction": last_eviction(ins.cluster.get("PodGroup", job.key), now),
     }
+
+
+def last_eviction(podgroup: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
+    """The scheduler's record of the podgroup's last eviction (who, why, when), with kai's sentence for it; None
+    when it has none (or one kai cannot read)."""
+    annotations = ((podgroup or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        record = json.loads(annotations.get(names.EVICTION_RECORD_ANNOTATION, ""))
+        at = parse_time(record["at"], "PodGroup", names.EVICTION_RECORD_ANNOTATION)
+    except (ValueError, KeyError, TypeError):
+        return None
+    by = f" for {record['by']}" if record.get("by") else ""
+    why = f": {record['why']}" if record.get("why") else ""
+    pods = record.get("pods", 0)
+    suspended = f"; {record['suspended']} suspended" if record.get("suspended") else ""
+    text = (
+        f"evicted at {when(at, now)} by {record.get('action', '?')}{by}{why} ({pods} pod{'s' * (pods != 1)}){suspended}"
+    )
+    return {**record, "at": at, "text": text}
 
 
 def _own(reason: Reason | None, podgroup_reasons: list[Reason]) -> Reason | None:
