@@ -19,21 +19,23 @@ last-eviction time.
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kai.cluster.port import ClusterClient, ClusterError, EvictionRefused
 from kai.components.shared.parallel import Writes
 from kai.core.framework.decisions import Eviction
 from kai.core.model import names
 from kai.core.model.meta import format_time
-from kai.core.model.objects import OwnerRef
+from kai.core.model.objects import OwnerRef, recent_evictions
 from kai.core.model.suspension import record, suspend_patch
 
 log = logging.getLogger(__name__)
 EventFn = Callable[[str, str, str, str, str], None]
 """(kind, key, type, reason, message): the writer's event recorder."""
 MINUTE_S = 60.0
+RECORD = names.EVICTION_RECORD_ANNOTATION
 
 
 @dataclass
@@ -181,6 +183,10 @@ class Evictor:
         annotations: dict[str, dict[str, str | None]] = {}
         for key, group in by_podgroup.items():
             first = group[0]
+            earlier = recent_evictions(
+                _annotations(self.cluster.get("PodGroup", key)).get(names.EVICTION_RECORD_ANNOTATION, "")
+            )
+            recent = [[format_time(at), pods] for at, pods in earlier if at > now - MINUTE_S]
             entry = {
                 "at": format_time(now),
                 "action": first.action,
@@ -188,6 +194,7 @@ class Evictor:
                 "why": first.why,
                 "pods": len(group),
                 "suspended": _workload(first.suspend) if key in sent.suspended else "",
+                "recent": [*recent, [format_time(now), len(group)]],
             }
             annotations[key] = {names.EVICTION_RECORD_ANNOTATION: json.dumps(entry)}
             if key in last_eviction:
@@ -204,6 +211,10 @@ def _decisions(evictions: list[Eviction]) -> list[list[Eviction]]:
     for eviction in evictions:
         units.setdefault((eviction.action, eviction.evictor or eviction.podgroup_key), []).append(eviction)
     return list(units.values())
+
+
+def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return ((obj or {}).get("metadata") or {}).get("annotations") or {}
 
 
 def _annotation(key: str, value: str | None) -> dict[str, object]:

@@ -76,6 +76,8 @@ class DecisionWriter:
         self.writes = writes or Writes()
         self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
         self.evictor = Evictor(cluster, self._event, now, through_eviction_api)
+        self._resumed: set[str] = set()
+        """Podgroups whose workload this writer resumed and whose pods are not back yet (the cache may lag)."""
         self._conditioned: set[str] = set()
         """PodGroups whose stored status has scheduling conditions (kept from watch events)."""
         self._settled_as: dict[tuple[str, str], _Condition] = {}
@@ -119,7 +121,8 @@ class DecisionWriter:
         writes.each("bind", [b for b in result.binds if not is_stand_in(b.pod_key)], self._bind_request)
         self.evictor.send(result.evictions, result.last_eviction, writes)
         resumed = {b.podgroup_key for b in result.binds} | {p.podgroup_key for p in result.pipelined}
-        writes.each("resume", sorted(k for k in resumed if _suspended(jobs.get(k))), lambda k: self._resume(jobs[k]))
+        resuming = sorted(k for k in resumed - self._resumed if _suspended(jobs.get(k)))
+        writes.each("resume", resuming, lambda k: self._resume(jobs[k]))
         writes.each("resumed", [k for k, job in jobs.items() if _back(job)], self._forget_suspension)
         writes.each("ungate", result.ungated, self._ungate)
         writes.each(
@@ -216,6 +219,8 @@ class DecisionWriter:
         if current is None or not is_suspended(owner.api_version, owner.kind, current):
             return
         self.cluster.patch_merge(owner.kind, f"{job.namespace}/{owner.name}", patch)
+        with self._lock:
+            self._resumed.add(job.key)
         self._event("PodGroup", job.key, "Normal", "Resumed", f"{owner.kind} {owner.name} resumed: its pods fit again")
 
     def _forget_suspension(self, key: str) -> None:

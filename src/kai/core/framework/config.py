@@ -10,7 +10,7 @@ from typing import Any
 
 from kai.core.framework.usage.usage_config import UsageDBConfig, parse_usage_db_config
 from kai.core.model import names
-from kai.core.model.duration import parse_duration
+from kai.core.model.duration import format_duration, parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
@@ -137,6 +137,15 @@ class DisruptionConfig:
     @property
     def capped(self) -> bool:
         return bool(self.per_cycle or self.per_minute)
+
+    def document(self) -> dict[str, Any]:
+        """The ``disruption`` section that parses back to this (what a snapshot or ``/get-cycles`` carries)."""
+        return {
+            "podDisruptionBudgets": self.pod_disruption_budgets,
+            "evictionBudget": {"perCycle": self.per_cycle, "perMinute": self.per_minute},
+            "preemptionPolicy": self.preemption_policy,
+            "queueAdmissionReservation": format_duration(self.admission_reservation_s),
+        }
 
 
 @dataclass(frozen=True, slots=True)

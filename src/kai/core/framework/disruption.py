@@ -29,12 +29,13 @@ from kai.core.state.task import TaskInfo
 
 EVICTED = frozenset({PodStatus.RELEASING, PodStatus.PIPELINED})
 """A victim's status once a scenario evicts it (re-placed elsewhere, it is still evicted and made again there)."""
+MINUTE_S = 60.0
 MULTIPLE = "<several>"
 """The budget a pod covered by more than one PDB is charged to: none is allowed (the API refuses such a pod)."""
 
 
 class Disruption:
-    def __init__(self, cluster: ClusterInfo, config: DisruptionConfig) -> None:
+    def __init__(self, cluster: ClusterInfo, config: DisruptionConfig, now: float = 0.0) -> None:
         self.cluster = cluster
         budgets = cluster.disruption_budgets if config.pod_disruption_budgets else {}
         self.by_namespace: dict[str, list[DisruptionBudget]] = {}
@@ -47,7 +48,7 @@ class Disruption:
         if config.per_cycle:
             self.caps.append(("cycle", config.per_cycle, config.per_cycle))
         if config.per_minute:
-            left = max(0, config.per_minute - cluster.recent_evictions)
+            left = max(0, config.per_minute - max(cluster.recent_evictions, _recorded(cluster, now)))
             self.caps.append(("minute", config.per_minute, left))
         self.active = bool(self.by_namespace or self.caps)
         """Whether anything limits evictions (else every check below passes without looking)."""
@@ -162,6 +163,12 @@ class Disruption:
                 self.allowed[key] -= 1
         self.caps = [(window, cap, max(0, left - count)) for window, cap, left in self.caps]
 
+    def skipped_like(self, job: PodGroupInfo, failed: PodGroupInfo) -> None:
+        """A job not tried because one like it failed: what kept that one from evicting keeps it too."""
+        note = self.notes.get(failed.key)
+        if note is not None:
+            self.notes[job.key] = note
+
     def wait_reasons(self, job: PodGroupInfo, found: Sequence[Reason]) -> list[Reason]:
         note = self.notes.get(job.key)
         return [note] if note is not None else []
@@ -180,6 +187,13 @@ class Disruption:
         if any(task.status in ACTIVE_ALLOCATED for task in job.tasks.values()):
             return None
         return owner
+
+
+def _recorded(cluster: ClusterInfo, now: float) -> int:
+    """Pods evicted in the minute before ``now`` as the PodGroups' eviction records tell (what a scheduler that
+    restarted, or ``kai explain``, knows of them)."""
+    jobs = [*cluster.jobs.values(), *cluster.unschedulable_jobs.values()]
+    return sum(pods for job in jobs for at, pods in job.podgroup.recent_evictions if now - MINUTE_S < at <= now)
 
 
 class Protected:

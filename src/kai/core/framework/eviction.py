@@ -155,7 +155,9 @@ def run_solver_action(
         if eligible is not None and not eligible(job):
             continue
         failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
-        if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
+        like = failed.no_easier_than(job) if ssn.config.use_scheduling_signatures else None
+        if like is not None:
+            ssn.disruption.skipped_like(job, like)
             continue
         if _blocked_for_good(ssn, job):
             continue

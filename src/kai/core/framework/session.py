@@ -135,7 +135,7 @@ class Session:
         structures kept across commits read to catch up (``job_index``)."""
         self.order_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         """Each session job's order key (``job_queue.order_key``), with the job's ``status_version`` it holds for."""
-        self.disruption = Disruption(cluster, config.disruption)
+        self.disruption = Disruption(cluster, config.disruption, now)
         """PodDisruptionBudgets and the eviction budget: what the session may still evict (kai's)."""
         if self.disruption.by_namespace:
             self.reclaim_victim_filters.append(Protected(self.disruption, "reclaim"))

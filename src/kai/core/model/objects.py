@@ -4,6 +4,7 @@ Each ``parse_*`` reads only the fields the scheduler needs (DESIGN.md §7) and r
 object, the field and what is allowed. Units are the scheduler's: millicores, bytes, GPU devices, POSIX seconds.
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from kai.core.model.meta import (
     number,
     object_ref,
     optional_time,
+    parse_time,
     sequence,
     string,
 )
@@ -479,6 +481,9 @@ class PodGroup:
     """Its ``kai.scheduler/eviction-strategy`` annotation (``suspend``, ``delete``; "": its queue's)."""
     suspended_pods: str = ""
     """kai's ``kai.scheduler/suspended-pods`` record (JSON) while the scheduler keeps its workload suspended."""
+    recent_evictions: tuple[tuple[float, int], ...] = ()
+    """(time, pods) of the scheduler's evictions of its pods in the minute before the last (its eviction record):
+    the per-minute eviction budget counts them, whoever looks (a restarted scheduler, ``kai explain``)."""
     warnings: tuple[InvalidObject, ...] = ()
 
     @property
@@ -585,8 +590,21 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         owner=_owner(raw, obj),
         eviction_strategy=eviction_strategy(annotations, obj, warnings),
         suspended_pods=annotations.get(names.SUSPENDED_PODS_ANNOTATION, ""),
+        recent_evictions=recent_evictions(annotations.get(names.EVICTION_RECORD_ANNOTATION, "")),
         warnings=tuple(warnings),
     )
+
+
+def recent_evictions(record: str) -> tuple[tuple[float, int], ...]:
+    """The ``recent`` evictions of kai's eviction record; () when there is none kai can read (the record is kai's:
+    an unreadable one only loses the per-minute budget those evictions)."""
+    if not record:
+        return ()
+    try:
+        entries = json.loads(record).get("recent") or []
+        return tuple((parse_time(at, "", ""), int(pods)) for at, pods in entries)
+    except (ValueError, TypeError, AttributeError):
+        return ()
 
 
 def _check_subgroup_cycles(subgroups: list[SubGroupSpec], obj: str) -> None:

@@ -100,8 +100,23 @@ def test_each_eviction_is_told_with_who_and_why_and_recorded_on_its_podgroup() -
         "why": "team-vision over its fair share by 2 GPUs",
         "pods": 1,
         "suspended": "",
+        "recent": [["2026-01-01T00:00:00Z", 1]],
     }
     assert annotations[names.LAST_EVICTION_ANNOTATION] == "2026-01-01T00:00:00Z"
+
+
+def test_the_record_keeps_the_minutes_evictions_for_the_per_minute_budget_whoever_looks() -> None:
+    made = cluster(5, gpu_pod("v0", "team-vision", on="n1"))
+    now = [0.0]
+    sending = Evictor(made, Events(), lambda: now[0], True)
+    for at in (0.0, 30.0, 70.0):
+        now[0] = at
+        made.create("Pod", gpu_pod(f"again-{int(at)}", "team-vision", on="n1"))
+        sending.send([eviction(f"again-{int(at)}", podgroup="ns/pg-v0")], {}, Writes())
+    pg = made.get("PodGroup", "ns/pg-v0")
+    assert pg is not None
+    record = json.loads(pg["metadata"]["annotations"][names.EVICTION_RECORD_ANNOTATION])
+    assert record["recent"] == [["1970-01-01T00:00:30Z", 1], ["1970-01-01T00:01:10Z", 1]]  # 0s is out of the minute
 
 
 def test_with_pdbs_off_pods_are_deleted_as_kai_does() -> None:

@@ -44,3 +44,8 @@ def test_kais_own_actions_are_accepted_by_name() -> None:
         "ungate",
         "overlimiteviction",
     )
+
+
+def test_the_section_written_out_reads_back_the_same() -> None:
+    config = parse_config({"disruption": {"evictionBudget": {"perMinute": 7}, "queueAdmissionReservation": "90s"}})
+    assert parse_config({"disruption": config.disruption.document()}).disruption == config.disruption

@@ -3,10 +3,12 @@ at most the eviction budget per cycle and per minute, and no evictions for a pod
 ``preemptionPolicy: Never``. Run on the embedded cluster, whose eviction subresource judges PDBs as the API server
 does and whose disruption-controller stand-in keeps their status."""
 
+import json
 from typing import Any
 
 from sim_support import gpu_pod, node, pdb, phases, queue, simulation, step
 
+from kai.core.model import names
 from kai.core.state.reasons import ReasonKind
 
 VISION = {"app": "vision"}
@@ -91,6 +93,31 @@ def test_the_per_minute_budget_counts_what_the_last_minute_evicted() -> None:
     sim = simulation(reclaim_world(), {"disruption": {"evictionBudget": {"perMinute": 2}}}, period_s=20.0)
     evicted = [len(step(sim).session.result.evictions) for _ in range(5)]
     assert evicted == [2, 0, 0, 1, 0]  # cycles at 0s, 20s, 40s, 60s: the first two are out of the window at 60s
+
+
+def test_the_per_minute_budget_also_counts_the_evictions_the_podgroups_records_tell_after_a_restart() -> None:
+    objects = reclaim_world()
+    record = {"recent": [["1970-01-01T00:00:00Z", 2]]}
+    objects.append(
+        {
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "earlier",
+                "namespace": "ns",
+                "annotations": {names.EVICTION_RECORD_ANNOTATION: json.dumps(record)},
+            },
+            "spec": {"queue": "team-vision"},
+        }
+    )
+    sim = simulation(objects, {"disruption": {"evictionBudget": {"perMinute": 3}}}, period_s=20.0)
+    assert [len(step(sim).session.result.evictions) for _ in range(4)] == [1, 0, 0, 2]
+
+
+def test_a_reclaimer_not_tried_because_one_like_it_failed_is_told_the_same_reason() -> None:
+    session = step(simulation(reclaim_world(minAvailable=4))).session
+    notes = {key: note.kind for key, note in session.disruption.notes.items()}
+    assert len(notes) == 3 and set(notes.values()) == {ReasonKind.DISRUPTION_BUDGET}
 
 
 def test_a_stale_gang_is_evicted_in_parts_the_budget_allows() -> None:
