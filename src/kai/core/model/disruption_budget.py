@@ -4,7 +4,9 @@ may be disrupted now.
 The API server's eviction subresource refuses an eviction its PDB does not allow, and it judges by the PDB's status
 (``disruptionsAllowed``, which kube-controller-manager's disruption controller keeps, less the pods it has let go
 since: ``disruptedPods``). The scheduler reads the same status, so the victims it chooses are the ones the API
-server will let go. ``spec`` is kept for the simulator's stand-in of that controller and for messages.
+server will let go. ``spec`` is kept for the simulator's stand-in of that controller and for messages. The scheduler
+counts every running victim against its PDB, also one not ready, which the API server may let go regardless
+(``unhealthyPodEvictionPolicy``): it errs on the PDB's side.
 """
 
 from collections.abc import Mapping
@@ -30,9 +32,7 @@ class DisruptionBudget:
     """Pod names the API server let go that the controller has not seen go yet: already counted."""
     current_healthy: int = 0
     desired_healthy: int = 0
-    expected_pods: int = 0
-    unhealthy_always_allowed: bool = False
-    """``unhealthyPodEvictionPolicy: AlwaysAllow``: a pod not ready is evicted whatever the budget."""
+    """What the status says: the API server's refusal quotes them."""
 
     @property
     def key(self) -> str:
@@ -85,6 +85,4 @@ def parse_disruption_budget(raw: Raw) -> DisruptionBudget:
         disrupted_pods=frozenset(str(name) for name in disrupted),
         current_healthy=integer(status, "currentHealthy", obj, "status.currentHealthy", 0) or 0,
         desired_healthy=integer(status, "desiredHealthy", obj, "status.desiredHealthy", 0) or 0,
-        expected_pods=integer(status, "expectedPods", obj, "status.expectedPods", 0) or 0,
-        unhealthy_always_allowed=spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow",
     )

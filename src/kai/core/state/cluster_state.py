@@ -182,7 +182,7 @@ class ClusterState:
                 for podgroup_key in {podgroup_before, self._podgroup_of_pod.get(key)} - {None}:
                     self._sync_stand_ins(str(podgroup_key))
         elif kind == "PodGroup":
-            for pod_key in list(self._pods_by_podgroup.get(key, ())):
+            for pod_key in self._pods_by_podgroup.get(key, ()):
                 self._check_podgroup_of(pod_key)
             parsed_group = store.get(key)
             if parsed_group is not None and parsed_group.suspended_pods:
@@ -239,6 +239,8 @@ class ClusterState:
     def _sync_stand_ins(self, podgroup_key: str) -> None:
         """A suspended workload's stand-in pods exist while its PodGroup has the record and none of its own pods is
         alive; its real pods, once back, replace them."""
+        if podgroup_key not in self._suspended and podgroup_key not in self._stand_ins:
+            return  # nearly every podgroup: nothing to look at
         wanted = self._suspended.get(podgroup_key, [])
         real_alive = any(
             not is_stand_in(pod_key) and pod.phase not in ("Succeeded", "Failed")
