@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit e2e e2e-loop lint typecheck contracts controlplane testcluster monitoring bench image clean
+.PHONY: run test unit properties e2e e2e-loop lint typecheck contracts controlplane testcluster monitoring bench image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -14,14 +14,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/kai simulate examples/department.yaml
+	$(BIN)/kai simulate examples/research
 
 # Everything: static checks, then the tests that need no cluster, then the real control plane.
-test: $(STAMP) lint typecheck contracts unit e2e
+test: $(STAMP) lint typecheck contracts unit properties e2e
 
-# The inner loop: unit, conformance and property tests (no control plane), in under a minute.
+# The inner loop: unit, conformance and the quick property tests (no control plane); README says how long it takes.
 unit: $(STAMP)
-	$(BIN)/pytest -n 2 -q tests/unit tests/conformance tests/properties
+	$(BIN)/pytest -n 2 -q -m "not slow" tests/unit tests/conformance tests/properties
+
+# The property tests at full example counts (marked slow): many cycles, single cycles, junk input.
+properties: $(STAMP)
+	$(BIN)/pytest -n 2 -q -m slow tests/properties
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench hack

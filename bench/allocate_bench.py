@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.shared.metrics import SchedulerMetrics
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 

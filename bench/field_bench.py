@@ -41,7 +41,8 @@ from prometheus_client import CollectorRegistry
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.shared.metrics import SchedulerMetrics
-from kai.core.framework.config import SearchBudgets, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SearchBudgets
 from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time
 

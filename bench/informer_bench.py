@@ -54,7 +54,7 @@ from kai.cluster.kube.errors import ApiError  # noqa: E402
 from kai.components.controllers import default_queue  # noqa: E402
 from kai.components.runtime.loops import RuntimeOptions, run  # noqa: E402
 from kai.components.scheduler.loop import SchedulerLoop  # noqa: E402
-from kai.components.shared.kinds import kinds_for  # noqa: E402
+from kai.components.shared.components import kinds_for  # noqa: E402
 from kai.core.model import names  # noqa: E402
 
 GPUS_PER_NODE = 8

@@ -22,7 +22,7 @@ from controlplane import ControlPlane, find_binaries, install_crds, start  # noq
 
 from kai.cluster.kube import KubeCluster  # noqa: E402
 from kai.components.runtime.loops import RuntimeOptions, run  # noqa: E402
-from kai.components.shared.kinds import kinds_for  # noqa: E402
+from kai.components.shared.components import kinds_for  # noqa: E402
 
 JOB_PODS, DEPLOYMENTS, REPLICAS = 1000, 100, 10
 CONTAINERS = [{"name": "main", "image": "busybox"}]

@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.framework.decisions import CycleResult
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState

@@ -17,3 +17,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"conformance (KAI v0.17.0 and later scenarios): {passed} scenarios pass, {known} listed as known failures"
         )
+
+
+@pytest.fixture(autouse=True)
+def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands' output as in a pipe (200 columns), whatever width the test runner has (xdist's workers say 80):
+    a test of another width sets ``COLUMNS`` or ``--width`` itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)

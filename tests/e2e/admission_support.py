@@ -84,12 +84,7 @@ def serving(cp: ControlPlane, tmp_path: Path, *extra: str) -> Iterator[Admission
             print(server.log.read_text())
 
 
-CONFIGURATIONS = (
-    ("mutatingwebhookconfiguration", webhooks.MUTATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.VALIDATING_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.QUEUE_CONFIGURATION),
-    ("validatingwebhookconfiguration", webhooks.PODGROUP_CONFIGURATION),
-)
+CONFIGURATIONS = tuple((kind.lower(), name) for name, kind in webhooks.CONFIGURATIONS.items())
 
 
 PROBE = "resources must be specified"

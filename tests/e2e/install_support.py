@@ -32,6 +32,9 @@ from kai_support import Kai, kubectl_json
 from kube.kube_support import wait_until
 from testcluster import Kwok, find_part
 
+from kai.components.admission import webhooks
+from kai.components.operator.workloads import COMPONENTS as DEPLOYED
+
 NAMESPACE = "kai-scheduler"
 CHART = REPO / "deploy" / "helm" / "kai-scheduler"
 HOOK_NODE = "kai-hooks"
@@ -234,7 +237,8 @@ class Judged:
 
 # ------------------------------------------------------------------------------------------- the install
 
-COMPONENTS = ("binder", "pod-grouper", "podgroup-controller", "queue-controller")
+COMPONENTS = tuple(component.operand for component in DEPLOYED if component.name != "admission")
+"""The Deployments the operator renders that run on the host here (admission is served apart)."""
 SCHEDULER = "kai-scheduler-default"
 CHART_OWNED = (
     *(("priorityclass", name, "") for name in ("train", "build-preemptible", "build", "inference")),
@@ -243,12 +247,7 @@ CHART_OWNED = (
 )
 """Cluster objects the chart makes that other e2e tests may have applied before (adopted by the release, as Helm
 documents for existing objects)."""
-WEBHOOKS = (
-    ("mutatingwebhookconfiguration", "mutating-kai-admission"),
-    ("validatingwebhookconfiguration", "validating-kai-admission"),
-    ("validatingwebhookconfiguration", "kai-queue-validation-v2"),
-    ("validatingwebhookconfiguration", "kai-podgroup-validation-v2alpha2"),
-)
+WEBHOOKS = tuple((kind.lower(), name) for name, kind in webhooks.CONFIGURATIONS.items())
 
 
 class Install:

@@ -143,13 +143,18 @@ def kai_all(cp: ControlPlane, log: Path) -> Iterator[Kai]:
             print(process.log.read_text())
 
 
+WIDE = {**os.environ, "COLUMNS": "200"}
+"""The environment of a kai command whose text a test reads: its tables 200 columns wide (pytest hands its children
+the width of its own terminal in ``COLUMNS``)."""
+
+
 def kai_cli(cp: ControlPlane, kai: Kai, *args: str) -> str:
     """A kai command against the test cluster and the running scheduler, as a user types it; its stdout."""
     argv = [
         sys.executable, "-m", "kai", *args, f"--kubeconfig={cp.kubeconfig_path}",
         f"--scheduler-address=127.0.0.1:{kai.plugin_port}",
     ]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, check=False, env=WIDE)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr
     return done.stdout

@@ -54,10 +54,12 @@ from kai_support import PRIORITY_CLASSES, Kai, gpu_pod, queue, wait_until
 from kube.kube_support import wait_until as poll
 from testcluster import Kwok
 
+from kai.components.shared.components import IN_ALL
+
 NODES = 12
 """96 GPUs: room for both waves (about 76 GPUs) with a node cordoned."""
 ETCD_OUTAGE_S = 15.0
-COMPONENTS = ("scheduler", "binder", "podgrouper", "controllers")
+COMPONENTS = IN_ALL
 MERGE_PATCH = "application/merge-patch+json"
 DELETED_REQUESTS = 6
 """How many BindRequests (or their pods) a drill deletes as they are made."""

@@ -25,7 +25,7 @@ from testcluster import Part
 
 from kai.cluster.kube import KubeCluster
 from kai.components.runtime.loops import RuntimeOptions, run
-from kai.components.shared.kinds import kinds_for
+from kai.components.shared.components import kinds_for
 
 REPO = Path(__file__).resolve().parents[2]
 QUEUE = "kai.scheduler/queue"

@@ -5,8 +5,8 @@ included), PodDisruptionBudgets over running jobs, between cycles; each cycle th
 workload controllers on the embedded cluster), with an eviction budget per cycle and per minute drawn at the start
 and, half the time, ``overlimiteviction``.
 
-After every cycle the single-cycle invariants hold (DESIGN.md §6: no node over its resources or a GPU over its
-memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
+After every cycle the single-cycle invariants hold (docs/architecture.md §6: no node over its resources or a GPU
+over its memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
 their queue's quota), no more pods are evicted than the eviction budget allows, the API's eviction subresource
 never refuses an eviction (the scheduler chose within the PDBs), and no pod is lost (a pod made is there, or its
 suspended Job keeps it); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node

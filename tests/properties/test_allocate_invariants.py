@@ -1,4 +1,4 @@
-"""Hypothesis-generated clusters: whatever the cluster, a cycle never breaks KAI's invariants (DESIGN.md §6).
+"""Hypothesis-generated clusters: whatever the cluster, a cycle never breaks KAI's invariants (docs/architecture.md §6).
 
 - no node gets more CPU, memory, GPUs or pods than it has: what is bound or running fits its idle resources, and
   what waits for releasing pods (pipelined) fits what those pods free;
@@ -9,6 +9,7 @@
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.snapshot import take_snapshot
+
+pytestmark = pytest.mark.slow  # run by `make test` (`make properties`), not by `make unit`
 
 CONFIG = SchedulerConfig()
 

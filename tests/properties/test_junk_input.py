@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from kai.components.sim.runner import run_scenario
 from kai.components.sim.scenario import ScenarioError, load_scenario
 
+pytestmark = pytest.mark.slow  # run by `make test` (`make properties`), not by `make unit`
+
 _UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 _CONTAINER = {"name": "main", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {}}}
 TEMPLATES: tuple[dict[str, Any], ...] = (

@@ -1,7 +1,10 @@
 """The cluster state machine (``cluster_machine``) in CI: a few hundred derandomised examples."""
 
+import pytest
 from cluster_machine import ClusterMachine
 from hypothesis import HealthCheck, settings
+
+pytestmark = pytest.mark.slow  # run by `make test` (`make properties`), not by `make unit`
 
 ClusterMachine.TestCase.settings = settings(
     max_examples=200,

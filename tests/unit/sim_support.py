@@ -8,7 +8,7 @@ from typing import Any
 
 from kai.components.sim.runner import CycleRecord, Simulation
 from kai.components.sim.scenario import ClockSpec, Runner, Scenario
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 
 UNLIMITED = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
 QUEUE: dict[str, Any] = {

@@ -16,6 +16,8 @@ MAX_CONCURRENT_RECONCILES = 10
 """KAI's defaults for one component (cmd/*/app/options.go)."""
 
 F = TypeVar("F", bound=Callable[..., object])
+KUBECONFIG_HELP = "Kubeconfig (default: in a pod, its service account; else $KUBECONFIG; else ~/.kube/config)."
+"""Where kai looks without --kubeconfig, in that order (``kai.cluster.kube.kubeconfig.load_config``)."""
 
 
 def rate_limit_options(components: int = 1) -> Callable[[F], F]:

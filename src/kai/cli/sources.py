@@ -9,12 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
+from kai.cli.client_flags import KUBECONFIG_HELP
 from kai.cluster.yamlfile import YamlFileError, read_mapping
-from kai.components.insight.inspect import Inspection, inspect
+from kai.components.insight.inspect import Inspection, Moment, inspect
 from kai.components.insight.live import LiveError, SchedulerSide, connect, read, scheduler_side
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.sim.scenario import Scenario, ScenarioError, load_scenarios
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 
@@ -34,9 +35,7 @@ def source_options(command: F) -> F:
             help="A scenario, manifests (several -f form one cluster) or a snapshot zip, instead of a live cluster.",
         ),
         click.option("--cycles", type=click.IntRange(min=1), help="With -f: cycles to run (default: the file's)."),
-        click.option(
-            "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
-        ),
+        click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP),
         click.option("--context", help="Kubeconfig context."),
         click.option(
             "--scheduler-conf",
@@ -101,16 +100,25 @@ class Source:
         return f"the cluster ({self.context or 'current context'})"
 
     def inspect(self) -> tuple[Inspection, SchedulerSide | None]:
-        """One look: the file's cycles, or one dry cycle over the live cluster."""
+        """One look: the file's cycles (the cluster after them), or one dry cycle over the live cluster (the
+        cluster as it is)."""
         if self.files:
-            return run_inspection(self._file_scenario()), None
+            return run_inspection(self._file_scenario(), Moment.AFTER), None
         side = self.scheduler_side()
         try:
             with connect(self.kubeconfig, self.context, side.config, watch=False) as cluster:
                 scenario = read(cluster, side, self.label)
         except LiveError as error:
             raise click.ClickException(str(error)) from error
-        return run_inspection(scenario), side
+        return run_inspection(scenario, Moment.GIVEN), side
+
+    def config_of(self, ins: Inspection) -> str:
+        """Where the scheduler config of a look came from."""
+        if self.scheduler_conf is not None:
+            return str(self.scheduler_conf)
+        if self.files:
+            return "the input's, else KAI's default"
+        return self.scheduler_side().source
 
     def scheduler_side(self) -> SchedulerSide:
         try:
@@ -120,11 +128,17 @@ class Source:
 
     def _file_scenario(self) -> Scenario:
         runs = load_scenarios(list(self.files), self.cycles)
+        errors = [str(scenario) for _, scenario in runs if isinstance(scenario, ScenarioError)]
+        if errors:
+            raise click.ClickException("\n".join(errors))
         if len(runs) != 1:
-            raise click.ClickException("give one scenario or snapshot, or manifests that together form one cluster")
+            raise click.ClickException(
+                f"give one scenario or snapshot, or manifests that together form one cluster (got {len(runs)}: "
+                + ", ".join(str(path) for path, _ in runs)
+                + ")"
+            )
         scenario = runs[0][1]
-        if isinstance(scenario, ScenarioError):
-            raise click.ClickException(str(scenario))
+        assert isinstance(scenario, Scenario)
         if self.scheduler_conf is not None:
             try:
                 config = parse_config(read_mapping(self.scheduler_conf, "a scheduler config"))
@@ -136,9 +150,9 @@ class Source:
         return scenario
 
 
-def run_inspection(scenario: Scenario) -> Inspection:
+def run_inspection(scenario: Scenario, moment: Moment) -> Inspection:
     try:
-        return inspect(scenario)
+        return inspect(scenario, moment)
     except Exception as error:  # a kai bug: one line for the user, with what is needed to report it
         raise click.ClickException(
             f"kai failed on {scenario.name} ({type(error).__name__}: {error}); please report it"

@@ -11,7 +11,7 @@ from rich.progress import Progress
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_set, read_changes
-from kai.components.sim.whatif.compare import Comparison, compare
+from kai.components.sim.whatif.compare import Assumptions, Comparison, compare
 from kai.components.sim.whatif.report import as_json, print_comparison
 
 DEFAULT_PERIOD_S = 60.0
@@ -36,8 +36,7 @@ def gather_changes(
 def run_what_if(
     scenario: Scenario,
     changes: Changes,
-    period_s: float,
-    default_run_time_s: float | None,
+    assumptions: Assumptions,
     console: Console,
     plot: Path | None,
     json_output: bool = False,
@@ -46,17 +45,10 @@ def run_what_if(
         changed = apply_changes(scenario, changes)
     except ChangeError as error:
         raise click.ClickException(str(error)) from None
-    cycles = scenario.runner.cycles_before_check
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task("simulating base and changed", total=cycles)
+        task = progress.add_task("simulating base and changed", total=assumptions.cycles)
         comparison = compare(
-            scenario,
-            changed,
-            cycles,
-            period_s,
-            default_run_time_s,
-            changes.describe(),
-            lambda done: progress.update(task, completed=done),
+            scenario, changed, assumptions, changes.describe(), lambda done: progress.update(task, completed=done)
         )
     written: list[Path] = []
     if plot is not None:

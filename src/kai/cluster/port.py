@@ -1,4 +1,4 @@
-"""The cluster port (DESIGN.md §3): what components need from a cluster, whatever backs it.
+"""The cluster port (docs/architecture.md §3): what components need from a cluster, whatever backs it.
 
 Objects are plain Kubernetes dicts. ``delete`` of a Pod may be graceful, as in Kubernetes: the pod is marked
 terminating (``deletionTimestamp``) and disappears once its node lets it go. ``subscribe`` delivers every change

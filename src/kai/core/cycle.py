@@ -4,75 +4,18 @@
 podgroups and every unschedulable podgroup with its reason, so "nothing happened" is never silent.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
-from kai.core.actions import allocate, consolidation, overlimiteviction, preempt, reclaim, stalegangeviction, ungate
-from kai.core.framework.config import ENDPOINT_PLUGINS, SchedulerConfig
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
-from kai.core.framework.session import Plugin, Session
-from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
-from kai.core.plugins.elastic import ElasticPlugin
-from kai.core.plugins.gpujoborder import GpuJobOrderPlugin
-from kai.core.plugins.gpupack import GpuPackPlugin
-from kai.core.plugins.gpusharingorder import GpuSharingOrderPlugin
-from kai.core.plugins.gpuspread import GpuSpreadPlugin
-from kai.core.plugins.kubeflow import KubeflowPlugin
-from kai.core.plugins.minruntime import MinRuntimePlugin
-from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
-from kai.core.plugins.nodeplacement import NodePlacementPlugin
-from kai.core.plugins.nominatednode import NominatedNodePlugin
-from kai.core.plugins.numa.plugin import NumaPlugin
-from kai.core.plugins.predicates import PredicatesPlugin
-from kai.core.plugins.priority import PriorityPlugin
-from kai.core.plugins.proportion.plugin import ProportionPlugin
-from kai.core.plugins.ray import RayPlugin
-from kai.core.plugins.resourcetype import ResourceTypePlugin
-from kai.core.plugins.sg_multinodegang import MultiNodeGangPlugin
-from kai.core.plugins.sg_nodelocalgreedy import NodeLocalGreedyPlugin
-from kai.core.plugins.subgrouporder import SubGroupOrderPlugin
-from kai.core.plugins.taskorder import TaskOrderPlugin
-from kai.core.plugins.topology import TopologyPlugin
+from kai.core.framework.session import Session
+from kai.core.registry import ACTIONS, PLUGINS, Runs
 from kai.core.state.fit_errors import NOT_READY, JobFitError, render_detailed, render_short
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.reasons import Reason, ReasonKind, headline_order
 from kai.core.state.snapshot import ClusterInfo
-
-PLUGINS: Mapping[str, Callable[[Mapping[str, Any]], Plugin]] = {
-    "proportion": ProportionPlugin,
-    "predicates": lambda _args: PredicatesPlugin(),
-    "priority": lambda _args: PriorityPlugin(),
-    "gpujoborder": GpuJobOrderPlugin,
-    "elastic": lambda _args: ElasticPlugin(),
-    "kubeflow": lambda _args: KubeflowPlugin(),
-    "ray": lambda _args: RayPlugin(),
-    "taskorder": lambda _args: TaskOrderPlugin(),
-    "subgrouporder": lambda _args: SubGroupOrderPlugin(),
-    "nodeplacement": NodePlacementPlugin,
-    "nodeavailability": lambda _args: NodeAvailabilityPlugin(),
-    "resourcetype": lambda _args: ResourceTypePlugin(),
-    "nominatednode": lambda _args: NominatedNodePlugin(),
-    "numa": NumaPlugin,
-    "gpupack": lambda _args: GpuPackPlugin(),
-    "gpuspread": lambda _args: GpuSpreadPlugin(),
-    "gpusharingorder": lambda _args: GpuSharingOrderPlugin(),
-    "topology": lambda _args: TopologyPlugin(),
-    "dynamicresources": DynamicResourcesPlugin,
-    "minruntime": MinRuntimePlugin,
-    "sg-nodelocalgreedy": lambda _args: NodeLocalGreedyPlugin(),
-    "sg-multinodegang": lambda _args: MultiNodeGangPlugin(),
-}
-ACTIONS: Mapping[str, Callable[[Session], None]] = {
-    allocate.NAME: allocate.execute,
-    consolidation.NAME: consolidation.execute,
-    reclaim.NAME: reclaim.execute,
-    preempt.NAME: preempt.execute,
-    stalegangeviction.NAME: stalegangeviction.execute,
-    overlimiteviction.NAME: overlimiteviction.execute,
-    ungate.NAME: ungate.execute,
-}
 
 
 def open_session(
@@ -80,12 +23,12 @@ def open_session(
 ) -> Session:
     ssn = Session(cluster, config, now, clock)
     for option in config.plugins:
-        factory = PLUGINS.get(option.name)
-        if factory is None:
-            if option.name not in ENDPOINT_PLUGINS:
+        entry = PLUGINS.get(option.name)
+        if entry is None or entry.build is None:
+            if entry is None or entry.runs is not Runs.ENDPOINT:
                 ssn.result.skipped.append(f"plugin {option.name}")
             continue
-        factory(option.arguments).on_session_open(ssn)
+        entry.build(option.arguments).on_session_open(ssn)
     return ssn
 
 
@@ -156,7 +99,7 @@ def run_cycle(
             ssn.result.skipped.append(f"action {name}")
             continue
         started = timer()
-        action(ssn)
+        action.execute(ssn)
         ssn.result.action_ms[name] = (timer() - started) * 1000
     started = timer()
     close_session(ssn)

@@ -46,7 +46,8 @@ def test_over_limit_pod_waits_with_kai_reason() -> None:
     cluster = _cluster()
     worker = cluster.get("Pod", "ml/training-job")
     assert worker is not None
-    worker["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "21"
+    resources = worker["spec"]["containers"][0]["resources"]
+    resources["requests"]["nvidia.com/gpu"] = resources.setdefault("limits", {})["nvidia.com/gpu"] = "21"
     cluster.update("Pod", worker)
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     podgroup = cluster.get("PodGroup", "ml/training-job")
@@ -161,7 +162,8 @@ def test_mark_unschedulable_false_gives_the_event_without_the_condition() -> Non
     assert podgroup is not None and pod is not None
     podgroup["spec"]["markUnschedulable"] = False
     cluster.update("PodGroup", podgroup)
-    pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "21"
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["requests"]["nvidia.com/gpu"] = resources.setdefault("limits", {})["nvidia.com/gpu"] = "21"
     cluster.update("Pod", pod)
     SchedulerLoop(cluster, SchedulerConfig(), clock=lambda: 0.0).run_once()
     pod = cluster.get("Pod", "ml/training-job")

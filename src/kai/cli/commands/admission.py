@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kai.cli.client_flags import rate_limit_options
+from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.components.admission.component import DEFAULT_CERT_DIR, AdmissionError, AdmissionOptions, serve_admission
 from kai.components.admission.settings import DEFAULT_RUNTIME_CLASS, AdmissionSettings
@@ -19,7 +19,7 @@ GO_BOOL: dict[str, Any] = {"is_flag": False, "flag_value": "true", "default": "f
 
 
 @click.command()
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--context", help="Kubeconfig context.")
 @click.option("--scheduler-name", default=names.SCHEDULER_NAME, show_default=True, help="Pods of this scheduler only.")
 @click.option(

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import click
 
-from kai.cli.client_flags import rate_limit_options, reconciles_option
+from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options, reconciles_option
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.cluster.yamlfile import YamlFileError, read_mapping
 from kai.components.runtime.loops import RuntimeOptions
 from kai.components.runtime.serve import ServeError, serve
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.usage import UsageError
+from kai.components.shared.components import COMPONENTS, IN_ALL
 from kai.components.shared.endpoints import EndpointError
-from kai.components.shared.kinds import COMPONENTS
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model import names
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -91,9 +91,7 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
     schedules = "scheduler" in components
 
     @click.command(name=name, help=help_text)
-    @click.option(
-        "--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster)."
-    )
+    @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
     @click.option("--context", help="Kubeconfig context.")
     @click.option(
         "--scheduler-conf",
@@ -186,12 +184,8 @@ def component_command(name: str, components: tuple[str, ...], help_text: str) ->
     return command
 
 
+_ALL = [COMPONENTS[name].operand or name for name in IN_ALL]
 COMMANDS = (
-    component_command("scheduler", ("scheduler",), "Run scheduling cycles and write BindRequests and statuses."),
-    component_command("binder", ("binder",), "Bind pods named by BindRequests."),
-    component_command("controllers", ("controllers",), "Keep Queue and PodGroup status up to date."),
-    component_command("podgrouper", ("podgrouper",), "Create a PodGroup for every ungrouped kai-scheduler pod."),
-    component_command("podgroup-controller", ("podgroup-controller",), "Keep PodGroup status (resources) up to date."),
-    component_command("queue-controller", ("queue-controller",), "Keep Queue status up to date from PodGroup status."),
-    component_command("all", COMPONENTS, "Run the scheduler, binder, controllers and pod-grouper in one process."),
+    *(component_command(c.name, (c.name,), c.help) for c in COMPONENTS.values() if c.loop),
+    component_command("all", IN_ALL, f"Run the {', '.join(_ALL[:-1])} and {_ALL[-1]} in one process."),
 )

@@ -7,6 +7,7 @@ import sys
 import click
 from rich.console import Console
 
+from kai.cli.client_flags import KUBECONFIG_HELP
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import Unreachable
 from kai.cluster.kube.kubeconfig import KubeconfigError, load_config
@@ -28,7 +29,7 @@ class CannotCheck(click.ClickException):
 
 
 @click.command()
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--context", help="Kubeconfig context.")
 @click.option("--namespace", default="kai-scheduler", show_default=True, help="Where kai's Deployments run.")
 @click.option(

@@ -1,7 +1,6 @@
 """``kai explain pod|podgroup|KIND NAME``: why it waits, the nearest fix, its place in line, what the last cycles
 did."""
 
-import json
 import shlex
 from typing import Any
 
@@ -11,9 +10,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from kai.cli.console import console, emit, output_option, width_option
 from kai.cli.sources import Source, source_options
+from kai.cli.view_text import age, n
 from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.insight.live import history
+from kai.components.sim.tables import plain_table
 from kai.core.model import names
 from kai.core.state.reason_text import when
 
@@ -22,11 +24,13 @@ from kai.core.state.reason_text import when
 @click.argument("kind", metavar="pod|podgroup|KIND")
 @click.argument("name")
 @click.option("-n", "--namespace", default="default", show_default=True, help="Namespace (or give NAME as ns/name).")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option("json", "yaml")
+@width_option
 @source_options
-def explain(kind: str, name: str, namespace: str, output: str, **options: Any) -> None:
-    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line,
-    and what the last cycles did for it: from a live cluster (one dry cycle of the real scheduler) or a file (-f).
+def explain(kind: str, name: str, namespace: str, output: str, width: int | None, **options: Any) -> None:
+    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line
+    and what puts it there, since when it waits, and what the last cycles did for it: from a live cluster (as it is;
+    one dry cycle of the real scheduler) or a file (-f; after its cycles, as kai simulate shows it).
 
     KIND is the kind of a workload (job, deployment, statefulset, pytorchjob, raycluster, rayjob, leaderworkerset,
     jobset, …, as kubectl names them): each of its podgroups is explained."""
@@ -46,18 +50,22 @@ def explain(kind: str, name: str, namespace: str, output: str, **options: Any) -
         if side is not None and podgroup.get("kind") == "PodGroup":
             podgroup["lastCycles"] = history(side, podgroup["name"])
             told["config"] = side.source
-    if output == "json":
-        click.echo(json.dumps(told, indent=2, default=str))
+    told["config"] = told.get("config") or source.config_of(inspection)
+    if output in ("json", "yaml"):
+        emit(told, output)
         return
-    console = Console(width=160, highlight=False)
+    out = console(width)
+    out.print(
+        Text(f"{inspection.scenario.name} — {_moment(inspection)}; scheduler config: {told['config']}", style="dim")
+    )
     if "podgroups" not in told:
-        render(told, inspection.now, console)
+        render(told, inspection.now, out)
         return
     count = len(told["podgroups"])
-    console.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
+    out.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
     for podgroup in told["podgroups"]:
-        console.print()
-        render(podgroup, inspection.now, console)
+        out.print()
+        render(podgroup, inspection.now, out)
 
 
 def render(told: dict[str, Any], now: float, console: Console) -> None:
@@ -80,7 +88,9 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {count} pod{'s' * (count != 1)} "
         f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
     )
-    console.print(f"State: [bold]{told['state']}[/bold]")
+    since = told.get("waitingSince")
+    waits = f" · waiting {age(since, now)}, since {when(since, now)}" if since is not None else ""
+    console.print(f"State: [bold]{told['state']}[/bold]{waits}")
     if told.get("lastEviction"):
         console.print(f"Last eviction: {told['lastEviction']['text']}")
     if told["reasons"]:
@@ -92,16 +102,19 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         console.print(Text(f"KAI: {told['kai']['reason']}: {told['kai']['detailedMessage']}", style="dim"))
     _fix(told, console)
     console.print(f"In line: {_position(told['position'])}")
+    if told["orderKey"] is not None and told["position"]["inLine"]:
+        console.print(_order_key(told["orderKey"], now))
     start = told["estimatedStart"]
     if start["basis"]:
         at = when(start["at"], now) + " — " if start["at"] is not None else ""
         console.print(f"Estimated start: {at}{start['basis']}")
-    pods = Table("pod", "status", "node", "next cycle", "why", title="Pods", title_justify="left")
+    pods = plain_table("pod", "status", "node", "last cycle", "why", title="Pods", keep=3)
     for pod in told["pods"]:
         why = pod["reason"]["text"] if pod["reason"] else ""
         pods.add_row(pod["name"], pod["status"], pod["node"] or "-", pod["nextCycle"], why)
     console.print(pods)
-    _last_cycles(told["lastCycles"], now, console)
+    headline = told["reasons"][0]["text"] if told["reasons"] else ""
+    _last_cycles(told["lastCycles"], now, console, headline)
 
 
 def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
@@ -124,9 +137,42 @@ def _reason(parent: Tree, reason: dict[str, Any]) -> None:
 
 
 def _fix(told: dict[str, Any], console: Console) -> None:
+    for proven in told.get("provenFixes") or []:
+        console.print(f"Proven fix: [bold green]{proven['text']}[/bold green]")
     fix = told.get("nearestFix")
     if fix is not None:
         console.print(f"Nearest fix: [bold green]{fix['text']}[/bold green]")
+
+
+def _moment(inspection: Any) -> str:
+    moment = str(inspection.moment)
+    return moment if moment == "as given" else f"after cycle {inspection.cycle}"
+
+
+def _order_key(key: dict[str, Any], now: float) -> Table:
+    """The terms that put it where it stands, as sprio breaks a job's priority down: its queues from its own up
+    (siblings are compared on them in this order of columns), then its own terms in its queue."""
+    table = plain_table(
+        "order key",
+        "above\nfair share",
+        "within deserved\nwith it",
+        "priority",
+        "fair-share\nratio",
+        "created",
+        title="Order key (at each level the first column that differs decides; a lower ratio goes first)",
+    )
+    for terms in key["queues"]:
+        table.add_row(
+            f"queue {terms['queue']}",
+            "yes" if terms["overFairShare"] else "no",
+            "yes" if terms["withinDeservedWithJob"] else "no",
+            str(terms["priority"]),
+            n(terms["fairShareRatio"]),
+            when(terms["created"], now),
+        )
+    gang = f" ({key['gang']})" if key["gang"] else ""
+    table.add_row(f"podgroup{gang}", "", "", str(key["priority"]), "", when(key["created"], now))
+    return table
 
 
 def _pool_hint(told: dict[str, Any], console: Console) -> None:
@@ -157,7 +203,8 @@ def _position(position: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _last_cycles(last: dict[str, Any], now: float, console: Console) -> None:
+def _last_cycles(last: dict[str, Any], now: float, console: Console, headline: str = "") -> None:
+    """Runs of cycles that did the same in one line each; a wait for the reason told above is not told again."""
     console.print(f"[bold]Last cycles[/bold] ({last['source']})")
     if last.get("unavailable"):
         console.print(f"  not known: {last['unavailable']}")
@@ -171,7 +218,7 @@ def _last_cycles(last: dict[str, Any], now: float, console: Console) -> None:
             runs.append((cycle, cycle))
     for first, last_one in runs:
         span = f"cycle {first['cycle']}" if first is last_one else f"cycles {first['cycle']}–{last_one['cycle']}"
-        console.print(f"  {span} ({when(first['at'], now)}): {_did(last_one)}")
+        console.print(f"  {span} ({when(first['at'], now)}): {_did(last_one, headline)}")
 
 
 def _same(left: dict[str, Any], right: dict[str, Any]) -> bool:
@@ -179,7 +226,7 @@ def _same(left: dict[str, Any], right: dict[str, Any]) -> bool:
     return all(left.get(key) == right.get(key) for key in keys)
 
 
-def _did(cycle: dict[str, Any]) -> str:
+def _did(cycle: dict[str, Any], headline: str) -> str:
     did = cycle["did"]
     if did == "placed":
         return "placed " + ", ".join(f"{p['pod']} on {p['node']}" for p in cycle["pods"])
@@ -189,5 +236,6 @@ def _did(cycle: dict[str, Any]) -> str:
     if did == "lost-pods":
         return "lost " + ", ".join(f"{p['pod']} ({p['action']} by {p['by']})" for p in cycle["pods"])
     if did == "waited":
-        return f"waited: {cycle['kind'] or cycle['reason']}: {cycle['text']}"
+        text = "(the reason above)" if cycle["text"] == headline else cycle["text"]
+        return f"waited: {cycle['kind'] or cycle['reason']}: {text}"
     return "nothing (not pending, or not tried)"

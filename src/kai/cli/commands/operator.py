@@ -6,7 +6,7 @@ import threading
 
 import click
 
-from kai.cli.client_flags import rate_limit_options
+from kai.cli.client_flags import KUBECONFIG_HELP, rate_limit_options
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.ratelimit import RateLimit
 from kai.components.operator.loop import WATCHED, operate
@@ -18,7 +18,7 @@ from kai.core.model.errors import InvalidObject
 
 
 @click.command()
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--context", help="Kubeconfig context.")
 @click.option(
     "--image-repository",

@@ -1,60 +1,100 @@
-"""``kai queues [QUEUE]``: the queue tree with quota, limit, weight, deserved, fair share, allocated, requested and
-who borrows from whom, per resource (like Slurm's sshare); with QUEUE, its pending workloads in scheduling order
-with an estimated start where one is known (like ``squeue --start``); ``--watch`` keeps it up to date."""
+"""``kai queues [QUEUE]``: the queue tree with quota, limit, weight, deserved, fair share, allocated, requested,
+podgroups running and waiting, the oldest wait and recent usage per resource (as Slurm's ``sshare`` and
+``kueuectl list clusterqueue`` show them); with QUEUE (or ``--pending``), the waiting workloads in scheduling order
+with their place, reason, nearest fix and estimated start (as ``squeue --start``); ``--watch`` keeps it up to date.
+The numbers are the one view's (``kai.components.insight.view``): ``kai simulate`` and ``kai explain`` show the same.
+"""
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import click
-from rich.console import Console, Group
+from rich.console import Group, RenderableType
 from rich.live import Live
-from rich.table import Table
 
+from kai.cli.console import console, emit, output_option, width_option
 from kai.cli.sources import Source, run_inspection, source_options
-from kai.components.insight.inspect import Inspection
+from kai.cli.view_text import header, pending_table, problems_table, queues_table, summary_line
+from kai.components.insight.build import build_view
+from kai.components.insight.inspect import Inspection, Moment
 from kai.components.insight.live import LiveError, connect, read
-from kai.components.insight.queues import RESOURCES, NoQueues, pending, queue_tree
+from kai.components.insight.queues import NoQueues, subtree
+from kai.components.insight.view import RESOURCES, View, view_json
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
-from kai.core.model.text import go_float
-from kai.core.state.reason_text import when
 
 
 @click.command()
 @click.argument("queue", required=False)
 @click.option("--resource", type=click.Choice([*RESOURCES, "all"]), default="gpu", show_default=True)
+@click.option("--namespace", "only_namespace", help="Only waiting podgroups of this namespace.")
+@click.option("--pending", is_flag=True, help="List the waiting podgroups (of QUEUE, or of every queue).")
 @click.option("--watch", is_flag=True, help="Keep refreshing (Ctrl-C to stop).")
 @click.option("--interval", default="2s", show_default=True, help="Time between refreshes with --watch.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option("wide", "json", "yaml")
+@width_option
 @source_options
-def queues(queue: str | None, resource: str, watch: bool, interval: str, output: str, **options: Any) -> None:
-    """Queues with their shares, and a queue's pending workloads in order: from a live cluster or a file (-f)."""
+def queues(
+    queue: str | None,
+    resource: str,
+    only_namespace: str | None,
+    pending: bool,
+    watch: bool,
+    interval: str,
+    output: str,
+    width: int | None,
+    **options: Any,
+) -> None:
+    """Queues with their shares, and a queue's waiting workloads in order: from a live cluster (as it is, one dry
+    cycle telling why they wait) or a file (-f, after its cycles, as kai simulate shows it)."""
     source = Source.of(options)
     resources = list(RESOURCES) if resource == "all" else [resource]
+    wide = output == "wide"
+
+    def look(ins: Inspection) -> View:
+        view = build_view(ins, source.config_of(ins))
+        if not view.queues:
+            raise click.ClickException("the scheduler config runs no proportion plugin: there are no queue shares")
+        try:
+            queues = subtree(list(view.queues), queue) if queue is not None else None
+        except NoQueues as error:
+            raise click.ClickException(f"{error} in {view.source}") from error
+        return view.only(queues, only_namespace, whole_tree=True)
+
     if not watch:
-        inspection, _ = source.inspect()
-        report = _report(inspection, queue)
-        if output == "json":
-            click.echo(json.dumps(report, indent=2, default=str))
+        view = look(source.inspect()[0])
+        if output in ("json", "yaml"):
+            emit(view_json(view), output)
         else:
-            Console(width=200, highlight=False).print(_view(report, resources, inspection.now))
+            console(width, wide).print(_rendered(view, resources, wide, queue is not None or pending))
         return
     try:
         period = parse_duration(interval, "command line", "--interval")
     except InvalidObject as error:
         raise click.ClickException(str(error)) from error
-    console = Console(highlight=False)
-    with _looks(source) as look, Live(console=console, auto_refresh=False, screen=False) as live:
+    out = console(width, wide)
+    with _looks(source) as inspect, Live(console=out, auto_refresh=False, screen=False) as live:
         try:
             while True:
-                inspection = look()
-                live.update(_view(_report(inspection, queue), resources, inspection.now), refresh=True)
+                view = look(inspect())
+                live.update(_rendered(view, resources, wide, queue is not None or pending), refresh=True)
                 time.sleep(max(period, 0.2))
         except KeyboardInterrupt:
             return
+
+
+def _rendered(view: View, resources: list[str], wide: bool, waiting: bool) -> Group:
+    parts: list[RenderableType] = [header(view), summary_line(view)]
+    problems = problems_table(p for p in view.problems if p.kind == "Queue")
+    if problems is not None:
+        parts.append(problems)
+    for resource in resources:
+        parts += queues_table(view, resource, wide)
+    if waiting:
+        parts += pending_table(view, wide)
+    return Group(*parts)
 
 
 @contextmanager
@@ -66,97 +106,6 @@ def _looks(source: Source) -> Iterator[Callable[[], Inspection]]:
     side = source.scheduler_side()
     try:
         with connect(source.kubeconfig, source.context, side.config, watch=True) as cluster:
-            yield lambda: run_inspection(read(cluster, side, source.label))
+            yield lambda: run_inspection(read(cluster, side, source.label), Moment.GIVEN)
     except LiveError as error:
         raise click.ClickException(str(error)) from error
-
-
-def _report(inspection: Inspection, queue: str | None) -> dict[str, Any]:
-    try:
-        report: dict[str, Any] = {"source": inspection.scenario.name, "at": inspection.now}
-        report["queues"] = queue_tree(inspection)
-        if queue is not None:
-            report["queue"] = queue
-            report["pending"] = pending(inspection, queue)
-    except NoQueues as error:
-        raise click.ClickException(str(error)) from error
-    return report
-
-
-def _view(report: dict[str, Any], resources: list[str], now: float) -> Group:
-    parts: list[Any] = []
-    for resource in resources:
-        parts.append(_tree_table(report, resource, now))
-    if "pending" in report:
-        parts.append(_pending_table(report, now))
-    return Group(*parts)
-
-
-def _n(value: float) -> str:
-    return "∞" if value == -1 else go_float(value)
-
-
-def _tree_table(report: dict[str, Any], resource: str, now: float) -> Table:
-    unit = RESOURCES[resource][0]
-    at = f" at {when(report['at'], None)}" if report["at"] else ""
-    title = f"Queues ({unit}) — {report['source']}{at}"
-    table = Table(title=title, title_justify="left")
-    for column in ("queue", "order", "quota", "limit", "weight", "deserved", "fair share", "allocated", "requested"):
-        table.add_column(column, justify="left" if column == "queue" else "right")
-    table.add_column("in line", justify="right")
-    table.add_column("borrowing")
-    rows = report["queues"]
-    for index, row in enumerate(rows):
-        numbers = row["resources"][resource]
-        last = all(
-            other["depth"] <= row["depth"] - 1 or other["parent"] != row["parent"] for other in rows[index + 1 :]
-        )
-        indent = "" if not row["depth"] else "  " * (row["depth"] - 1) + ("└ " if last else "├ ")
-        order = f"{row['order']['place']}/{row['order']['of']}" if row["order"] else "-"
-        table.add_row(
-            indent + row["queue"],
-            order,
-            _n(numbers["quota"]),
-            _n(numbers["limit"]),
-            go_float(numbers["weight"]),
-            _n(numbers["deserved"]),
-            _n(numbers["fairShare"]),
-            _n(numbers["allocated"]),
-            _n(numbers["requested"]),
-            str(row["pendingInLine"]),
-            _borrowing(numbers),
-        )
-    return table
-
-
-def _borrowing(numbers: dict[str, Any]) -> str:
-    parts = [f"borrows {_n(b['amount'])} from {b['from']}" for b in numbers["borrows"]]
-    if numbers["unassigned"]:
-        parts.append(f"borrows {_n(numbers['unassigned'])} unassigned")
-    parts += [f"lends {_n(lent['amount'])} to {lent['to']}" for lent in numbers["lends"]]
-    return "; ".join(parts)
-
-
-def _pending_table(report: dict[str, Any], now: float) -> Table:
-    table = Table(title=f"Pending in {report['queue']} (in the order the next cycle tries them)", title_justify="left")
-    for column in ("#", "podgroup", "queue", "pods", "GPUs", "state", "why", "nearest fix", "estimated start"):
-        table.add_column(column)
-    for row in report["pending"]:
-        start = row["estimatedStart"]
-        at = (
-            when(start["at"], now)
-            if start["at"] is not None
-            else ("after evictions" if row["state"] == "pipelined" else "-")
-        )
-        table.add_row(
-            str(row["place"]) if row["place"] else "-",
-            row["podgroup"] + (f"\n({row['workload'].replace('/', ' ')})" if row["workload"] else ""),
-            row["queue"],
-            str(row["pods"]),
-            go_float(row["gpus"]),
-            row["state"],
-            f"{row['reason']['kind']}: {row['reason']['text']}" if row["reason"] else "",
-            row["nearestFix"]["text"] if row["nearestFix"] else "",
-            at,
-        )
-    return table

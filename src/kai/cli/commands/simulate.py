@@ -1,20 +1,29 @@
 """``kai simulate``: the real scheduler, binder, pod-grouper and controllers on scenario files against the embedded
-cluster; with changes, a what-if run of one input as it is and changed (``kai.cli.whatif``)."""
+cluster, shown as the one view (``kai.components.insight.view``) after the last cycle; with changes, a what-if run
+of one input as it is and changed (``kai.cli.whatif``)."""
 
-import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
 
+from kai.cli.console import console, emit, filter_options, output_option, width_option
+from kai.cli.view_text import header, pods_section, problems_table, queues_table, summary_line
 from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, run_what_if
+from kai.components.insight.build import build_view
+from kai.components.insight.inspect import Inspection, inspect
+from kai.components.insight.queues import NoQueues, subtree
+from kai.components.insight.view import View, view_json
 from kai.components.podgrouper import PodGrouper
-from kai.components.sim.report import as_json, print_tables
+from kai.components.sim.report import as_json, print_timeline
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.components.sim.whatif.changes import ChangeError
+from kai.components.sim.whatif.compare import Assumptions
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 
@@ -47,7 +56,10 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
     help="One timeline row per this much time (default: ~24 rows).",
 )
 @click.option("--check", is_flag=True, help="Compare each scenario's expect block; one PASS/FAIL line each.")
-@click.option("--json", "as_json_output", is_flag=True, help="Print every cycle's outcome as JSON.")
+@click.option("--json", "as_json_output", is_flag=True, help="Print every cycle's outcome as JSON (-o json).")
+@output_option("wide", "json", "yaml")
+@filter_options
+@width_option
 @click.option(
     "--what-if",
     "what_if",
@@ -61,7 +73,9 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--remove-node", multiple=True, help="A what-if change: remove NODE (its pods go back to pending).")
 @click.option(
     "--default-run-time",
-    help=f"What-if runs: how long pods without a run time run (default {DEFAULT_RUN_TIME}; 'none': until evicted).",
+    help=f"What-if runs: how long batch pods without a run time run (default {DEFAULT_RUN_TIME}; 'none': until "
+    "evicted). Pods of Deployments, StatefulSets, RayClusters, RayServices, LeaderWorkerSets or restartPolicy "
+    "Always run to the end.",
 )
 @click.option(
     "--plot", type=click.Path(file_okay=False, path_type=Path), help="What-if runs: write PNGs and HTML here."
@@ -74,6 +88,11 @@ def simulate(
     sample_every: float | None,
     check: bool,
     as_json_output: bool,
+    output: str,
+    only_queue: str | None,
+    only_namespace: str | None,
+    pending: bool,
+    width: int | None,
     what_if: Path | None,
     settings: tuple[str, ...],
     add_nodes: tuple[str, ...],
@@ -83,55 +102,101 @@ def simulate(
 ) -> None:
     """Run the scheduler on scenario files or folders against the embedded cluster.
 
-    Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster.
-    With --period the clock advances between cycles and the queues' allocation over time is shown. With changes
-    (--what-if, --set, --add-nodes, --remove-node) one input runs twice, as it is and changed, side by side."""
+    Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster. The
+    cluster is shown after the last cycle, its binds done: a summary line, the problems of the input, the pods (one
+    row per podgroup when there are many), the queues and, with a running clock, the queues over time. With
+    --period the clock advances between cycles. With changes (--what-if, --set, --add-nodes, --remove-node) one
+    input runs twice, as it is and changed, side by side."""
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     logging.getLogger(PodGrouper.__module__).setLevel(logging.ERROR)  # what it warns of is listed under Problems
-    console = Console(width=200)
+    output = "json" if as_json_output else output
     if what_if or settings or add_nodes or remove_node:
         if check:
             raise click.UsageError("--check compares a scenario's expect block; a what-if run compares two runs")
         changes = (what_if, settings, add_nodes, remove_node)
-        _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, as_json_output)
+        _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, output, width)
         return
     if default_run_time is not None or plot is not None:
         raise click.UsageError("--default-run-time and --plot are for what-if runs (--what-if, --set, --add-nodes…)")
-    passed = failed = 0
+    runs = load_scenarios(scenario_files(list(paths)), cycles, ClockSpec(period or 0.0, duration, sample_every))
+    if check:
+        _check(runs)
+        return
+    failed = [(path, error) for path, error in runs if isinstance(error, ScenarioError)]
+    for _, error in failed:  # before any table: an error after pages of output is missed
+        click.echo(f"error: {error}", err=True)
     documents = []
-    clock = ClockSpec(period or 0.0, duration, sample_every)
-    for path, scenario in load_scenarios(scenario_files(list(paths)), cycles, clock):
+    out = console(width, output == "wide")
+    for _, scenario in runs:
+        if isinstance(scenario, ScenarioError):
+            continue
+        try:
+            ins = _inspect(scenario)
+            view = _narrowed(build_view(ins), only_queue, only_namespace, pending)
+        except ScenarioError as error:
+            click.echo(f"error: {error}", err=True)
+            failed.append((scenario.path, error))
+            continue
+        if output in ("json", "yaml"):
+            documents.append({**as_json(ins.run), "view": view_json(view)})
+        else:
+            _print(ins, view, out, output == "wide")
+    if documents:
+        emit(documents, output)
+    if failed:
+        sys.exit(1)
+
+
+def _check(runs: list[tuple[Path, Scenario | ScenarioError]]) -> None:
+    """``--check``: one line per scenario; a scenario without an expect block has nothing to pass."""
+    passed = failed = unchecked = 0
+    for path, scenario in runs:
         try:
             if isinstance(scenario, ScenarioError):
                 raise scenario
             run = _simulate(scenario)
         except ScenarioError as error:
             failed += 1
-            if check:
-                click.echo(f"FAIL {path}\n    {error}")
-            else:
-                click.echo(f"error: {error}", err=True)
+            click.echo(f"FAIL {path}\n    {error}")
             continue
-        if as_json_output:
-            documents.append(as_json(run))
-        if check:
-            if run.passed:
-                passed += 1
-                click.echo(f"PASS {path}")
-            else:
-                failed += 1
-                click.echo(f"FAIL {path}")
-                for mismatch in run.mismatches[:5]:
-                    click.echo(f"    {mismatch}")
-        elif not as_json_output:
-            print_tables(run, console)
-    if as_json_output:
-        click.echo(json.dumps(documents, indent=2, default=str))
-    if check:
-        click.echo(f"{passed} passed, {failed} failed")
-    if failed:
+        if not scenario.expect:
+            unchecked += 1
+            click.echo(f"NONE {path}\n    no expect block: nothing to check (scenario-format.md §5)")
+        elif run.passed:
+            passed += 1
+            click.echo(f"PASS {path}")
+        else:
+            failed += 1
+            click.echo(f"FAIL {path}")
+            for mismatch in run.mismatches[:5]:
+                click.echo(f"    {mismatch}")
+    click.echo(f"{passed} passed, {failed} failed" + (f", {unchecked} without expectations" if unchecked else ""))
+    if failed or unchecked:
         sys.exit(1)
+
+
+def _narrowed(view: View, queue: str | None, namespace: str | None, pending: bool) -> View:
+    if queue is None and namespace is None and not pending:
+        return view
+    try:
+        queues = subtree(list(view.queues), queue) if queue is not None else None
+    except NoQueues as error:
+        raise click.ClickException(f"{view.source}: {error}") from error
+    return view.only(queues, namespace, pending)
+
+
+def _print(ins: Inspection, view: View, out: Console, wide: bool) -> None:
+    out.print(header(view))
+    out.print(summary_line(view))
+    problems = problems_table(view.problems)
+    if problems is not None:
+        out.print(problems)
+    for part in pods_section(view, wide):
+        out.print(part)
+    for part in queues_table(view, "gpu", wide):
+        out.print(part)
+    print_timeline(ins.run, out)
 
 
 def _what_if(
@@ -143,10 +208,9 @@ def _what_if(
     changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     default_run_time: str | None,
     plot: Path | None,
-    json_output: bool,
+    output: str,
+    width: int | None,
 ) -> None:
-    if len(paths) != 1:
-        raise click.UsageError("a what-if run takes one snapshot or scenario")
     if cycles is None and duration is None:
         raise click.UsageError("a what-if run needs --cycles or --duration: how long to run")
     try:
@@ -155,10 +219,18 @@ def _what_if(
         raise click.ClickException(str(error)) from None
     run_time = _run_time(default_run_time if default_run_time is not None else DEFAULT_RUN_TIME)
     clock = ClockSpec(period or DEFAULT_PERIOD_S, duration, sample_every)
-    ((_, scenario),) = load_scenarios(list(paths), cycles, clock)
-    if isinstance(scenario, ScenarioError):
-        raise click.ClickException(str(scenario))
-    run_what_if(scenario, changes, clock.period_s, run_time, Console(width=200), plot, json_output)
+    runs = load_scenarios(scenario_files(list(paths)), cycles, clock)
+    for _, scenario in runs:
+        if isinstance(scenario, ScenarioError):
+            raise click.ClickException(str(scenario))
+    if len(runs) != 1:
+        raise click.UsageError("a what-if run takes one snapshot or scenario, or manifests that form one cluster")
+    ((_, scenario),) = runs
+    assert isinstance(scenario, Scenario)
+    given = Assumptions(
+        tuple(str(path) for path in paths), scenario.now, scenario.runner.cycles_before_check, clock.period_s, run_time
+    )
+    run_what_if(scenario, changes, given, console(width), plot, output == "json")
 
 
 def _run_time(text: str) -> float | None:
@@ -173,12 +245,23 @@ def _run_time(text: str) -> float | None:
     return seconds
 
 
-def _simulate(scenario: Scenario) -> ScenarioRun:
-    """One run; whatever goes wrong is one line naming the file (no input may produce a traceback)."""
-    path = scenario.path
+T = TypeVar("T")
+
+
+def _one_line(scenario: Scenario, run: Callable[[Scenario], T]) -> T:
+    """``run`` on the scenario; whatever goes wrong is one line naming the file (no input may produce a
+    traceback)."""
     try:
-        return run_scenario(scenario)
+        return run(scenario)
     except Exception as error:  # a kai bug: still one line for the user, with what is needed to report it
         raise ScenarioError(
-            f"{path}: kai failed on this file ({type(error).__name__}: {error}); please report it"
+            f"{scenario.path}: kai failed on this file ({type(error).__name__}: {error}); please report it"
         ) from error
+
+
+def _inspect(scenario: Scenario) -> Inspection:
+    return _one_line(scenario, inspect)
+
+
+def _simulate(scenario: Scenario) -> ScenarioRun:
+    return _one_line(scenario, run_scenario)

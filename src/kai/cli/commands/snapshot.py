@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from kai.cli.client_flags import KUBECONFIG_HELP
 from kai.cli.sources import DEFAULT_SCHEDULER, given_node_pool, node_pool_options
 from kai.components.insight.live import LiveError, connect, scheduler_side
 from kai.components.scheduler.capture import capture
@@ -17,7 +18,7 @@ from kai.components.scheduler.snapshot_format import shard_of, write_zip
 @click.option(
     "-o", "--output", default="snapshot.zip", show_default=True, type=click.Path(dir_okay=False, path_type=Path)
 )
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help="Kubeconfig (default: in-cluster).")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=KUBECONFIG_HELP)
 @click.option("--context", help="Kubeconfig context.")
 @click.option(
     "--scheduler-conf",

@@ -1,4 +1,5 @@
-"""The cluster port on a real Kubernetes API server (DESIGN.md §3): ``KubeCluster``, its informers, leader election.
+"""The cluster port on a real Kubernetes API server (docs/architecture.md §3): ``KubeCluster``, its informers, leader
+election.
 
 Modules: ``resources`` (kinds and calls as plain request values), ``decode`` (fast subset decoding of pods and
 nodes), ``transport`` (lightkube's connection and auth, retries), ``informer`` (list + watch + re-list on 410),

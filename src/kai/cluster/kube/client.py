@@ -11,8 +11,8 @@ patches of the caller's changes, conditional on the version read (``patch``). A 
 Writes are idempotent where the caller says so: a create with ``idempotent=True`` of an existing object returns the
 existing one, a delete of a missing object succeeds, and binding a pod to the node it is already bound to succeeds.
 Transient failures are retried by the transport (bounded). ``send_all`` runs a batch of writes concurrently (at
-most ``max_in_flight`` at a time) and reports each outcome, so one refusal does not stop the rest (DESIGN.md §7,
-§8).
+most ``max_in_flight`` at a time) and reports each outcome, so one refusal does not stop the rest (docs/architecture.md
+§7, §8).
 """
 
 import asyncio
@@ -100,6 +100,13 @@ class KubeCluster:
     ) -> "KubeCluster":
         return cls(load_config(kubeconfig, context), **options)
 
+    def _decoder(self, name: str) -> Decoder:
+        """The decoder of a kind by port name (made on first use for a ``Kind.version.group`` one)."""
+        decoder = self._decoders.get(name)
+        if decoder is None:
+            decoder = self._decoders[name] = Decoder(api.kind_of(name))
+        return decoder
+
     # ------------------------------------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
@@ -150,7 +157,7 @@ class KubeCluster:
         informer = self.informers.get(kind)
         if informer is not None and informer.synced.is_set():
             return copy_json(informer.objects())
-        decoder = self._decoders[api.kind_of(kind).name]
+        decoder = self._decoder(kind)
         items, _, _ = self._io.call(list_all(self._transport, decoder, page_size=self._page_size))
         return items
 
@@ -184,7 +191,7 @@ class KubeCluster:
         request = api.create_request(k, obj, idempotent=idempotent, field_manager=self.component)
         body = self._io.call(self._send(request))
         if body is not None:
-            return self._decoders[kind].object(body)
+            return self._decoder(kind).object(body)
         return self._read(kind, api.get_request(k, api.object_key(k, obj)))
 
     def update(self, kind: str, obj: Raw) -> Raw:
@@ -315,4 +322,4 @@ class KubeCluster:
 
     def _read(self, kind: str, request: api.Request) -> Raw:
         """A request that accepts no refusal, decoded as ``kind`` (pods and nodes as the informers' views)."""
-        return self._decoders[kind].object(self._io.call(self._transport.send(request)))
+        return self._decoder(kind).object(self._io.call(self._transport.send(request)))

@@ -1,4 +1,4 @@
-"""Decoding API responses into the plain dicts the core parses, fast for the hot kinds (DESIGN.md §7).
+"""Decoding API responses into the plain dicts the core parses, fast for the hot kinds (docs/architecture.md §7).
 
 Pods and nodes dominate a cluster's bytes and are decoded through msgspec ``TypedDict`` views: the result is an
 ordinary dict with the API's shape (metadata/spec/status), but only with the keys declared below, so msgspec skips

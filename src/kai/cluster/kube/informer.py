@@ -15,10 +15,10 @@ without an event, so that a misbehaving server or proxy is not hammered. Changes
 ``(kind, obj, deleted)`` while ``lock`` is held, so a reader of the store and the stream of changes always agree.
 The state outlives ``run``: a stopped informer started again resumes its watch where it stopped.
 
-After its first list, an informer freezes the cyclic GC's objects (``gc.freeze``, DESIGN.md §7): that list is most
-of what a process holds (140,000 pods: ~900 MB), JSON has no reference cycles (a replaced object is freed by its
-reference count all the same), and every full collection would walk it again — 40% of the CPU of a scheduler's start
-at that size went to that. Later lists do not freeze: the process's other garbage may be waiting for a collection.
+After its first list, an informer freezes the cyclic GC's objects (``gc.freeze``, docs/architecture.md §7): that list is
+most of what a process holds (140,000 pods: ~900 MB), JSON has no reference cycles (a replaced object is freed by its
+reference count all the same), and every full collection would walk it again — 40% of the CPU of a scheduler's start at
+that size went to that. Later lists do not freeze: the process's other garbage may be waiting for a collection.
 """
 
 import asyncio

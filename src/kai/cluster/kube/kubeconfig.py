@@ -1,6 +1,6 @@
 """Loading a kubeconfig with one-line errors: the file, the field and what is wrong, never a traceback.
 
-lightkube (DESIGN.md §3) turns a kubeconfig into connection settings but fails on a broken one with bare
+lightkube (docs/architecture.md §3) turns a kubeconfig into connection settings but fails on a broken one with bare
 ``KeyError``/``AttributeError``s. The shape kubectl relies on is checked here first: ``clusters``, ``contexts`` and
 ``users`` as lists of named entries, a context to use, and the cluster and user that context names.
 """

@@ -1,4 +1,5 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, so that each singleton component runs once (DESIGN.md §8).
+"""Leader election on a coordination.k8s.io/v1 Lease, so that each singleton component runs once (docs/architecture.md
+§8).
 
 client-go's algorithm (``tools/leaderelection``): every ``retry_period_s`` a candidate reads the Lease and
 

@@ -57,6 +57,7 @@ KINDS: dict[str, Kind] = {
         Kind("Namespace", "", "v1", "namespaces", namespaced=False),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
         Kind("Lease", "coordination.k8s.io", "v1", "leases", namespaced=True),
+        Kind("Job", "batch", "v1", "jobs", namespaced=True),  # a CronJob's Jobs (kai explain)
         Kind("Queue", "scheduling.run.ai", "v2", "queues", namespaced=False),
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", namespaced=True),
         Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", namespaced=True),
@@ -74,6 +75,7 @@ INSTALL_KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
         Kind("Namespace", "", "v1", "namespaces", namespaced=False),
+        Kind("Deployment", "apps", "v1", "deployments", namespaced=True),
         Kind("Service", "", "v1", "services", namespaced=True),
         Kind("ServiceAccount", "", "v1", "serviceaccounts", namespaced=True),
         Kind("Secret", "", "v1", "secrets", namespaced=True),
@@ -103,58 +105,21 @@ INSTALL_KINDS: dict[str, Kind] = {
     )
 }
 """What the install renders and reads: the operator's inputs (Config, SchedulingShard) and every object it keeps
-(Deployments are a workload kind below; ServiceMonitor and Prometheus are the Prometheus Operator's)."""
+(ServiceMonitor and Prometheus are the Prometheus Operator's)."""
 KINDS.update(INSTALL_KINDS)
-
-WORKLOAD_KINDS: dict[str, Kind] = {
-    kind.name: kind
-    for kind in (
-        Kind(name, group, version, name.lower() + "s", namespaced=True)
-        for group, version, kinds in (
-            ("apps", "v1", ("Deployment", "ReplicaSet", "StatefulSet")),
-            ("batch", "v1", ("Job", "CronJob")),
-            ("kubeflow.org", "v1", ("TFJob", "PyTorchJob", "XGBoostJob", "JAXJob", "MPIJob")),
-            ("kubeflow.org", "v1beta1", ("Notebook", "ScheduledWorkflow")),
-            ("ray.io", "v1", ("RayCluster", "RayJob", "RayService")),
-            ("leaderworkerset.x-k8s.io", "v1", ("LeaderWorkerSet",)),
-            ("jobset.x-k8s.io", "v1alpha2", ("JobSet",)),
-            ("trainer.kubeflow.org", "v1alpha1", ("TrainJob",)),
-            ("grove.io", "v1alpha1", ("PodCliqueSet", "PodGangSet", "PodClique", "PodCliqueScalingGroup")),
-            ("scheduler.grove.io", "v1alpha1", ("PodGang",)),
-            ("nvidia.com", "v1alpha1", ("DynamoGraphDeployment",)),
-            ("argoproj.io", "v1alpha1", ("Workflow",)),
-            ("serving.knative.dev", "v1", ("Revision", "Configuration")),
-            ("machinelearning.seldon.io", "v1", ("SeldonDeployment",)),
-            ("kubevirt.io", "v1", ("VirtualMachineInstance", "VirtualMachine")),
-            ("workspace.devfile.io", "v1alpha2", ("DevWorkspace",)),
-            ("tekton.dev", "v1", ("PipelineRun", "TaskRun")),
-            ("amlarc.azureml.com", "v1alpha1", ("AmlJob",)),
-            ("egx.nvidia.io", "v1", ("SPOTRequest",)),
-            ("run.ai", "v1", ("RunaiJob",)),
-        )
-        for name in kinds
-    )
-}
-"""The owners the pod-grouper reads (KAI's pod-grouper's kinds), each under its API kind, at the version KAI's
-groupers name (a CRD serving several versions answers at any of them); every plural is the kind in lower case + s."""
-
-QUALIFIED_KINDS: dict[str, Kind] = {
-    "MPIJob.v2beta1.kubeflow.org": Kind("MPIJob", "kubeflow.org", "v2beta1", "mpijobs", namespaced=True),
-    "Service.v1.serving.knative.dev": Kind("Service", "serving.knative.dev", "v1", "services", namespaced=True),
-}
-"""Kinds registered under ``Kind.version.group``: a second version no CRD serves beside the first (the MPI
-operator's v2beta1 MPIJob; the training operator's is v1), and a kind whose plain name is core's (Knative's
-Service). Their ``Kind.name`` is still the API kind."""
-
-KINDS.update(WORKLOAD_KINDS)
-KINDS.update(QUALIFIED_KINDS)
 
 
 def kind_of(name: str) -> Kind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise ValueError(f"unknown kind {name!r}; kai knows: {', '.join(sorted(KINDS))}") from None
+    """One of kai's kinds by name, or a custom resource named ``Kind.version.group``: namespaced, its plural the kind
+    in lower case + s (the pod-grouper reads the owner kinds it knows so: ``podgrouper.rules.hub``)."""
+    known = KINDS.get(name)
+    if known is not None:
+        return known
+    kind, _, rest = name.partition(".")
+    version, _, group = rest.partition(".")
+    if kind and version and group:
+        return Kind(kind, group, version, kind.lower() + "s", namespaced=True)
+    raise ValueError(f"unknown kind {name!r}; kai knows: {', '.join(sorted(KINDS))} and Kind.version.group")
 
 
 def split_key(kind: Kind, key: str) -> tuple[str | None, str]:

@@ -1,6 +1,6 @@
 """Sending ``Request`` values to the API server: lightkube for connection and auth, bounded retries, watch streams.
 
-Why lightkube's config layer and not its ``Client``: lightkube (DESIGN.md, notes/ecosystem.md §1) gives us kubeconfig
+Why lightkube's config layer and not its ``Client``: lightkube gives us kubeconfig
 parsing, in-cluster service-account config, TLS verification and every auth flavour (token, rotating token file,
 client certificates, exec plugins) as a configured ``httpx2.AsyncClient``. Its ``Client`` on top returns typed
 models or generic wrappers, re-watches from "now" on 410 (losing deletions), and decodes whole objects; kai needs

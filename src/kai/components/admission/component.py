@@ -34,8 +34,8 @@ from kai.components.admission.review import BadReview, Decision, Request, parse_
 from kai.components.admission.server import BadRequest, CertificateFiles, Handler, WebhookServer
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.admission.topology_validation import validate_topology
+from kai.components.shared.components import COMPONENTS
 from kai.components.shared.endpoints import EndpointError, Endpoints, Health, parse_address
-from kai.components.shared.kinds import KINDS
 from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def serve_admission(options: AdmissionOptions, kubeconfig: str | None, context: 
         cluster = KubeCluster.from_kubeconfig(
             kubeconfig,
             context=context,
-            kinds=list(KINDS["admission"]),
+            kinds=list(COMPONENTS["admission"].watches),
             component="kai-admission",
             rate_limit=options.rate_limit,
         )

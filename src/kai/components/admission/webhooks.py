@@ -6,7 +6,7 @@ to apply; ``client_config(path)`` says how the API server reaches a path (``serv
 Service, ``url_client`` for a server outside the cluster). docs/admission.md explains each choice.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,8 @@ class Webhook:
     resource: str
     namespaced: bool
     operations: tuple[str, ...]
+    section: str
+    """The section of KAI's Config that names its configuration (and, for a controller's, turns it off)."""
     mutating: bool = False
     failure_policy: str = "Fail"
     """``Ignore`` for the pods/resize webhook: best effort, it never blocks a resize when kai cannot answer."""
@@ -55,24 +57,34 @@ class Webhook:
 
 
 WEBHOOKS = (
-    Webhook(MUTATE_POD, MUTATING_CONFIGURATION, "admission.{namespace}.svc", "", "v1", "pods", True, ("CREATE",), True),
+    Webhook(MUTATE_POD, MUTATING_CONFIGURATION, "admission.{namespace}.svc", "", "v1", "pods", True, ("CREATE",),
+            "admission", mutating=True),
     Webhook(VALIDATE_POD, VALIDATING_CONFIGURATION, "admission.{namespace}.svc", "", "v1", "pods", True,
-            ("CREATE", "UPDATE")),
+            ("CREATE", "UPDATE"), "admission"),
     Webhook(VALIDATE_POD_RESIZE, VALIDATING_CONFIGURATION, "podresize.admission.{namespace}.svc", "", "v1",
-            "pods/resize", True, ("UPDATE",), failure_policy="Ignore"),
+            "pods/resize", True, ("UPDATE",), "admission", failure_policy="Ignore"),
     Webhook(VALIDATE_TOPOLOGY, VALIDATING_CONFIGURATION, "topology.admission.{namespace}.svc", "kai.scheduler",
-            "v1alpha1", "topologies", False, ("CREATE", "UPDATE")),
+            "v1alpha1", "topologies", False, ("CREATE", "UPDATE"), "admission"),
     Webhook(VALIDATE_QUEUE, QUEUE_CONFIGURATION, "queue-validation.kai.scheduler", "scheduling.run.ai", "v2",
-            "queues", False, ("CREATE", "UPDATE")),
+            "queues", False, ("CREATE", "UPDATE"), "queueController"),
     Webhook(VALIDATE_PODGROUP, PODGROUP_CONFIGURATION, "podgroup-validation.kai.scheduler", "scheduling.run.ai",
-            "v2alpha2", "podgroups", True, ("CREATE", "UPDATE")),
+            "v2alpha2", "podgroups", True, ("CREATE", "UPDATE"), "podGroupController"),
 )  # fmt: skip
+"""Every webhook kai admission serves: the one place to add one (with its decision, ``component.decisions``). The
+operator, ``kai doctor`` and the e2e tests render and check the configurations from it."""
+CONFIGURATIONS = {
+    webhook.configuration: "MutatingWebhookConfiguration" if webhook.mutating else "ValidatingWebhookConfiguration"
+    for webhook in WEBHOOKS
+}
+"""Each configuration's default name and its kind."""
 
 
-def service_client(ca_bundle: str, namespace: str = DEFAULT_NAMESPACE, service: str = SERVICE) -> ClientConfig:
-    """The API server calls ``https://<service>.<namespace>.svc:443<path>``; ``ca_bundle`` is base64 PEM."""
+def service_client(
+    ca_bundle: str, namespace: str = DEFAULT_NAMESPACE, service: str = SERVICE, port: int = SERVICE_PORT
+) -> ClientConfig:
+    """The API server calls ``https://<service>.<namespace>.svc:<port><path>``; ``ca_bundle`` is base64 PEM."""
     return lambda path: {
-        "service": {"namespace": namespace, "name": service, "path": path, "port": SERVICE_PORT},
+        "service": {"namespace": namespace, "name": service, "path": path, "port": port},
         "caBundle": ca_bundle,
     }
 
@@ -91,9 +103,12 @@ def configurations(
     pod_labels: Mapping[str, str] | None = None,
     queue_label_key: str = "",
     labels: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
+    left_out: Collection[str] = (),
 ) -> list[Raw]:
     """The four webhook configurations, as KAI v0.17's operator renders them (``operands/admission``,
-    ``operands/queue_controller``, ``operands/pod_group_controller``), all pointing at one kai admission server.
+    ``operands/queue_controller``, ``operands/pod_group_controller``), all pointing at one kai admission server;
+    ``names`` renames configurations (by their default name), those ``left_out`` are not rendered.
 
     Pod webhooks only see pods of ``scheduler_name`` (a matchCondition, so other pods never wait for kai, even
     when it is down) outside kube-system and kai's own namespace; ``namespace_labels`` / ``pod_labels`` are KAI's
@@ -101,13 +116,15 @@ def configurations(
     ``admission.queueLabelSelector`` (only namespaces carrying that label)."""
     documents: dict[str, Raw] = {}
     for webhook in WEBHOOKS:
-        kind = "MutatingWebhookConfiguration" if webhook.mutating else "ValidatingWebhookConfiguration"
+        if webhook.configuration in left_out:
+            continue
+        name = (names or {}).get(webhook.configuration, webhook.configuration)
         document = documents.setdefault(
             webhook.configuration,
             {
                 "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": kind,
-                "metadata": {"name": webhook.configuration, "labels": {"app": SERVICE, **(labels or {})}},
+                "kind": CONFIGURATIONS[webhook.configuration],
+                "metadata": {"name": name, "labels": {"app": SERVICE, **(labels or {})}},
                 "webhooks": [],
             },
         )

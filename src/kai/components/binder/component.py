@@ -1,4 +1,4 @@
-"""The binder: turns BindRequests into bound pods (KAI's binder, kai-reference.md §1.2).
+"""The binder: turns BindRequests into bound pods (KAI's binder, docs/kai-reference.md §1.2).
 
 An attempt checks that the pod still exists (the one the request was made for), is not bound elsewhere and that
 its node exists; makes sure each shared GPU group has its reservation pod; records on the pod what it received

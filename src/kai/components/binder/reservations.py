@@ -1,5 +1,5 @@
 """GPU reservation pods: one per shared GPU group, holding the whole GPU for the pods that share it (KAI's
-resource reservation, kai-reference.md §6.3).
+resource reservation, docs/kai-reference.md §6.3).
 
 They live in their own namespace, which KAI's install creates; kai creates it when the binder starts, and again
 when a reservation pod's create finds it gone, so a fresh or tidied cluster binds fractional pods all the same.

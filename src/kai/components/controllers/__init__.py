@@ -1,5 +1,5 @@
 """Status controllers: PodGroup ``status.resourcesStatus`` and Queue ``status`` (KAI's podgroup- and
-queue-controller, kai-reference.md §1.5–1.6), plus the queue metrics the queue-controller exports.
+queue-controller, docs/kai-reference.md §1.5–1.6), plus the queue metrics the queue-controller exports.
 
 Both are kept from the cluster's change events, not recomputed: a pass takes in what changed since the last one and
 writes only the statuses that it changed (``podgroup_status``, ``queue_status``), so a quiet pass costs nothing at

@@ -1,5 +1,5 @@
 """What one pod adds to its PodGroup's ``status.resourcesStatus`` (KAI's podgroup-controller,
-kai-reference.md §1.5): its requests while it is Pending or Running, and what it holds once bound.
+docs/kai-reference.md §1.5): its requests while it is Pending or Running, and what it holds once bound.
 
 A pod's usage is read once per version of the pod. The one outside input is the GPU memory of the node of a
 ``gpu-memory`` pod placed as a fraction (its GPUs are its memory over the node's): that is kept apart

@@ -1,4 +1,4 @@
-"""PodGroup ``status.resourcesStatus`` (KAI's podgroup-controller, kai-reference.md §1.5), kept from change events.
+"""PodGroup ``status.resourcesStatus`` (KAI's podgroup-controller, docs/kai-reference.md §1.5), kept from change events.
 
 The controller keeps each counted pod's usage (``pod_usage``, read once per version of the pod) and, per PodGroup
 key, the sums of its pods' usage, kept by difference and exactly (``totals``): a pod's old usage is taken away and

@@ -1,4 +1,4 @@
-"""Queue ``status`` (KAI's queue-controller, kai-reference.md §1.6) and the queue metrics, kept from changes.
+"""Queue ``status`` (KAI's queue-controller, docs/kai-reference.md §1.6) and the queue metrics, kept from changes.
 
 Each queue's status sums the totals of the PodGroups in it and in its descendants, and lists its child queues. The
 controller keeps, per queue, the sums of its own PodGroups' totals, by difference and exactly (``totals``), from the

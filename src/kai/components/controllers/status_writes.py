@@ -1,5 +1,5 @@
-"""Writing a pass's status patches: each one on its own (a failure never stops the others, DESIGN.md §8), and the
-ones that failed named, so the controller tries them again next pass."""
+"""Writing a pass's status patches: each one on its own (a failure never stops the others, docs/architecture.md §8), and
+the ones that failed named, so the controller tries them again next pass."""
 
 from kai.cluster.port import ClusterClient, Raw
 from kai.components.shared.parallel import Writes

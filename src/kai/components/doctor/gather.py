@@ -135,7 +135,7 @@ def _probe(address: str) -> tuple[str, int, str]:
 
 
 def _webhooks(cluster: KubeCluster) -> list[Finding]:
-    expected = sorted({w.configuration for w in webhooks.WEBHOOKS})
+    expected = sorted(webhooks.CONFIGURATIONS)
     found: dict[str, Raw] = {}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         found.update((c["metadata"]["name"], c) for c in cluster.list(kind) if c["metadata"]["name"] in expected)

@@ -1,70 +1,103 @@
 """What ``kai explain`` says about a podgroup, a pod or a workload, as data: the CLI renders it and ``-o json``
 prints it.
 
-For a podgroup: its pods and what the cycle did with each, KAI's reason and messages, the typed reasons (most
-decisive first) and the nearest fix, its place in line (in its queue, its queue among its siblings, up to the top,
-and in the whole cluster), an estimated start where one can be known, what the last cycles did for it, and who
-last evicted its pods, why and when (the scheduler's record on the PodGroup).
+For a podgroup, at the moment the view shows (``inspect.Moment``): its pods and what the last cycle did with each,
+KAI's reason and messages, the typed reasons (most decisive first) and the nearest fix, its place in line (in its
+queue, its queue among its siblings, up to the top, and in the whole cluster) with the order key that puts it there,
+since when it waits, an estimated start where one can be known, what the last cycles did for it, and who last
+evicted its pods, why and when (the scheduler's record on the PodGroup). The numbers are the view's (``pending``):
+``kai queues`` and ``kai simulate`` show the same.
 """
 
+import difflib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kai.components.insight.inspect import Inspection
-from kai.components.insight.workload_podgroups import workload_kind, workload_podgroups
+from kai.components.insight.inspect import Inspection, Moment
+from kai.components.insight.pending import (
+    WAITING,
+    Line,
+    Prove,
+    did,
+    estimated_start,
+    nearest_fix,
+    pending_row,
+    position,
+)
+from kai.components.insight.view import order_key_json, position_json
+from kai.components.insight.workload_podgroups import (
+    nearest_workload,
+    unknown_kind,
+    workload_kind,
+    workload_podgroups,
+)
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.history import outcome
-from kai.core.cycle import typed_reasons
 from kai.core.model import names
 from kai.core.model.meta import parse_time
-from kai.core.state.pod_status import ACTIVE_USED, PodStatus
+from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
-from kai.core.state.reason_text import as_json, describe_fix, fix_json, when
-from kai.core.state.reasons import FixKind, Reason, invalid_object, pipelined
+from kai.core.state.reason_text import as_json, fix_json, when
+from kai.core.state.reasons import Reason, invalid_object
 from kai.core.state.task import TaskInfo
 
-WAITING = frozenset({PodStatus.PENDING, PodStatus.GATED})
 LEFT_OUT = "left out"
 """The state of a podgroup that used up its scheduling backoff in its pool."""
 OTHER_POOL = "other pool"
 """The state of a podgroup of another node pool than the run's (a shard's snapshot)."""
 NOT_HERE = frozenset({LEFT_OUT, OTHER_POOL})
 """States of podgroups the run does not schedule: a summary says why."""
-TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT_FOR_JOB})
-"""Fixes that are a wait with a known end: the start can be estimated."""
+DOUBLED_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")
+"""KAI ends a sentence it quotes with its own full stop ("GPUs.."): shown once here, kept in conditions and events."""
 
 
 class NotFound(LookupError):
     """The object is not in what the cycle saw; the message says what was looked for and where."""
 
 
-def explain_podgroup(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles."""
+def explain_podgroup(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, prove: Prove | None = None
+) -> dict[str, Any]:
+    """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles;
+    ``prove``: the fix search (``view.PendingView.proven_fixes``)."""
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
         if key in ins.state.elsewhere:
             return _left_out(ins, "PodGroup", key, key)
         error = ins.state.invalid.get(("PodGroup", key))
         if error is None:
-            raise NotFound(f"podgroup {key} not found in {ins.scenario.name}")
+            keys = [*ins.session.jobs, *ins.session.cluster.unschedulable_jobs]
+            raise NotFound(f"podgroup {key} not found in {ins.scenario.name}{_did_you_mean(key, keys)}")
         return _invalid("PodGroup", key, error.field, error.problem, ins.now)
-    return _podgroup(ins, job, history)
+    return _podgroup(ins, job, history, prove)
 
 
-def explain_workload(ins: Inspection, kind: str, key: str) -> dict[str, Any]:
+def explain_workload(ins: Inspection, kind: str, key: str, prove: Prove | None = None) -> dict[str, Any]:
     """A workload by its kind and name: each of its PodGroups explained (``explain_podgroup``)."""
     namespace, _, name = key.partition("/")
+    unknown = unknown_kind(kind)
+    if unknown is not None:
+        raise NotFound(f"{unknown} (or give pod or podgroup)")
     groups = workload_podgroups(ins.cluster, workload_kind(kind), namespace, name)
     if not groups:
+        close = nearest_workload(ins.cluster, workload_kind(kind), namespace, name)
         raise NotFound(
-            f"{kind} {key}: no podgroup or pod of it in {ins.scenario.name} (kai sees a workload through its pods, "
-            "once its controller has made them and the pod-grouper has grouped them)"
+            f"{kind} {key}: no podgroup or pod of it in {ins.scenario.name}"
+            + (
+                f"; did you mean {namespace}/{close}?"
+                if close
+                else " (kai sees a workload through its pods, once its controller has made them and the pod-grouper "
+                "has grouped them)"
+            )
         )
-    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group) for group in groups]}
+    return {"kind": kind, "name": key, "podgroups": [explain_podgroup(ins, group, prove=prove) for group in groups]}
 
 
-def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None) -> dict[str, Any]:
+def explain_pod(
+    ins: Inspection, key: str, history: dict[str, Any] | None = None, prove: Prove | None = None
+) -> dict[str, Any]:
     for job in [*ins.session.jobs.values(), *ins.session.cluster.unschedulable_jobs.values()]:
         task = job.tasks.get(key)
         if task is not None:
@@ -74,14 +107,14 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
                 "name": key,
                 "podgroup": job.key,
                 "reason": as_json(own, ins.now) if own is not None else None,
-                "explanation": _podgroup(ins, job, history),
+                "explanation": _podgroup(ins, job, history, prove),
             }
     error = ins.state.invalid.get(("Pod", key))
     if error is not None:
         return _invalid("Pod", key, error.field, error.problem, ins.now)
     pod = ins.state.pods.get(key)
     if pod is None:
-        raise NotFound(f"pod {key} not found in {ins.scenario.name}")
+        raise NotFound(f"pod {key} not found in {ins.scenario.name}{_did_you_mean(key, ins.state.pods)}")
     podgroup_key = f"{pod.meta.namespace}/{pod.podgroup_name}"
     if pod.scheduler_name == ins.scenario.config.scheduler_name and podgroup_key in ins.state.elsewhere:
         return _left_out(ins, "Pod", key, podgroup_key)
@@ -90,6 +123,11 @@ def explain_pod(ins: Inspection, key: str, history: dict[str, Any] | None = None
     else:
         what = f"pod {key} belongs to no podgroup kai schedules (the pod-grouper has not grouped it)"
     return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
+
+
+def _did_you_mean(key: str, keys: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(keys), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[str, Any]:
@@ -152,38 +190,41 @@ def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[
     }
 
 
-def _podgroup(ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None) -> dict[str, Any]:
-    result, now = ins.session.result, ins.now
-    placed = {b.pod_key: b.node for b in result.binds if b.podgroup_key == job.key}
-    waiting_on = {p.pod_key: p.node for p in result.pipelined if p.podgroup_key == job.key}
-    waits = result.unschedulable.get(job.key)
-    reasons: list[Reason] = list(waits.reasons) if waits is not None else []
-    if waits is None and job.fit_errors and any(t.status in WAITING for t in job.tasks.values()):
-        reasons = list(typed_reasons(ins.session, job))  # gated only: KAI reports no condition, only an event
-    if waiting_on and waits is None:
-        reasons.append(pipelined(waiting_on.values()))
-    state = _state(job, placed, waiting_on, bool(reasons) and not waiting_on)
-    fix = reasons[0].fix if reasons and reasons[0].fix is not None else next((r.fix for r in reasons if r.fix), None)
-    opened = ins.opened.jobs.get(job.key) or ins.opened.cluster.unschedulable_jobs.get(job.key) or job
+def _podgroup(
+    ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None, prove: Prove | None
+) -> dict[str, Any]:
+    """The podgroup's explanation; one that waits reads its place, order key, wait and fixes from the view's row
+    (``pending.pending_row``), so kai queues and kai simulate say the same of it."""
+    now = ins.now
+    cycle = did(ins, job.key)
+    reasons = list(cycle.reasons)
+    fix = nearest_fix(reasons)
+    shown = ins.shown.jobs.get(job.key) or ins.shown.cluster.unschedulable_jobs.get(job.key) or job
+    own = ins.session.result.pod_reasons
+    at, basis = estimated_start(cycle.state, fix, now)
+    line = Line(ins.order)
+    row = pending_row(ins, line, shown, prove) if any(t.status in WAITING for t in shown.tasks.values()) else None
     return {
         "kind": "PodGroup",
         "name": job.key,
+        "moment": _moment(ins),
         "queue": job.queue,
         "priority": job.priority,
         "preemptible": job.preemptible,
         "minMember": job.podgroup.min_member,
-        "state": state,
+        "state": cycle.state,
         "pods": [
-            _pod(task, placed, waiting_on, _own(result.pod_reasons.get(task.key), reasons), now)
-            for task in _tasks(opened)
+            _pod(task, cycle.placed, cycle.waiting_on, _own(own.get(task.key), reasons), now)
+            for task in sorted(shown.tasks.values(), key=lambda task: task.key)
         ],
-        "kai": {"reason": waits.reason, "message": waits.message, "detailedMessage": waits.detailed_message.strip()}
-        if waits is not None
-        else None,
+        "kai": _kai(ins, job.key),
         "reasons": [as_json(reason, now) for reason in reasons],
         "nearestFix": fix_json(fix, now) if fix is not None else None,
-        "position": _position(ins, opened),
-        "estimatedStart": _start(state, fix, now),
+        "provenFixes": [proven.as_json() for proven in row.proven_fixes] if row is not None else [],
+        "waitingSince": row.waiting_since if row is not None else None,
+        "position": position_json(row.position if row is not None else position(ins, line, shown)),
+        "orderKey": order_key_json(row.order_key if row is not None else None),
+        "estimatedStart": {"at": at, "basis": basis},
         "lastCycles": _last_cycles(ins, job.key, history),
         "lastEviction": last_eviction(ins.cluster.get("PodGroup", job.key), now),
     }
@@ -208,27 +249,27 @@ def last_eviction(podgroup: Mapping[str, Any] | None, now: float) -> dict[str, A
     return {**record, "at": at, "text": text}
 
 
+def _moment(ins: Inspection) -> str:
+    return "as given" if ins.moment is Moment.GIVEN else f"after cycle {ins.cycle}"
+
+
+def _kai(ins: Inspection, key: str) -> dict[str, str] | None:
+    """KAI's reason and messages for the podgroup (its condition's), without the reason repeated at the top of the
+    detailed message (KAI's texts stay as KAI writes them in conditions and events)."""
+    waits = ins.session.result.unschedulable.get(key)
+    if waits is None:
+        return None
+    detailed = waits.detailed_message.strip().removeprefix(f"{waits.reason}.").strip()
+    return {
+        "reason": waits.reason,
+        "message": DOUBLED_STOP.sub(".", waits.message),
+        "detailedMessage": DOUBLED_STOP.sub(".", detailed),
+    }
+
+
 def _own(reason: Reason | None, podgroup_reasons: list[Reason]) -> Reason | None:
     """A pod's reason when it is its own (the podgroup's headline is told once, above the pods)."""
     return None if reason is None or (podgroup_reasons and reason is podgroup_reasons[0]) else reason
-
-
-def _tasks(job: PodGroupInfo) -> list[TaskInfo]:
-    return sorted(job.tasks.values(), key=lambda task: task.key)
-
-
-def _state(job: PodGroupInfo, placed: dict[str, str], waiting_on: dict[str, str], waits: bool) -> str:
-    if waits:
-        return "waiting"
-    if placed:
-        return "starting"
-    if waiting_on:
-        return "pipelined"
-    if job.tasks and all(task.status in ACTIVE_USED for task in job.tasks.values()):
-        return "running"
-    if job.tasks and all(task.status is PodStatus.SUCCEEDED for task in job.tasks.values()):
-        return "succeeded"
-    return "nothing to schedule" if not job.has_pending() else "pending"
 
 
 def _pod(
@@ -247,46 +288,6 @@ def _pod(
         "nextCycle": next_cycle,
         "reason": as_json(reason, now) if reason is not None and task.status is PodStatus.PENDING else None,
     }
-
-
-def _position(ins: Inspection, job: PodGroupInfo) -> dict[str, Any]:
-    """Where the job stands in line at the start of the cycle, or why it is not in line."""
-    places = ins.order.place(job.key, job.queue)
-    if places:
-        (queue, place, count), *levels = places
-        parents = [level[0] for level in levels[1:]] + [""]
-        return {
-            "inLine": True,
-            "inQueue": {"queue": queue, "place": place, "of": count},
-            "queues": [
-                {"queue": q, "place": p, "of": n, "under": parent}
-                for (q, p, n), parent in zip(levels, parents, strict=True)
-            ],
-            "cluster": {"place": ins.order.jobs.index(job.key) + 1, "of": len(ins.order.jobs)},
-        }
-    if job.key in ins.opened.cluster.unschedulable_jobs:
-        why = f"its queue {job.queue} cannot be used"
-    elif not any(task.status in WAITING for task in job.tasks.values()):
-        why = "it has no pending pods"
-    elif not job.is_ready_for_scheduling():
-        why = "it is not ready: too few of its pods exist or they are gated"
-    elif not job.has_pending():
-        why = "all its waiting pods are gated"
-    else:
-        why = "it is beyond the allocate queue depth of its queue"
-    return {"inLine": False, "why": why}
-
-
-def _start(state: str, fix: Any, now: float) -> dict[str, Any]:
-    if state == "starting":
-        return {"at": now, "basis": "the next cycle binds it (this cycle placed it)"}
-    if state == "pipelined":
-        return {"at": None, "basis": "once the pods evicted for it are gone"}
-    if state != "waiting":
-        return {"at": None, "basis": ""}
-    if fix is not None and fix.kind in TIMED_FIXES:
-        return {"at": fix.evidence["until"], "basis": f"if nothing else changes: {describe_fix(fix, now)}"}
-    return {"at": None, "basis": "none known: it needs the nearest fix, or others to finish (kai knows no runtimes)"}
 
 
 def _last_cycles(ins: Inspection, key: str, history: dict[str, Any] | None) -> dict[str, Any]:

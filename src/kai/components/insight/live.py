@@ -21,10 +21,11 @@ from kai.components.scheduler.capture import capture
 from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.plugin_client import Unreachable, fetch_json
 from kai.components.scheduler.snapshot_format import config_from_kai, node_pool_of
-from kai.components.shared.kinds import scheduler_kinds
+from kai.components.shared.components import scheduler_kinds
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.scenario import Runner, Scenario
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.model.errors import InvalidObject
 
 SYNC_TIMEOUT_S = 60.0

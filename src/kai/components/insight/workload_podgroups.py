@@ -7,9 +7,11 @@ it owns, else (a Deployment) the ones of the pods of its ReplicaSets, named ``<d
 or (a CronJob) the ones its Jobs own.
 """
 
+import difflib
 from collections.abc import Iterable
 
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.sim.workload_makers import namespaced_kinds
 from kai.core.model import names
 
 SHORT_NAMES = {
@@ -27,6 +29,30 @@ def workload_kind(text: str) -> str:
     kind = text.lower()
     kind = SHORT_NAMES.get(kind, kind)
     return kind[:-1] if kind.endswith("s") and not kind.endswith("ss") else kind
+
+
+def unknown_kind(text: str) -> str | None:
+    """Why ``text`` names no workload kind kai knows, with the nearest one; None when it knows it."""
+    kind = workload_kind(text)
+    known = {known.lower() for known in namespaced_kinds()} | set(SHORT_NAMES)
+    if kind in known:
+        return None
+    close = difflib.get_close_matches(kind, sorted(known), n=1)
+    return f"kai knows no workload kind {text}" + (f"; did you mean {close[0]}?" if close else "")
+
+
+def nearest_workload(cluster: ClusterClient, kind: str, namespace: str, name: str) -> str | None:
+    """The name of a workload of ``kind`` in ``namespace`` (as its PodGroups' and pods' owners name it) most like
+    ``name``; None when none is."""
+    owners = {
+        str(ref.get("name"))
+        for obj in (*cluster.list("PodGroup"), *cluster.list("Pod"))
+        if _in(obj, namespace)
+        for ref in obj["metadata"].get("ownerReferences") or []
+        if isinstance(ref, dict) and str(ref.get("kind", "")).lower() == kind
+    }
+    close = difflib.get_close_matches(name, sorted(owners), n=1)
+    return close[0] if close else None
 
 
 def workload_podgroups(cluster: ClusterClient, kind: str, namespace: str, name: str) -> list[str]:

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 from kai.cluster.port import Listener
 from kai.components.operator.reconciler import InstallCluster, Reconciler
 from kai.components.operator.settings import Image
-from kai.components.shared.kinds import KINDS
+from kai.components.shared.components import COMPONENTS
 
 log = logging.getLogger(__name__)
-WATCHED = KINDS["operator"]
+WATCHED = COMPONENTS["operator"].watches
 FIRST_RETRY_S = 0.5
 
 

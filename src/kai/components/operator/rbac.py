@@ -8,10 +8,11 @@ Prometheus' (the chart gives it ``escalate`` and ``bind`` on their names only: `
 
 from typing import Any
 
-from kai.cluster.kube.resources import WORKLOAD_KINDS
 from kai.components.operator import monitoring
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
+from kai.components.podgrouper.rules.hub import READ_KINDS
+from kai.core.model.suspension import SUSPEND_FIELDS
 
 Rule = dict[str, Any]
 READ = ("get", "list", "watch")
@@ -26,13 +27,14 @@ EVENTS = rule(CORE, ("events",), ("create", "update", "patch"))
 """The shared event recorder creates an Event and counts repeats on it."""
 LEASES = rule("coordination.k8s.io", ("leases",), ("get", "create", "update"))
 
-SUSPENDABLE = (
-    ("batch", ("jobs",)),
-    ("jobset.x-k8s.io", ("jobsets",)),
-    ("ray.io", ("rayclusters", "rayjobs")),
-    ("kubeflow.org", ("jaxjobs", "mpijobs", "pytorchjobs", "tfjobs", "xgboostjobs")),
-)
-"""The workloads the scheduler suspends and resumes (``kai.core.model.suspension.SUSPEND_FIELDS``)."""
+
+def _suspendable() -> list[Rule]:
+    """The scheduler suspends and resumes these workloads (``kai.core.model.suspension.SUSPEND_FIELDS``)."""
+    plurals: dict[str, set[str]] = {}
+    for api_version, kind in SUSPEND_FIELDS:
+        plurals.setdefault(api_version.rpartition("/")[0], set()).add(kind.lower() + "s")
+    return [rule(group, tuple(sorted(found)), ("get", "patch")) for group, found in plurals.items()]
+
 
 CLUSTER_RULES: dict[str, list[Rule]] = {
     "scheduler": [
@@ -50,9 +52,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
         rule("topology.node.k8s.io", ("noderesourcetopologies",), READ),  # the numa plugin
         rule("policy", ("poddisruptionbudgets",), READ),  # victims within their PDBs
-        *(
-            rule(group, plurals, ("get", "patch")) for group, plurals in SUSPENDABLE
-        ),  # suspend instead of delete, and resume
+        *_suspendable(),  # suspend instead of delete, and resume
         EVENTS,
     ],
     "binder": [
@@ -72,9 +72,9 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(KAI, ("podgroups",), (*READ, "create", "update", "patch")),
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         *(
-            rule(group, tuple(sorted({k.plural for k in WORKLOAD_KINDS.values() if k.group == group})), ("get",))
-            for group in sorted({k.group for k in WORKLOAD_KINDS.values()})
-        ),  # a pod's owners, read when a pod names them
+            rule(group, tuple(sorted({k.plural for k in READ_KINDS if k.group == group})), ("get",))
+            for group in sorted({k.group for k in READ_KINDS} - {CORE})
+        ),  # a pod's owners, read when a pod names them (pods: above)
         EVENTS,
     ],
     "podgroup-controller": [

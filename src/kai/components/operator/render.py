@@ -63,12 +63,12 @@ def render(config: Obj, settings: Settings, shards: list[Obj], issued: Issued, f
         objects.append(_secret(settings, WEBHOOK_SECRET, serving_secret_data(issued)))
     for component in COMPONENTS:
         if not settings.services[component.section].enabled:
-            absent += [("Deployment", f"{ns}/{component.name}"), ("Service", f"{ns}/{component.name}")]
+            absent += [("Deployment", f"{ns}/{component.operand}"), ("Service", f"{ns}/{component.operand}")]
             continue
-        objects += rbac_objects(settings, component.name, component.name)
+        objects += rbac_objects(settings, component.operand, component.operand)
         objects += component_objects(settings, component)
-        deployments.append(f"{ns}/{component.name}")
-        services.append(MetricsService(component.name, metrics_port(component.name)["name"]))
+        deployments.append(f"{ns}/{component.operand}")
+        services.append(MetricsService(component.operand, metrics_port(component.operand)["name"]))
     webhooks = webhook_configurations(settings, issued.bundle)
     if admission:
         objects += webhooks

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.components.operator.fields import Fields
+from kai.components.shared.components import COMPONENTS
 from kai.core.model import names
 
 CONFIG_NAME = "kai-config"
@@ -72,7 +73,7 @@ class Image:
         )
 
 
-SECTIONS = ("admission", "binder", "podGrouper", "podGroupController", "queueController", "scheduler")
+SECTIONS = tuple(component.section for component in COMPONENTS.values() if component.section)
 """The Config sections of the components the operator deploys (KAI's node-scale-adjuster and NUMA exporter are not
 part of kai: docs/deviations.md; ``spec.prometheus`` is read by ``monitoring``)."""
 

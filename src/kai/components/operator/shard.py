@@ -26,38 +26,18 @@ from kai.components.operator.workloads import (
     metrics_port,
     service_object,
 )
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.components.shared.components import COMPONENTS
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
 from kai.core.model.errors import InvalidObject
+from kai.core.registry import ACTIONS, PLUGINS
 
-PLUGIN_PRIORITIES = {
-    "predicates": 1900,
-    "proportion": 1800,
-    "priority": 1700,
-    "nodeavailability": 1600,
-    "resourcetype": 1500,
-    "podaffinity": 1400,
-    "elastic": 1300,
-    "kubeflow": 1200,
-    "ray": 1100,
-    "subgrouporder": 1000,
-    "taskorder": 900,
-    "nominatednode": 800,
-    "dynamicresources": 700,
-    "minruntime": 600,
-    "topology": 500,
-    "snapshot": 400,
-    "sg-nodelocalgreedy": 360,
-    "sg-multinodegang": 350,
-    "gpupack": 300,
-    "gpuspread": 300,
-    "nodeplacement": 200,
-    "gpusharingorder": 100,
-}
-ACTION_PRIORITIES = {"allocate": 500, "consolidation": 400, "reclaim": 300, "preempt": 200, "stalegangeviction": 100}
+PLUGIN_PRIORITIES = {name: entry.shard_priority for name, entry in PLUGINS.items() if entry.shard_priority is not None}
+ACTION_PRIORITIES = {name: entry.shard_priority for name, entry in ACTIONS.items() if entry.shard_priority is not None}
 STRATEGIES = ("binpack", "spread")
 CONFIG_PATH = "/etc/config/config.yaml"
-SCHEDULER_ACCOUNT = "scheduler"
+SCHEDULER_ACCOUNT = COMPONENTS["scheduler"].operand
 SCHEDULER_FLAGS = ("schedule-period", "leader-elect", "qps", "burst")
 """Shard ``args`` kai's scheduler takes (the rest of KAI's flags are reported as ignored on the shard)."""
 

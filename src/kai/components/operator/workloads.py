@@ -6,12 +6,13 @@ component's name). Every container runs the one kai image's ``kai <command>``, a
 metrics and health endpoints on KAI's ports (8080, 8081) and its probes on ``/healthz`` and ``/readyz``.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 from kai.components.operator.fields import Fields
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
+from kai.components.shared import components as shared
+from kai.components.shared.components import Component
 from kai.core.model import names
 
 METRICS_PORT, PROBE_PORT, WEBHOOK_PORT = 8080, 8081, 9443
@@ -23,33 +24,20 @@ CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_SECRET = "kai-admission-webhook-tls-secret"
 
 
-@dataclass(frozen=True)
-class Component:
-    name: str
-    """Deployment, ServiceAccount and ``app`` label (KAI's operand name)."""
-    section: str
-    """Its section of the Config spec."""
-    command: str
-    """The ``kai`` subcommand it runs."""
-
-
-RECONCILING = frozenset({"binder", "pod-grouper", "podgroup-controller"})
-"""Components that take KAI's ``--max-concurrent-reconciles`` from their Config section."""
-
-COMPONENTS = (
-    Component("admission", "admission", "admission"),
-    Component("binder", "binder", "binder"),
-    Component("pod-grouper", "podGrouper", "podgrouper"),
-    Component("podgroup-controller", "podGroupController", "podgroup-controller"),
-    Component("queue-controller", "queueController", "queue-controller"),
+COMPONENTS = tuple(
+    sorted(
+        (c for c in shared.COMPONENTS.values() if c.operand and not c.per_shard),
+        key=lambda component: component.operand,
+    )
 )
+"""The components the Config deploys (``shared.components``), by operand name."""
 
 
 def container_args(settings: Settings, component: Component) -> list[str]:
     """``kai <command>`` and its flags, from the component's Config section."""
     section = settings.spec.sub(component.section)
     args = [
-        component.command,
+        component.name,
         f"--metrics-bind-address=:{METRICS_PORT}",
         f"--health-probe-bind-address=:{PROBE_PORT}",
     ]
@@ -61,7 +49,7 @@ def container_args(settings: Settings, component: Component) -> list[str]:
         namespace = section.sub("resourceReservation").text("namespace", names.RESERVATION_NAMESPACE)
         args.append(f"--resource-reservation-namespace={namespace}")
     args += client_args(section, component)
-    if component.name in RECONCILING and section.raw.get("maxConcurrentReconciles") is not None:
+    if component.reconciles and section.raw.get("maxConcurrentReconciles") is not None:
         args.append(f"--max-concurrent-reconciles={section.integer('maxConcurrentReconciles', 0, minimum=1)}")
     return args
 
@@ -76,7 +64,7 @@ def client_args(section: Fields, component: Component) -> list[str]:
     the Config leaves them out. The pod-grouper takes its own ``k8sClientConfig`` (as KAI reads it; kai also its
     ``service.k8sClientConfig``), with no default: its binary's (50 / 300) then holds, as in KAI."""
     service = section.sub("service").sub("k8sClientConfig")
-    if component.name != "pod-grouper":
+    if component.name != "podgrouper":
         return [
             f"--{name}={service.integer(name, default, minimum=1)}" for name, default in SERVICE_CLIENT_DEFAULTS.items()
         ]
@@ -186,12 +174,12 @@ def metrics_port(name: str) -> dict[str, Any]:
 
 def component_objects(settings: Settings, component: Component) -> list[dict[str, Any]]:
     """The Deployment and metrics Service of one component (its RBAC comes from ``rbac``)."""
-    metrics = metrics_port(component.name)
+    metrics = metrics_port(component.operand)
     args = container_args(settings, component)
     if component.name != "admission":
         return [
-            deployment(settings, component.name, component.section, args, account=component.name),
-            service_object(settings, component.name, [metrics]),
+            deployment(settings, component.operand, component.section, args, account=component.operand),
+            service_object(settings, component.operand, [metrics]),
         ]
     webhook = settings.spec.sub("admission").sub("webhook")
     target = webhook.integer("targetPort", WEBHOOK_PORT, minimum=1)

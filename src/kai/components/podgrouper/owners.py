@@ -1,8 +1,8 @@
 """Reading a pod's owners, and the other objects rules ask for, through the cluster port.
 
 Owners are read on demand (a GET on a real API server), at most once per pass however many pods share them, so a
-kind whose CRD is not installed costs nothing until a pod names it. The port names kinds by their API kind; the two
-exceptions are versions and kinds that would collide with another registered one (``QUALIFIED``).
+kind whose CRD is not installed costs nothing until a pod names it. The port names an owner kind by
+``Kind.version.group`` (``hub.port_kinds``), unless it is one of kai's own kinds.
 
 The walk follows the pod's first ownerReference, then each owner's only one, as KAI does: an owner that no longer
 exists (or exists under another uid) is an error, an owner kai cannot read (a kind the port does not know, or one
@@ -14,29 +14,18 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kai.cluster.kube.errors import ApiError
 from kai.cluster.port import ClusterClient, Raw
+from kai.components.podgrouper.rules.hub import port_kinds
 from kai.components.podgrouper.rules.model import Node, Obj, split_api_version
 from kai.core.model.errors import InvalidObject
 
 log = logging.getLogger(__name__)
 
-QUALIFIED: dict[tuple[str, str], str] = {
-    ("kubeflow.org/v2beta1", "MPIJob"): "MPIJob.v2beta1.kubeflow.org",
-    ("serving.knative.dev/v1", "Service"): "Service.v1.serving.knative.dev",
-}
-"""Port kind names of the owner kinds that are not their plain API kind (``kai.cluster.kube.resources`` registers
-these names)."""
 
 FORBIDDEN = 403
 
 
 class UnknownKind(Exception):
     """The cluster port cannot read this kind at all."""
-
-
-def port_kinds(api_version: str, kind: str) -> tuple[str, ...]:
-    """The port kind names to read an object of this apiVersion and kind under, most specific first."""
-    qualified = QUALIFIED.get((api_version, kind))
-    return (qualified, kind) if qualified else (kind,)
 
 
 class ClusterLookup:

@@ -27,6 +27,7 @@ from kai.components.controllers import (
 from kai.components.podgrouper import PodGrouper, Settings
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.node_pool import NodePool
+from kai.components.shared.components import COMPONENTS
 from kai.components.shared.endpoints import Health
 from kai.components.shared.metrics import BinderMetrics, SchedulerMetrics
 from kai.components.shared.parallel import Writes
@@ -34,10 +35,6 @@ from kai.core.framework.config import SchedulerConfig
 from kai.core.model import names
 
 log = logging.getLogger(__name__)
-WAKE_ON = {"binder": {"BindRequest"}, "podgrouper": {"Pod", "PodGroup"}}
-"""Loops woken at once by these kinds of change. The status controllers take in the changes once a period (a pass
-costs what changed since the last): woken by changes, their own writes would wake them again and again, and a
-PodGroup status settles over passes (``PodGroupStatusController``)."""
 
 
 @dataclass
@@ -64,15 +61,26 @@ class RuntimeOptions:
     """Where the binder keeps GPU reservation pods (KAI's ``--resource-reservation-namespace``)."""
 
 
-def _loop(
-    name: str,
-    step: Callable[[], Any],
-    period_s: float,
-    wake: threading.Event,
-    stop: threading.Event,
-    setup: Callable[[], Any] | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Wiring:
+    """What a component's loop is made of."""
+
+    cluster: ClusterClient
+    options: RuntimeOptions
+    registry: CollectorRegistry
+    on_scheduler: Callable[[SchedulerLoop], None] | None
+
+    def writes(self) -> Writes:
+        return Writes(self.options.max_concurrent_reconciles)
+
+
+Loop = tuple[Callable[[], Any], float, Callable[[], Any] | None]
+"""A component's loop: its pass, its period and what it sets up once on its thread."""
+
+
+def _loop(name: str, loop: Loop, wake: threading.Event, stop: threading.Event) -> None:
     """``setup`` once (on the loop's thread, so that it delays no other component), then ``step`` every period."""
+    step, period_s, setup = loop
     try:
         if setup is not None:
             setup()
@@ -91,6 +99,70 @@ def _loop(
             return
 
 
+def _controllers(w: Wiring) -> Loop:
+    """Both status controllers in one pass (the queues' status sums the PodGroups' status of the same pass). The
+    controllers take in the changes once a period (a pass costs what changed since the last): woken by changes, their
+    own writes would wake them again and again, and a PodGroup status settles over passes."""
+    ensure_default_queues(w.cluster)
+    writes = w.writes()
+    podgroups = PodGroupStatusController(w.cluster, writes, settle=True)
+    queues = QueueStatusController(w.cluster, podgroups, w.registry, w.options.config.metrics_namespace, writes)
+
+    def controllers_pass() -> None:
+        podgroups.reconcile()
+        queues.reconcile()
+
+    return controllers_pass, w.options.controllers_period_s, None
+
+
+def _podgroup_controller(w: Wiring) -> Loop:
+    podgroups = PodGroupStatusController(w.cluster, w.writes(), settle=True)
+    return podgroups.reconcile, w.options.controllers_period_s, None
+
+
+def _queue_controller(w: Wiring) -> Loop:
+    """Apart from the podgroup-controller, the queues' status sums the PodGroups' status (``StatusTotals``)."""
+    namespace = w.options.config.metrics_namespace
+    queues = QueueStatusController(w.cluster, StatusTotals(w.cluster), w.registry, namespace, w.writes())
+    return queues.reconcile, w.options.controllers_period_s, None
+
+
+def _podgrouper(w: Wiring) -> Loop:
+    grouper = PodGrouper(w.cluster, w.options.config.scheduler_name, w.writes(), w.options.grouping)
+    return grouper.reconcile, w.options.binder_period_s, None
+
+
+def _binder(w: Wiring) -> Loop:
+    binder = Binder(
+        w.cluster,
+        time.time,
+        w.writes(),
+        reservation_namespace=w.options.reservation_namespace,
+        metrics=BinderMetrics(w.registry),
+    )
+    return binder.reconcile, w.options.binder_period_s, binder.start
+
+
+def _scheduler(w: Wiring) -> Loop:
+    metrics = SchedulerMetrics(w.registry, w.options.config.metrics_namespace)
+    writes = Writes(w.options.write_workers)
+    loop = SchedulerLoop(w.cluster, w.options.config, metrics, writes=writes, node_pool=w.options.node_pool)
+    if w.on_scheduler is not None:
+        w.on_scheduler(loop)
+    return loop.run_once, w.options.schedule_period_s, None
+
+
+LOOPS: dict[str, Callable[[Wiring], Loop]] = {
+    "controllers": _controllers,
+    "podgroup-controller": _podgroup_controller,
+    "queue-controller": _queue_controller,
+    "podgrouper": _podgrouper,
+    "binder": _binder,
+    "scheduler": _scheduler,
+}
+"""How each component of ``shared.components`` that runs as a loop is made, in the order they are made."""
+
+
 def run(
     cluster: ClusterClient,
     components: set[str],
@@ -107,13 +179,11 @@ def run(
     started = threading.Event()
     if health is not None:  # not ready while the components build their state from the caches (a minute at scale)
         health.readiness["loops"] = lambda: (True, "started") if started.is_set() else (False, "starting")
-    reconciles = options.max_concurrent_reconciles
     wakes = {name: threading.Event() for name in components}
 
     def on_change(kind: str, _obj: Mapping[str, Any], _deleted: bool) -> None:
-        for name, kinds in WAKE_ON.items():
-            if name in wakes and kind in kinds:
-                wakes[name].set()
+        for name in woken_by(kind, components):
+            wakes[name].set()
 
     def wake_all_on_stop() -> None:
         stop.wait()
@@ -122,52 +192,11 @@ def run(
 
     cluster.subscribe(on_change)
     threading.Thread(target=wake_all_on_stop, daemon=True).start()
-    threads: list[threading.Thread] = []
-    if "controllers" in components:
-        ensure_default_queues(cluster)
-        writes = Writes(reconciles)
-        podgroups = PodGroupStatusController(cluster, writes, settle=True)
-        queues = QueueStatusController(cluster, podgroups, registry, options.config.metrics_namespace, writes)
-
-        def controllers_pass() -> None:
-            podgroups.reconcile()
-            queues.reconcile()
-
-        period = options.controllers_period_s
-        threads.append(_thread("controllers", controllers_pass, period, wakes["controllers"], stop))
-    if "podgroup-controller" in components:
-        podgroup_status = PodGroupStatusController(cluster, Writes(reconciles), settle=True)
-        period = options.controllers_period_s
-        threads.append(
-            _thread("podgroup-controller", podgroup_status.reconcile, period, wakes["podgroup-controller"], stop)
-        )
-    if "queue-controller" in components:
-        queue_status = QueueStatusController(
-            cluster, StatusTotals(cluster), registry, options.config.metrics_namespace, Writes(reconciles)
-        )
-        period = options.controllers_period_s
-        threads.append(_thread("queue-controller", queue_status.reconcile, period, wakes["queue-controller"], stop))
-    if "podgrouper" in components:
-        grouper = PodGrouper(cluster, options.config.scheduler_name, Writes(reconciles), options.grouping)
-        threads.append(_thread("podgrouper", grouper.reconcile, options.binder_period_s, wakes["podgrouper"], stop))
-    if "binder" in components:
-        binder = Binder(
-            cluster,
-            time.time,
-            Writes(reconciles),
-            reservation_namespace=options.reservation_namespace,
-            metrics=BinderMetrics(registry),
-        )
-        period = options.binder_period_s
-        threads.append(_thread("binder", binder.reconcile, period, wakes["binder"], stop, setup=binder.start))
-    if "scheduler" in components:
-        metrics = SchedulerMetrics(registry, options.config.metrics_namespace)
-        loop = SchedulerLoop(
-            cluster, options.config, metrics, writes=Writes(options.write_workers), node_pool=options.node_pool
-        )
-        if on_scheduler is not None:
-            on_scheduler(loop)
-        threads.append(_thread("scheduler", loop.run_once, options.schedule_period_s, wakes["scheduler"], stop))
+    wiring = Wiring(cluster, options, registry, on_scheduler)
+    threads = []
+    for name, build in LOOPS.items():
+        if name in components:
+            threads.append(_thread(name, build(wiring), wakes[name], stop))
     for thread in threads:
         thread.start()
     if health is not None:
@@ -178,6 +207,11 @@ def run(
         thread.join(timeout=10)
 
 
+def woken_by(kind: str, running: set[str]) -> set[str]:
+    """The running components whose loop a change of ``kind`` wakes at once (``Component.wakes_on``)."""
+    return {name for name in running if kind in COMPONENTS[name].wakes_on}
+
+
 def _alive(threads: list[threading.Thread]) -> tuple[bool, str]:
     dead = [t.name for t in threads if not t.is_alive()]
     if dead:
@@ -185,13 +219,5 @@ def _alive(threads: list[threading.Thread]) -> tuple[bool, str]:
     return True, f"running: {', '.join(t.name for t in threads)}"
 
 
-def _thread(
-    name: str,
-    step: Callable[[], Any],
-    period_s: float,
-    wake: threading.Event,
-    stop: threading.Event,
-    setup: Callable[[], Any] | None = None,
-) -> threading.Thread:
-    args = (name, step, period_s, wake, stop, setup)
-    return threading.Thread(target=_loop, args=args, name=f"kai-{name}", daemon=True)
+def _thread(name: str, loop: Loop, wake: threading.Event, stop: threading.Event) -> threading.Thread:
+    return threading.Thread(target=_loop, args=(name, loop, wake, stop), name=f"kai-{name}", daemon=True)

@@ -24,8 +24,8 @@ from kai.cluster.kube.ratelimit import UNLIMITED, RateLimit
 from kai.components.runtime.loops import RuntimeOptions, run
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
+from kai.components.shared.components import kinds_for
 from kai.components.shared.endpoints import Endpoints, Health
-from kai.components.shared.kinds import kinds_for
 from kai.components.shared.metrics import RestClientMetrics
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,11 @@ def serve_body(
         signal.signal(signum, lambda *_: stop.set())
     try:
         cluster = KubeCluster.from_kubeconfig(
-            kubeconfig, context=context, kinds=kinds, component=lease_name, rate_limit=rate_limit
+            kubeconfig,
+            context=context,
+            kinds=kinds,
+            component=lease_name,
+            rate_limit=rate_limit,
         )
     except KubeconfigError as error:
         raise ServeError(str(error)) from error

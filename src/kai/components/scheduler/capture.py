@@ -5,7 +5,7 @@ the live ``kai explain`` / ``kai queues``, which run the real scheduler over it 
 """
 
 from kai.cluster.port import ClusterClient, Raw
-from kai.components.shared.kinds import scheduler_kinds
+from kai.components.shared.components import scheduler_kinds
 from kai.core.framework.config import SchedulerConfig
 
 

@@ -6,8 +6,8 @@ so a cycle sees one consistent state. Invalid objects are skipped, and reported 
 (``usage``). The last cycles' results are kept (``history``) for the plugin server.
 
 Each cycle's snapshot is built from the last (``Snapshots``): its tasks, jobs and node accounting live as long as the
-process, so the first one's are frozen out of the cyclic GC, as an informer's first list is (DESIGN.md §7): at
-140,000 pods every full collection walked them again, a 1.5 s pause every few cycles. A job the snapshots drop has
+process, so the first one's are frozen out of the cyclic GC, as an informer's first list is (docs/architecture.md §7):
+at 140,000 pods every full collection walked them again, a 1.5 s pause every few cycles. A job the snapshots drop has
 its reference cycles broken, so it is freed all the same.
 """
 

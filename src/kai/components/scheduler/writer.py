@@ -1,4 +1,4 @@
-"""Writing a cycle's decisions back to the cluster, as KAI's cache and status updater do (kai-reference.md §3.5).
+"""Writing a cycle's decisions back to the cluster, as KAI's cache and status updater do (docs/kai-reference.md §3.5).
 
 Binds become BindRequests (the binder binds), evictions go through the Eviction API (``evictor``; KAI deletes pods),
 a suspended workload whose stand-in pods the cycle placed is resumed, pods the ``ungate`` action admitted lose
@@ -276,14 +276,9 @@ class DecisionWriter:
         key, message = waiting.podgroup_key, prefix + waiting.message
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
         says = (message, waiting.reason, reasons[0]["message"], conditioned)
-        ref = self._known("PodGroup", key, says)
-        if ref is not None:
-            self.recorder.record(ref, "Normal", "Unschedulable", message)
-            return
-        podgroup = self.cluster.get("PodGroup", key)
+        podgroup = self._unschedulable_event("PodGroup", key, says, "Normal", message)
         if podgroup is None:
             return
-        self.recorder.record(ObjectRef.of("PodGroup", podgroup), "Normal", "Unschedulable", message)
         pool = self.node_pool.pool_of(podgroup)
         if conditioned and set_scheduling_condition(podgroup, message, reasons, self.now(), pool):
             podgroup = self._write_scheduling_conditions(key, podgroup)
@@ -310,19 +305,28 @@ class DecisionWriter:
         """KAI's Warning ``Unschedulable`` event every cycle, and ``PodScheduled=False/Unschedulable`` when it
         changes (the event only, with markUnschedulable off)."""
         says = (message, mark)
-        ref = self._known("Pod", pod_key, says)
-        if ref is not None:
-            self.recorder.record(ref, "Warning", "Unschedulable", message)
-            return
-        pod = self.cluster.get("Pod", pod_key)
+        pod = self._unschedulable_event("Pod", pod_key, says, "Warning", message)
         if pod is None:
             return
-        self.recorder.record(ObjectRef.of("Pod", pod), "Warning", "Unschedulable", message)
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
         if mark and set_condition(pod, condition, self.now()):
             scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
             pod = self.cluster.patch_status("Pod", pod_key, {"conditions": [scheduled]}, strategic=True)
         self._remember("Pod", pod, says)
+
+    def _unschedulable_event(
+        self, kind: str, key: str, says: tuple[Any, ...], event_type: str, message: str
+    ) -> Raw | None:
+        """The ``Unschedulable`` event of every cycle; the object as read when what it ``says`` changed (its
+        condition may need writing), None when it did not or the object is gone."""
+        ref = self._known(kind, key, says)
+        if ref is not None:
+            self.recorder.record(ref, event_type, "Unschedulable", message)
+            return None
+        obj = self.cluster.get(kind, key)
+        if obj is not None:
+            self.recorder.record(ObjectRef.of(kind, obj), event_type, "Unschedulable", message)
+        return obj
 
     def _write_scheduling_conditions(self, key: str, podgroup: Raw) -> Raw:
         """The scheduler owns ``status.schedulingConditions``: a patch of that list alone never conflicts with the

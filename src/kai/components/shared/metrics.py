@@ -1,4 +1,4 @@
-"""Prometheus metrics with KAI's names (kai-reference.md §8): the scheduler's prefixed by the metrics namespace
+"""Prometheus metrics with KAI's names (docs/kai-reference.md §8): the scheduler's prefixed by the metrics namespace
 (``kai``), the binder's controller-runtime metrics as KAI's binder exposes them (no prefix). kai adds, for the
 dashboards (deploy/helm/kai-scheduler/dashboards), the podgroups the last cycle left pending by their typed reason
 and each node's GPUs and GPUs held (``LastCycle``)."""
@@ -12,9 +12,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from kai.cluster.kube.ratelimit import WAIT_BUCKETS_S, Waits
 from kai.core.framework.session import Session
+from kai.core.registry import ACTIONS
 from kai.core.state.reasons import ReasonKind
 
-SEARCHING_ACTIONS = ("consolidation", "reclaim", "preempt")
+SEARCHING_ACTIONS = tuple(name for name, action in ACTIONS.items() if action.searches_victims)
 """Actions that search for victims under a scenario search budget."""
 LATENCY_BUCKETS_MS = [5 * 2**i for i in range(10)]
 """KAI's buckets of its millisecond histograms (5 ms to 2.56 s)."""

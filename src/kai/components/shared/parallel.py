@@ -34,7 +34,7 @@ class Writes:
             except ClusterError as error:  # the API server refused or could not be reached, after the retries
                 log.error("%s %s failed: %s", what, _name(item), error)
                 return False
-            except Exception:  # one object's failure never stops the others (DESIGN.md §8)
+            except Exception:  # one object's failure never stops the others (docs/architecture.md §8)
                 log.exception("%s %s failed", what, _name(item))
                 return False
             return True

@@ -57,18 +57,13 @@ def check(expect: dict[str, Any], outcome: Outcome, now: float, label: str) -> l
                         mismatches.append(
                             f"{label}: podgroup {key}: pod {pod_key} {field} expected {want[field]!r}, got {got!r}"
                         )
-    for key, want in (expect.get("pods") or {}).items():
-        actual = outcome.pods.get(key)
-        if actual is None:
-            mismatches.append(f"{label}: pod {key} is not in the cluster")
-            continue
-        _check_fields(f"{label}: pod {key}", want, actual, now, mismatches)
-    for name, want in (expect.get("nodes") or {}).items():
-        actual = outcome.nodes.get(name)
-        if actual is None:
-            mismatches.append(f"{label}: node {name} is not in the cluster")
-            continue
-        _check_fields(f"{label}: node {name}", want, actual, now, mismatches)
+    for kind, expected, found in (("pod", "pods", outcome.pods), ("node", "nodes", outcome.nodes)):
+        for key, want in (expect.get(expected) or {}).items():
+            actual = found.get(key)
+            if actual is None:
+                mismatches.append(f"{label}: {kind} {key} is not in the cluster")
+                continue
+            _check_fields(f"{label}: {kind} {key}", want, actual, now, mismatches)
     for counter, bound in (expect.get("maxCounts") or {}).items():
         if outcome.counts.get(counter, 0) > bound:
             mismatches.append(f"{label}: {counter} {outcome.counts.get(counter)} exceeds the bound {bound}")

@@ -4,8 +4,11 @@
   after it started running (``status.startTime``; a pod already running in the input started at the simulation's
   start); its resources are free from then on. Pods without it run until they are evicted, unless the simulation
   gives a default run time (what-if runs: a snapshot has no run times), which counts from the pod's start or the
-  simulation's start, whichever is later, so that the pods of a snapshot do not all finish at once. An evicted pod
-  starts from zero when it runs again.
+  simulation's start, whichever is later, so that the pods of a snapshot do not all finish at once. The default is for
+  batch pods only: a service never finishes by itself, so the pods of long-running controllers (Deployments,
+  ReplicaSets, StatefulSets, DaemonSets, RayClusters but a RayJob's, RayServices, LeaderWorkerSets) and pods of
+  ``restartPolicy: Always`` run until evicted unless their annotation says otherwise. An evicted pod starts from zero
+  when it runs again. Reservation pods (the binder's, holding shared GPUs) are no workload: they never finish here.
 - A pod with the annotation ``simulate.kai.scheduler/fail-after`` fails (phase ``Failed``, its resources free) that
   long after it started running, unless its run time is over first. Only a pod of ``restartPolicy: Never`` fails: the
   kubelet restarts the others' containers in place, so they keep running (a warning says so, once per controller).
@@ -25,6 +28,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster, json_copy
 from kai.cluster.port import Raw
+from kai.components.podgrouper.rules.hub import OWNERS
 from kai.components.sim.problems import WARNING, Problem
 from kai.components.sim.workload_objects import controller_ref
 from kai.core.model import names
@@ -38,6 +42,10 @@ FAIL_AFTER_ANNOTATION = "simulate.kai.scheduler/fail-after"
 RESUBMIT_ANNOTATION = "simulate.kai.scheduler/resubmit"
 FINISHED = ("Succeeded", "Failed")
 _SCHEDULING_STATE = (names.GPU_GROUP_LABEL,)
+LONG_RUNNING_KINDS = frozenset({owner.kind for owner in OWNERS if owner.serves} | {"DaemonSet"})
+"""Controllers whose pods serve until stopped: a default run time does not end them (a RayCluster is one too, unless
+a RayJob owns it: then it ends with the job; a DaemonSet's pods are grouped by the default rule, not a kind of its
+own)."""
 
 
 @dataclass
@@ -72,6 +80,7 @@ class WorkloadLifecycle:
             if o["kind"] == "Pod"
         )
         self._reported: set[tuple[str, str]] = set()
+        self._long_running: dict[str, bool] = {}
         self.completed = 0
         """Pods that finished their run time so far."""
         self.failed = 0
@@ -89,6 +98,8 @@ class WorkloadLifecycle:
         for pod in cluster.view("Pod"):
             key = object_key(pod)
             phase = (pod.get("status") or {}).get("phase", "Pending")
+            if _reservation(pod):
+                continue
             if self.timed and phase == "Running" and not pod["metadata"].get("deletionTimestamp"):
                 phase = self._finish(cluster, pod, key, now)
             phases[key] = phase
@@ -108,8 +119,12 @@ class WorkloadLifecycle:
         ends: list[tuple[float, str]] = []
         if run_time is not None:
             ends.append((run_time + started, "Succeeded"))
-        elif self.default_run_time_s is not None and RUN_TIME_ANNOTATION not in _annotations(pod):
-            # a guess for a pod that says nothing: its run begins no earlier than the run's
+        elif (
+            self.default_run_time_s is not None
+            and RUN_TIME_ANNOTATION not in _annotations(pod)
+            and not self.long_running(cluster, pod, key)
+        ):
+            # a guess for a batch pod that says nothing: its run begins no earlier than the run's
             ends.append((self.default_run_time_s + max(started, self.start), "Succeeded"))
         fail_after = self._duration(pod, key, FAIL_AFTER_ANNOTATION, "the pod does not fail")
         if fail_after is not None and self._fails(pod, key):
@@ -126,6 +141,18 @@ class WorkloadLifecycle:
         else:
             self.completed += 1
         return phase
+
+    def long_running(self, cluster: MemoryCluster, pod: Raw, key: str) -> bool:
+        """Whether the pod serves until stopped (see the module docstring); its owners do not change, so it is
+        worked out once."""
+        known = self._long_running.get(key)
+        if known is None:
+            kinds = _owner_kinds(cluster, pod)
+            known = (pod.get("spec") or {}).get("restartPolicy") == "Always" or bool(
+                kinds & LONG_RUNNING_KINDS or ("RayCluster" in kinds and "RayJob" not in kinds)
+            )
+            self._long_running[key] = known
+        return known
 
     def _duration(self, pod: Raw, key: str, annotation: str, otherwise: str) -> float | None:
         """The duration in the pod's ``annotation``; None when absent or unreadable (a warning says ``otherwise``)."""
@@ -225,6 +252,29 @@ def _controller(pod: Raw) -> str:
     """The pod's controlling owner as ``Kind namespace/name`` ("" when none)."""
     ref = controller_ref(pod)
     return f"{ref['kind']} {pod['metadata'].get('namespace')}/{ref['name']}" if ref is not None else ""
+
+
+def _owner_kinds(cluster: MemoryCluster, obj: Raw) -> set[str]:
+    """The kinds of the object's controllers up its owner chain (as far as the references go: a snapshot holds
+    pods, not their ReplicaSets, but a pod's reference still names the kind)."""
+    kinds: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    while (ref := controller_ref(obj)) is not None:
+        kind, key = ref["kind"], f"{obj['metadata'].get('namespace')}/{ref['name']}"
+        if (kind, key) in seen:
+            break
+        seen.add((kind, key))
+        kinds.add(kind)
+        owner = cluster.peek(kind, key) or cluster.peek(kind, ref["name"])
+        if owner is None:
+            break
+        obj = owner
+    return kinds
+
+
+def _reservation(pod: Raw) -> bool:
+    """A reservation pod of the binder (it holds a shared GPU; it is no workload)."""
+    return (pod["metadata"].get("labels") or {}).get("app") == names.RESERVATION_APP_LABEL_VALUE
 
 
 def _annotations(obj: Raw) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """What a simulation reports about its input: objects skipped (errors) and objects used with a warning.
 
-Every problem names the object, the field and what is allowed (DESIGN.md §8); the tables and ``--json`` show the
-same list.
+Every problem names the object, the field and what is allowed (docs/architecture.md §8); the tables and ``--json`` show
+the same list.
 """
 
 from dataclasses import dataclass

@@ -1,18 +1,18 @@
-"""Rendering a simulation for people (tables) and for programs (JSON)."""
+"""Rendering a simulation for programs (JSON), and its queues over time for people (the rest of what people see
+is the view: ``kai.components.insight.view``)."""
 
 import math
 from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from kai.components.sim.problems import ERROR
 from kai.components.sim.runner import ScenarioRun
+from kai.components.sim.tables import plain_table
 from kai.components.sim.timeline import TimelineSample
 from kai.core.model.duration import format_duration
 from kai.core.model.meta import format_time
-from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+from kai.core.model.text import humanize
 
 TIMELINE_ROWS = 24
 """Rows of the timeline table when the run does not say how often to sample."""
@@ -83,9 +83,10 @@ def print_timeline(run: ScenarioRun, console: Console) -> None:
         return
     leaves = rows[-1].leaves
     usage = run.scenario.config.usage_db is not None
-    title = f"GPUs over time: allocated / fair share{' / usage' if usage else ''}"
+    title = f"GPUs over time, after each cycle: allocated / fair share{' / usage' if usage else ''}"
     caption = f"{run.completed} pods finished their run time" + (f", {run.failed} failed" if run.failed else "")
-    table = Table("time", "cycle", *leaves, title=title, caption=caption, min_width=len(title) + 4)
+    table = plain_table("time", "cycle", *leaves, title=title, keep=2)
+    table.caption = caption
     for sample in rows:
         cells = []
         for uid in leaves:
@@ -97,63 +98,3 @@ def print_timeline(run: ScenarioRun, console: Console) -> None:
             cells.append(f"{cell} / {queue.usage['gpu']:.2f}" if usage else cell)
         table.add_row(f"+{format_duration(sample.elapsed_s)}", str(sample.cycle), *cells)
     console.print(table)
-
-
-def print_tables(run: ScenarioRun, console: Console) -> None:
-    record = run.cycles[-1]
-    session, outcome = record.session, record.outcome
-    result = session.result
-    console.print(f"[bold]{run.scenario.name}[/bold] — after cycle {record.number}")
-    if run.problems:
-        problems = Table("", "object", "field", "problem", title="Problems (errors: skipped; warnings: used as said)")
-        for problem in run.problems:
-            style = "red" if problem.severity == ERROR else "yellow"
-            severity = f"[{style}]{problem.severity}[/{style}]"
-            problems.add_row(severity, f"{problem.kind} {problem.name}".strip(), problem.field, problem.problem)
-        console.print(problems)
-    pods = Table("pod", "podgroup", "queue", "status", "node", "GPUs", "why it waits", title="Pods")
-    for key, pod in sorted(outcome.pods.items()):
-        group = outcome.podgroups.get(pod["podgroup"], {})
-        why = result.pod_errors.get(key, "")
-        unschedulable = result.unschedulable.get(pod["podgroup"])
-        if not why and unschedulable is not None and pod["status"] == "Pending":
-            why = unschedulable.message
-        pods.add_row(
-            key,
-            pod["podgroup"],
-            group.get("queue", ""),
-            pod["status"],
-            pod["node"] or "-",
-            humanize(pod["requestedGPUs"]),
-            why,
-        )
-    console.print(pods)
-    usage = run.scenario.config.usage_db is not None
-    queues = Table(
-        "queue",
-        "parent",
-        "deserved GPU",
-        "fair share GPU",
-        "allocated GPU",
-        "fair share CPU",
-        "fair share mem (GB)",
-        *(("usage GPU",) if usage else ()),
-        title="Queues",
-    )
-    share_fns = session.queue_share_fns
-    for uid, queue in sorted(session.queues.items()):
-        if not share_fns:
-            break
-        shares = share_fns[0](uid)
-        queues.add_row(
-            uid,
-            queue.parent or "-",
-            humanize(shares["deserved"]["gpu"]),
-            humanize(shares["fairShare"]["gpu"]),
-            humanize(shares["allocated"]["gpu"]),
-            humanize(shares["fairShare"]["cpu"], MILLI_CPU_PER_CORE),
-            humanize(shares["fairShare"]["memory"], BYTES_PER_GB),
-            *((f"{shares['usage']['gpu']:.2f}",) if usage else ()),
-        )
-    console.print(queues)
-    print_timeline(run, console)

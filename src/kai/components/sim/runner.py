@@ -10,8 +10,9 @@ again (``lifecycle``), and every cycle adds a sample to the run's timeline of pe
 time), then call ``cycle`` and ``advance`` in turn.
 """
 
+import difflib
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +36,18 @@ from kai.components.sim.stand_ins.disruption import update_budgets
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.world import run_workload
 from kai.core.actions import ungate
+from kai.core.cycle import open_session
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.framework.usage.usage_config import CLIENT_PROMETHEUS
+from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState, object_key
 from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
+
+SIMILAR_NAME = 0.8
+"""How alike a scheduler name must be to kai's to be taken for a typo of it (difflib's ratio)."""
 
 
 @dataclass
@@ -116,6 +123,8 @@ class Simulation:
         self.pipelined: frozenset[str] = frozenset()
         """Podgroups the last cycle pipelined (allocate tries them first next cycle, as the scheduler does)."""
         self.timeline: list[TimelineSample] = []
+        self.settled = 0
+        """The last cycle whose decisions were written back (``settle``)."""
 
     def _now(self) -> float:
         return self.clock.now
@@ -156,14 +165,22 @@ class Simulation:
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)
 
-    def advance(self, record: CycleRecord) -> None:
-        """Write the cycle's decisions back, let the binder and the workloads act, and move the clock on."""
+    def settle(self, record: CycleRecord) -> None:
+        """Write the cycle's decisions back and let the binder and the kubelet act, at the same moment: the cluster
+        as it stands once the cycle's binds are done (what ``kai simulate`` shows after a cycle)."""
+        if self.settled == record.number:
+            return
+        self.settled = record.number
         session = record.session
         self.writer.write(session.result, ChainMap(session.jobs, session.cluster.unschedulable_jobs))
         self.binder.reconcile()
         stuck_before = self.clock.now - self.scenario.config.stuck_in_releasing_s
         run_workload(self.cluster, self.scenario.runner.podgroups_being_deleted, stuck_before, self.clock.now)
         self.binder.sync_reservations()
+
+    def advance(self, record: CycleRecord) -> None:
+        """Settle the cycle, then move the clock on and let the workloads act."""
+        self.settle(record)
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
         self.workloads.step(self.cluster, self.clock.now)
@@ -171,6 +188,15 @@ class Simulation:
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)
+
+    def open(self) -> Session:
+        """A session opened on the cluster as it stands (no action run): queue shares and the order jobs stand in
+        line for the next cycle."""
+        self.grouper.reconcile()
+        cluster_info = self._snapshot()
+        if self.usage is not None:  # recent usage as the next cycle reads it (nothing is recorded)
+            cluster_info.queue_usage = self.usage.read(self.clock.now)
+        return open_session(cluster_info, self.scenario.config, self.clock.now)
 
     def _snapshot(self) -> ClusterInfo:
         config = self.scenario.config
@@ -207,6 +233,7 @@ class Simulation:
             error = InvalidObject(f"PodGroup {key}", "spec.schedulingBackoff", left_out)
             found.append(Problem.of(WARNING, "PodGroup", key, error))
         found += grouper_warnings(self.cluster)
+        found += other_scheduler_warnings(self.state, self.scenario.config)
         found += self.lifecycle.problems
         found += [Problem.of(ERROR, kind, key, error) for (kind, key), error in sorted(self.state.invalid.items())]
         for (kind, key), warnings in sorted(self.state.warnings.items()):
@@ -230,13 +257,40 @@ def grouper_warnings(cluster: MemoryCluster) -> list[Problem]:
     return list(found.values())
 
 
-def run_scenario(scenario: Scenario) -> ScenarioRun:
-    sim = Simulation(scenario)
+BeforeLast = Callable[[Simulation], None]
+"""Called once, right before the last cycle (``kai explain`` opens a session on the cluster that cycle starts from)."""
+
+
+def other_scheduler_warnings(state: ClusterState, config: SchedulerConfig) -> list[Problem]:
+    """Pods that look meant for kai but name another scheduler (a name like kai's, or kai's queue label or PodGroup
+    annotation): kai leaves them alone, and without a word they would vanish from every table."""
+    found = []
+    for key, pod in sorted(state.pods.items()):
+        name = pod.scheduler_name
+        if name == config.scheduler_name or pod.is_reservation:
+            continue
+        similar = difflib.SequenceMatcher(None, name, config.scheduler_name).ratio() >= SIMILAR_NAME
+        marked = config.queue_label_key in pod.meta.labels or names.POD_GROUP_ANNOTATION in pod.meta.annotations
+        if not (similar or marked):
+            continue
+        problem = f"{name or 'default-scheduler'} is not {config.scheduler_name}: kai leaves this pod to that scheduler"
+        if similar:
+            problem += f" (did you mean {config.scheduler_name}?)"
+        else:
+            problem += " though it carries kai's queue label or PodGroup annotation"
+        found.append(Problem.of(WARNING, "Pod", key, InvalidObject(f"Pod {key}", "spec.schedulerName", problem)))
+    return found
+
+
+def run_scenario(
+    scenario: Scenario, sim: Simulation | None = None, before_last: BeforeLast | None = None
+) -> ScenarioRun:
+    sim = sim or Simulation(scenario)
     run = ScenarioRun(scenario, clock=sim.clock)
     if scenario.runner.multi_cycle:
-        _run_multi_cycle(sim, run)
+        _run_multi_cycle(sim, run, before_last)
     else:
-        _run_single_check(sim, run)
+        _run_single_check(sim, run, before_last)
     run.problems = sim.problems()
     run.timeline = sim.timeline
     run.completed, run.failed = sim.lifecycle.completed, sim.lifecycle.failed
@@ -251,10 +305,13 @@ def _keep(run: ScenarioRun, record: CycleRecord, clock: SimClock) -> None:
         run.cycles.append(record)
 
 
-def _run_single_check(sim: Simulation, run: ScenarioRun) -> None:
+def _run_single_check(sim: Simulation, run: ScenarioRun, before_last: BeforeLast | None) -> None:
     """Run ``cyclesBeforeCheck`` cycles (default 1) and check ``expect`` right after the last one (§4.1)."""
     scenario = run.scenario
-    for number in range(1, scenario.runner.cycles_before_check + 1):
+    last = scenario.runner.cycles_before_check
+    for number in range(1, last + 1):
+        if number == last and before_last is not None:
+            before_last(sim)
         record = sim.cycle(number)
         _keep(run, record, sim.clock)
         if number < scenario.runner.cycles_before_check:
@@ -262,11 +319,14 @@ def _run_single_check(sim: Simulation, run: ScenarioRun) -> None:
     run.mismatches = check(scenario.expect, record.outcome, sim.clock.now, f"cycle {number}")
 
 
-def _run_multi_cycle(sim: Simulation, run: ScenarioRun) -> None:
+def _run_multi_cycle(sim: Simulation, run: ScenarioRun, before_last: BeforeLast | None) -> None:
     """The runner block (§4.2): cycles, a check of the cluster as it then is, then checked cycles."""
     scenario = run.scenario
     runner, expect = scenario.runner, scenario.expect
+    final = runner.cycles_before_check + runner.check_cycles
     for number in range(1, runner.cycles_before_check + 1):
+        if number == final and before_last is not None:
+            before_last(sim)
         record = sim.cycle(number)
         _keep(run, record, sim.clock)
         run.mismatches += check(
@@ -280,6 +340,8 @@ def _run_multi_cycle(sim: Simulation, run: ScenarioRun) -> None:
     run.mismatches += check(expect, after, sim.clock.now, f"after cycle {runner.cycles_before_check}")
     for offset in range(1, runner.check_cycles + 1):
         number = runner.cycles_before_check + offset
+        if number == final and before_last is not None:
+            before_last(sim)
         record = sim.cycle(number)
         _keep(run, record, sim.clock)
         run.mismatches += check(expect, record.outcome, sim.clock.now, f"cycle {number}")

@@ -17,7 +17,8 @@ from kai.components.scheduler.snapshot_format import SnapshotFormatError
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
 from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import parse_time

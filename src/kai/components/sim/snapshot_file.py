@@ -16,7 +16,8 @@ from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.snapshot_format import SnapshotFormatError, podgroup_of_pod, read_zip
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import WARNING, Problem
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time, parse_time

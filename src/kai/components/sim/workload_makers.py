@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai.cluster.port import Raw
-from kai.components.podgrouper.rules.hub import RULES, SKIPPED
+from kai.components.podgrouper.rules.hub import GROUPED_KINDS, OWNERS
 from kai.components.sim.cron_jobs import CronJobSpec, cron_job_spec
 from kai.components.sim.ray_submitter import submission_mode, submitter_job, with_sidecar
 from kai.components.sim.workload_objects import (
@@ -49,10 +49,6 @@ KUBEFLOW_ROLE = "training.kubeflow.org/job-role"
 KUBEFLOW_INDEX = "training.kubeflow.org/replica-index"
 MPI_V2 = "kubeflow.org/v2beta1"
 MPI_LAUNCHER_POLICIES = ("AtStartup", "WaitForWorkersReady")
-
-
-GROUPED_KINDS = frozenset(kind for _, _, kind in (*RULES, *SKIPPED))
-"""The owner kinds the pod-grouper has a rule for."""
 
 
 def namespaced_kinds() -> frozenset[str]:
@@ -434,20 +430,8 @@ MAKERS: dict[str, Callable[[Raw], Sequence[Raw | AfterRunning | CronJobSpec]]] =
     "JobSet": _jobset,
     "Notebook": _notebook,
 }
-API_GROUPS = {
-    "Job": "batch",
-    "CronJob": "batch",
-    "ReplicaSet": "apps",
-    "Deployment": "apps",
-    "StatefulSet": "apps",
-    "RayCluster": "ray.io",
-    "RayJob": "ray.io",
-    "RayService": "ray.io",
-    **dict.fromkeys(KUBEFLOW_SPECS, "kubeflow.org"),
-    "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
-    "JobSet": "jobset.x-k8s.io",
-    "Notebook": "kubeflow.org",
-}
+API_GROUPS = {owner.kind: owner.group for owner in OWNERS if owner.kind in MAKERS}
+"""The API group of each kind made here, as the pod-grouper knows it."""
 EXPANDED = ", ".join(sorted(MAKERS))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from kai.cluster.memory import json_copy
 from kai.cluster.port import Raw
+from kai.core.model import names
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The letters of Kubernetes' generated names (``generateName``)."""
@@ -79,7 +80,7 @@ def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
                 linked[at] = json_copy(linked[at])
                 linked[at]["metadata"]["uid"] = given
     for i, obj in enumerate(linked):
-        if obj["kind"] in given_uids:
+        if obj["kind"] in given_uids or _grouped_by_itself(obj):
             linked[i] = json_copy(obj)
             uid(linked[i])
     for i, obj in enumerate(linked):
@@ -88,6 +89,14 @@ def link_owners(objects: list[Raw], given_uids: Container[str]) -> list[Raw]:
             for ref, at in refs_to_owners(linked[i]):
                 ref["uid"] = ref.get("uid") or linked[at]["metadata"].get("uid") or ""
     return linked
+
+
+def _grouped_by_itself(obj: Raw) -> bool:
+    """A bare pod the pod-grouper groups (no owner, no PodGroup named): its PodGroup is named after its uid, which
+    the API server would have set (without one it would be ``pg-<pod>-``)."""
+    meta = obj["metadata"]
+    annotations = meta.get("annotations") or {}
+    return obj["kind"] == "Pod" and not owner_refs(obj) and not annotations.get(names.POD_GROUP_ANNOTATION)
 
 
 def owner_ref(owner: Raw) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from kai.core.framework.eviction import (
     VICTIMS,
+    SolverAction,
     cached_victims,
     each_task,
     has_live_pod,
@@ -79,20 +80,22 @@ def execute(ssn: Session) -> None:
 
         return cached_victims(all_of_them) if limit == -1 else first_ones
 
+    messages = each_task(
+        lambda task, _job: (
+            f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
+            "(resource consolidation) procedure"
+        ),
+        lambda _task, _job: "moved to another node to make room (bin packing)",
+    )
     run_solver_action(
         ssn,
-        NAME,
-        pending_jobs(ssn, NAME, preemptible_only=True),
-        None,
-        lambda job: _enough_gpus(ssn, job),
-        victims,
-        _everything_moved,
-        each_task(
-            lambda task, _job: (
-                f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
-                "(resource consolidation) procedure"
-            ),
-            lambda _task, _job: "moved to another node to make room (bin packing)",
+        SolverAction(
+            NAME,
+            pending_jobs(ssn, NAME, preemptible_only=True),
+            victims,
+            _everything_moved,
+            messages,
+            attempt=lambda job: _enough_gpus(ssn, job),
+            signature_scope=lambda _job: "",  # the whole cluster
         ),
-        lambda _job: "",
     )

@@ -10,6 +10,7 @@ from kai.core.framework.eviction import (
     VICTIMS,
     JobFilter,
     ScopedVictimFilter,
+    SolverAction,
     all_of,
     cached_victims,
     candidates_queue,
@@ -83,21 +84,15 @@ def execute(ssn: Session) -> None:
         make = indexed if ranked and len(scoped) == len(filters) else scan
         return cached_victims(lambda: make(preemptor))
 
+    messages = each_task(
+        lambda task, job: (
+            f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
+        ),
+        lambda task, job: (
+            f"its priority {ssn.jobs[task.job_key].priority} is below {job.priority} in queue {job.queue}"
+        ),
+    )
     run_solver_action(
         ssn,
-        NAME,
-        pending_jobs(ssn, NAME),
-        None,
-        attempt,
-        victims,
-        all_of(ssn.preempt_validators),
-        each_task(
-            lambda task, job: (
-                f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
-            ),
-            lambda task, job: (
-                f"its priority {ssn.jobs[task.job_key].priority} is below {job.priority} in queue {job.queue}"
-            ),
-        ),
-        lambda job: job.queue,
+        SolverAction(NAME, pending_jobs(ssn, NAME), victims, all_of(ssn.preempt_validators), messages, attempt=attempt),
     )

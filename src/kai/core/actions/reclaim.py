@@ -10,6 +10,7 @@ from kai.core.framework.eviction import (
     VICTIMS,
     QueueVictimFilter,
     ScopedVictimFilter,
+    SolverAction,
     all_of,
     cached_victims,
     candidates_queue,
@@ -139,12 +140,12 @@ def execute(ssn: Session) -> None:
 
     run_solver_action(
         ssn,
-        NAME,
-        pending_jobs(ssn, NAME),
-        ssn.can_reclaim,
-        None,
-        victims,
-        all_of(ssn.reclaim_validators),
-        eviction_messages,
-        lambda job: job.queue,
+        SolverAction(
+            NAME,
+            pending_jobs(ssn, NAME),
+            victims,
+            all_of(ssn.reclaim_validators),
+            eviction_messages,
+            eligible=ssn.can_reclaim,
+        ),
     )

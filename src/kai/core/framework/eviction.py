@@ -2,6 +2,7 @@
 share (KAI's actions/*/ Execute loops differ only in filters, victims and validators)."""
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kai.core.framework.fit_reasons import refused_everywhere
@@ -123,31 +124,47 @@ def all_of(checks: list[Validator]) -> Validator:
     return valid
 
 
-def run_solver_action(
-    ssn: Session,
-    action: str,
-    options: JobQueueOptions,
-    eligible: JobFilter | None,
-    attempt: JobFilter | None,
-    victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]],
-    validator: Validator,
-    messages: EvictionMessages,
-    signature_scope: Callable[[PodGroupInfo], str],
-) -> None:
+def _by_queue(job: PodGroupInfo) -> str:
+    return job.queue
+
+
+@dataclass(frozen=True, slots=True)
+class SolverAction:
+    """What an action that evicts to make room (reclaim, preempt, consolidation) gives the shared search."""
+
+    name: str
+    pending: JobQueueOptions
+    """Which pending jobs it offers, in fair-share order (``pending_jobs``)."""
+    victims: Callable[[PodGroupInfo], Callable[[], JobsOrderByQueues]]
+    """A job's victim candidates, in the order they are tried."""
+    validator: Validator
+    """Whether a scenario is allowed (the plugins' reclaim or preempt checks)."""
+    messages: EvictionMessages
+    """The events of the pods it evicts."""
+    eligible: JobFilter | None = None
+    """A job that fails it is passed over."""
+    attempt: JobFilter | None = None
+    """A cheap check before the search: a job that fails it counts as failed."""
+    signature_scope: Callable[[PodGroupInfo], str] = _by_queue
+    """Where a failed job's scheduling signature holds: its queue, or the whole cluster (consolidation: "")."""
+
+
+def run_solver_action(ssn: Session, action: SolverAction) -> None:
     """For each pending job in fair-share order, find victims and commit the solution.
 
     A job that is not ``eligible`` is passed over. With scheduling signatures on, a job no easier than one that
-    already failed in the same scope (its queue, or the whole cluster for consolidation) is skipped; so is one that
-    no eviction could help (a victim-invariant pre-predicate fails), which says why in its fit errors. A job that
-    fails ``attempt`` (a cheap check) or the search counts as failed. The action stops when its search budget is
-    spent."""
-    jobs = JobsOrderByQueues(ssn, options)
+    already failed in the same scope is skipped; so is one that no eviction could help (a victim-invariant
+    pre-predicate fails), which says why in its fit errors. A job that fails ``attempt`` or the search counts as
+    failed. The action stops when its search budget is spent."""
+    eligible, attempt, signature_scope = action.eligible, action.attempt, action.signature_scope
+    jobs = JobsOrderByQueues(ssn, action.pending)
     jobs.initialize(ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
-    budget = ActionBudget(ssn.config.search_budgets, action, ssn.clock)
+    budget = ActionBudget(ssn.config.search_budgets, action.name, ssn.clock)
+    validator = action.validator
     if ssn.disruption.active:
-        validator = all_of([validator, _within_disruption_budgets(ssn, action)])
-    solver = ScenarioSolver(ssn, validator, messages)
+        validator = all_of([validator, _within_disruption_budgets(ssn, action.name)])
+    solver = ScenarioSolver(ssn, validator, action.messages)
     while not jobs.empty():
         job = jobs.pop()
         if job is None:
@@ -165,11 +182,11 @@ def run_solver_action(
             failed.failed(job)
             continue
         ssn.job_solution_start()
-        search = JobSolver(ssn, feasible_nodes(ssn, job), solver, victims(job), action, budget)
+        search = JobSolver(ssn, feasible_nodes(ssn, job), solver, action.victims(job), action.name, budget)
         solution, result = search.solve(job)
         if solution.solved and solution.statement is not None:
-            solution.statement.commit(action)
-            ssn.result.scheduled[action] = ssn.result.scheduled.get(action, 0) + 1
+            solution.statement.commit(action.name)
+            ssn.result.scheduled[action.name] = ssn.result.scheduled.get(action.name, 0) + 1
             continue
         if solution.statement is not None:
             solution.statement.discard()

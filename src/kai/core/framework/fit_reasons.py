@@ -4,8 +4,8 @@ KAI's text counts nodes per reason; the typed reason keeps those counts by predi
 change that would give the pod a node now, nearest first: a node that has room but refuses the pod for one
 placement rule (a port, pod affinity, the queue's share on that node); a node with room behind a static rule (a
 taint to tolerate, an affinity to widen, a node to become ready); else the node missing the smallest part of the
-request, and by how much. All of it is a few array operations over the node table (DESIGN.md §7), done once per
-pod shape and table state: identical pods failing at the same state share the result (``Session.fix_cache``).
+request, and by how much. All of it is a few array operations over the node table (docs/architecture.md §7), done once
+per pod shape and table state: identical pods failing at the same state share the result (``Session.fix_cache``).
 """
 
 from collections.abc import Hashable, Mapping, Sequence

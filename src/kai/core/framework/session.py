@@ -103,6 +103,8 @@ class Session:
         self.allocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.deallocate_handlers: list[Callable[[TaskInfo], None]] = []
         self.queue_share_fns: list[Callable[[str], dict[str, dict[str, float]]]] = []
+        self.queue_order_terms_fns: list[Callable[[str, PodGroupInfo], dict[str, Any]]] = []
+        """What the queue order reads of a queue with a job as its next (``kai explain``'s order key)."""
         self.allocation_sample_fns: list[Callable[[], AllocationSample]] = []
         """The cluster's capacity and every queue's allocation at session open (what time-based fair share records)."""
         self.can_reclaim_fns: list[Callable[[PodGroupInfo], bool]] = []

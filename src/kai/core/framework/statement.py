@@ -53,6 +53,20 @@ class Previous:
     """The task was in its node's task list (a pending task with a nominated node is not)."""
     nodes: tuple[NodeState, ...]
 
+    @classmethod
+    def of(cls, task: TaskInfo, on_node: bool, nodes: tuple[NodeState, ...]) -> "Previous":
+        """The task's place now."""
+        return cls(
+            task.status,
+            task.node_name,
+            task.is_virtual,
+            task.gpu_groups,
+            task.accepted_gpus,
+            task.numa_placement,
+            on_node,
+            nodes,
+        )
+
 
 class Statement:
     def __init__(self, ssn: Session) -> None:
@@ -93,16 +107,7 @@ class Statement:
         new_node = nodes.by_name.get(node_name) if node_name else None
         on_node = old_node is not None and task.key in old_node.tasks
         touched = {id(n): n for n in (old_node, new_node) if n is not None}.values()
-        previous = Previous(
-            task.status,
-            task.node_name,
-            task.is_virtual,
-            task.gpu_groups,
-            task.accepted_gpus,
-            task.numa_placement,
-            on_node,
-            tuple(nodes.save(n) for n in touched),
-        )
+        previous = Previous.of(task, on_node, tuple(nodes.save(n) for n in touched))
         if old_node is not None and on_node:
             nodes.remove_task(task, old_node)
         self._set_status(task, status)
@@ -233,16 +238,8 @@ class Statement:
         for op in self.evictions.get(id(task), ()):
             if op.valid:
                 node = self.ssn.nodes.by_name.get(task.node_name) if task.node_name else None
-                before = Previous(
-                    task.status,
-                    task.node_name,
-                    task.is_virtual,
-                    task.gpu_groups,
-                    task.accepted_gpus,
-                    task.numa_placement,
-                    node is not None and node.tasks.get(task.key) is task,
-                    (self.ssn.nodes.save(node),) if node is not None else (),
-                )
+                on_node = node is not None and node.tasks.get(task.key) is task
+                before = Previous.of(task, on_node, (self.ssn.nodes.save(node),) if node is not None else ())
                 op.undo()
                 op.valid = False
 

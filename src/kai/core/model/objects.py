@@ -1,7 +1,7 @@
 """Typed, immutable views of the Kubernetes objects the scheduler reads, parsed from plain API dicts.
 
-Each ``parse_*`` reads only the fields the scheduler needs (DESIGN.md §7) and raises ``InvalidObject`` naming the
-object, the field and what is allowed. Units are the scheduler's: millicores, bytes, GPU devices, POSIX seconds.
+Each ``parse_*`` reads only the fields the scheduler needs (docs/architecture.md §7) and raises ``InvalidObject`` naming
+the object, the field and what is allowed. Units are the scheduler's: millicores, bytes, GPU devices, POSIX seconds.
 """
 
 import json
@@ -137,7 +137,8 @@ def _gpu_request(
 
 
 def _ignored_gpu_requests(whole: float, fraction: float, memory: int, devices: int, obj: str) -> list[InvalidObject]:
-    """Warnings for GPU requests KAI's admission would refuse together (kai-reference.md §1.3; docs/deviations.md)."""
+    """Warnings for GPU requests KAI's admission would refuse together (docs/kai-reference.md §1.3;
+    docs/deviations.md)."""
     warnings: list[InvalidObject] = []
     sharing = names.GPU_FRACTION_ANNOTATION if fraction else names.GPU_MEMORY_ANNOTATION if memory else ""
     if sharing and whole > 0:

@@ -95,6 +95,22 @@ def _qos(containers: list[Raw], obj: str) -> str:
     return BEST_EFFORT if not asked else GUARANTEED if guaranteed else BURSTABLE
 
 
+def _check_limit(name: str, request: float, limit: float, obj: str, field: str) -> None:
+    """What the API server refuses (its ValidateResourceRequirements): a request above its limit, and an extended
+    resource (nvidia.com/gpu) whose request is not its limit (extended resources are never overcommitted)."""
+    if request > limit:
+        raise InvalidObject(obj, field, f"got {request:g}, above its limit of {limit:g}; the API server refuses it")
+    domain = name.partition("/")[0] if "/" in name else ""
+    extended = bool(domain) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+    if extended and request != limit:
+        raise InvalidObject(
+            obj,
+            field,
+            f"got {request:g} with a limit of {limit:g}: the request of an extended resource must equal its limit "
+            "(the API server refuses it)",
+        )
+
+
 def container_requests(spec: Raw, status: Raw, obj: str) -> tuple[tuple[ContainerRequest, ...], str]:
     """Every container's effective request (init containers first, in order), and the pod's QoS class: the
     ``status.qosClass`` the API server sets, else worked out as it does (for pods that never met one)."""
@@ -123,6 +139,9 @@ def container_requests(spec: Raw, status: Raw, obj: str) -> tuple[tuple[Containe
             for name, value in _map(resources, "limits", obj, f"{field}.resources.limits").items():
                 if name not in requests:  # Kubernetes defaults a missing request to its limit
                     requests[str(name)] = resource_amount(str(name), value, obj, f"{field}.resources.limits.{name}")
+                elif written.get(name) != value:  # written alike, they are equal: nothing to read again
+                    limit = resource_amount(str(name), value, obj, f"{field}.resources.limits.{name}")
+                    _check_limit(str(name), requests[str(name)], limit, obj, f"{field}.resources.requests.{name}")
             kind = APP if key == "containers" else SIDECAR if container.get("restartPolicy") == "Always" else INIT
             if kind != INIT:
                 requests = _effective(requests, written, reported.get(container.get("name")), status, obj, field)

@@ -20,10 +20,11 @@ SUSPEND_FIELDS: Mapping[tuple[str, str], tuple[str, ...]] = {
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("spec", "suspend"),
     ("ray.io/v1", "RayJob"): ("spec", "suspend"),
     ("ray.io/v1", "RayCluster"): ("spec", "suspend"),
-    **{
-        ("kubeflow.org/v1", kind): ("spec", "runPolicy", "suspend")
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "JAXJob", "MPIJob")
-    },
+    ("kubeflow.org/v1", "PyTorchJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org/v1", "TFJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org/v1", "XGBoostJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org/v1", "JAXJob"): ("spec", "runPolicy", "suspend"),
+    ("kubeflow.org/v1", "MPIJob"): ("spec", "runPolicy", "suspend"),
 }
 """(apiVersion, kind) of each workload kind that has a ``suspend`` field, and its path. LeaderWorkerSet has none
 (its API offers no suspend), nor do Deployments and StatefulSets: their pods are deleted."""

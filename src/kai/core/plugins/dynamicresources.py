@@ -7,9 +7,7 @@ once allocated (before, or by an earlier pod of this cycle), every pod using it 
 GPUs are charged to every pod that uses it, on its node and to its queue (done by the snapshot).
 """
 
-from collections.abc import Mapping
-from typing import Any
-
+from kai.core.framework.config import DRA_GATE
 from kai.core.framework.decisions import ClaimAllocation
 from kai.core.framework.session import Session
 from kai.core.model.dra import RESERVED_FOR_MAX, Device
@@ -18,14 +16,9 @@ from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.reasons import FixKind, Predicate, Refusal
 from kai.core.state.task import TaskInfo
 
-GATE = "DynamicResourceAllocation"
-
 
 class DynamicResourcesPlugin:
     name = "dynamicresources"
-
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        del arguments
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
@@ -116,10 +109,12 @@ class DynamicResourcesPlugin:
         pod = task.pod
         if not pod.claims:
             return None
-        if not self.ssn.config.feature_gates.get(GATE, False):
-            text = f"pod {task.key} uses resource claims but the {GATE} feature gate is off"
+        if not self.ssn.config.dra:
+            text = f"pod {task.key} uses resource claims but the {DRA_GATE} feature gate is off"
             return Refusal(
-                text, Predicate.DRA, {"problem": "feature gate off", "gate": GATE, "fix": FixKind.ENABLE_FEATURE_GATE}
+                text,
+                Predicate.DRA,
+                {"problem": "feature gate off", "gate": DRA_GATE, "fix": FixKind.ENABLE_FEATURE_GATE},
             )
         queue_label = self.ssn.config.queue_label_key
         for use in pod.claims:

@@ -10,10 +10,22 @@ priorities differ; as a sort key that is priority first, then GPUs, which is the
 from collections.abc import Mapping
 from typing import Any
 
-from kai.core.framework.config import PREFER_SMALLER
 from kai.core.framework.session import Session
 from kai.core.state.pod_status import ALIVE
 from kai.core.state.podgroup_info import PodGroupInfo
+
+PREFER_LARGER, PREFER_SMALLER = "prefer-larger", "prefer-smaller"
+MODES = (PREFER_LARGER, PREFER_SMALLER)
+"""The ``mode`` argument: which of two jobs of equal priority goes first, the one asking for more GPUs or for
+fewer."""
+
+
+def argument_warnings(arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """An unknown mode is ``prefer-larger``, as KAI has it; the config says so."""
+    mode = arguments.get("mode", PREFER_LARGER)
+    if mode in MODES:
+        return []
+    return [("mode", f"got {mode!r}; allowed: {', '.join(MODES)}; {PREFER_LARGER} is used, as KAI does")]
 
 
 def requested_gpus(job: PodGroupInfo) -> float:

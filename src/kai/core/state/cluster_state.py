@@ -1,13 +1,13 @@
 """Cluster state kept up to date from object events: each object is parsed once, when it changes.
 
 A malformed object is kept out of the state and recorded in ``invalid`` with its error, so one bad object never
-stops the scheduler and is reported by name (DESIGN.md §8). A parsed object whose reference cannot be resolved is
-kept in its store but also recorded in ``invalid``, and is not scheduled: a queue whose ancestors are missing or
-form a cycle (with its subtree), a pod naming a PodGroup that does not exist (it still occupies its node). An object
-another scheduler has (another node pool's, or a PodGroup whose backoff is used up in its pool:
+stops the scheduler and is reported by name (docs/architecture.md §8). A parsed object whose reference cannot be
+resolved is kept in its store but also recorded in ``invalid``, and is not scheduled: a queue whose ancestors are
+missing or form a cycle (with its subtree), a pod naming a PodGroup that does not exist (it still occupies its node). An
+object another scheduler has (another node pool's, or a PodGroup whose backoff is used up in its pool:
 ``apply(..., elsewhere=True)``) is kept out like a deleted one, but its pods are not this scheduler's to judge.
-Problems kai works around are in ``warnings``: the object is used and the warning reported. Both are kept up to
-date on every change, never recomputed per cycle.
+Problems kai works around are in ``warnings``: the object is used and the warning reported. Both are kept up to date on
+every change, never recomputed per cycle.
 """
 
 from collections import Counter

@@ -1,6 +1,6 @@
 """Nodes of a cycle as resource-major numpy arrays (one row per resource, one column per node).
 
-Fit checks and node scores run over all nodes at once (DESIGN.md §7). Columns are in node-name order, so the
+Fit checks and node scores run over all nodes at once (docs/architecture.md §7). Columns are in node-name order, so the
 first of equal-scored nodes is also the first by name — KAI's tie-break. Accounting follows KAI's NodeInfo:
 a Releasing pod adds to used and releasing; a Pipelined pod adds to used and takes from releasing; any other
 placed pod adds to used and takes from idle. A DRA GPU device that several pods use through one claim is counted

@@ -2,7 +2,7 @@
 
 KAI drops a queue whose parent is missing, together with its subtree, and its podgroups then read "Queue '<q>' does
 not exist" although the queue is there. Here each unusable queue gets its reason (missing parent, parent cycle,
-unusable ancestor), so that the Queue and the pods that use it can say why (DESIGN.md §8).
+unusable ancestor), so that the Queue and the pods that use it can say why (docs/architecture.md §8).
 """
 
 from collections.abc import Collection, Mapping

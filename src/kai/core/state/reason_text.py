@@ -78,7 +78,7 @@ def _unknown(e: Evidence, now: float | None) -> str:
 
 def _queue_unusable(e: Evidence, now: float | None) -> str:
     if "problem" not in e:
-        return f"queue {e['queue']} does not exist"
+        return f"queue {e['queue']} does not exist" + (f" (did you mean {e['similar']}?)" if "similar" in e else "")
     return f"queue {e['queue']} cannot be used: field {e['field']}: {e['problem']}"
 
 
@@ -258,7 +258,9 @@ def _in_domain(e: Evidence, now: float | None) -> str:
 
 _FIXES: Mapping[FixKind, Callable[[Evidence, float | None], str]] = {
     FixKind.FIX_FIELD: lambda e, now: f"fix {e['object']}, field {e['field']}: {e['problem']}",
-    FixKind.CREATE_QUEUE: lambda e, now: f"create queue {e['queue']}",
+    FixKind.CREATE_QUEUE: lambda e, now: (
+        f"create queue {e['queue']}" + (f", or name queue {e['similar']} instead" if "similar" in e else "")
+    ),
     FixKind.REQUEST_AT_MOST: lambda e, now: (
         f"request at most {_of(e, 'largest')} (the largest node), or add a larger node"
     ),

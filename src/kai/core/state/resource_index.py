@@ -1,4 +1,4 @@
-"""Maps resource names to rows of the resource-major node arrays (DESIGN.md §7).
+"""Maps resource names to rows of the resource-major node arrays (docs/architecture.md §7).
 
 The first rows are fixed (cpu, memory, whole GPUs, pods) so hot code can index them by constant; any other
 resource a node or pod names (MIG profiles, extended resources) gets the next row.

@@ -1,15 +1,16 @@
 """The snapshot a cycle works on: parsed objects joined into jobs, queues and the node table.
 
 Nothing is deep-copied: tasks are small objects pointing at the immutable parsed pods, and the node table is built
-from resource vectors (DESIGN.md §7). ``Snapshots`` goes further for a scheduler that snapshots one state cycle
-after cycle: it keeps its jobs, tasks and node accounting and, for the next snapshot, rebuilds only what the state's
-events changed and resets only what the last session could have changed — the tasks of the jobs it may have
+from resource vectors (docs/architecture.md §7). ``Snapshots`` goes further for a scheduler that snapshots one state
+cycle after cycle: it keeps its jobs, tasks and node accounting and, for the next snapshot, rebuilds only what the
+state's events changed and resets only what the last session could have changed — the tasks of the jobs it may have
 touched (those with a waiting task, those that may be stale, and any whose task statuses it changed, as
-``PodGroupInfo.set_status`` reports them), those jobs themselves, and the nodes whose accounting it changed. A
-snapshot so taken equals a fresh one (``take_snapshot``) and stays valid until the next is taken, which reuses its
-objects.
+``PodGroupInfo.set_status`` reports them), those jobs themselves, and the nodes whose accounting it changed. A snapshot
+so taken equals a fresh one (``take_snapshot``) and stays valid until the next is taken, which reuses its objects.
 """
 
+import difflib
+import functools
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -155,11 +156,22 @@ def _queues(state: ClusterState) -> dict[str, QueueInfo]:
     return alive
 
 
+@functools.lru_cache(maxsize=256)
+def _similar_queue(queue: str, known: tuple[str, ...]) -> str:
+    """The existing queue most like a missing one (a typo: "did you mean"), "" when none is."""
+    close = difflib.get_close_matches(queue, known, n=1)
+    return close[0] if close else ""
+
+
 def _queue_error(state: ClusterState, queue: str) -> JobFitError:
     """KAI's reason for a podgroup whose queue cannot be used; the message says why when the queue exists."""
     problem = state.unusable_queues.get(queue) or state.invalid.get(("Queue", queue))
     if problem is None:
-        why = Reason(ReasonKind.QUEUE_UNUSABLE, {"queue": queue}, (Fix(FixKind.CREATE_QUEUE, {"queue": queue}),))
+        evidence = {"queue": queue}
+        similar = _similar_queue(queue, tuple(sorted(state.queues)))
+        if similar:
+            evidence["similar"] = similar
+        why = Reason(ReasonKind.QUEUE_UNUSABLE, evidence, (Fix(FixKind.CREATE_QUEUE, evidence),))
         return JobFitError(QUEUE_DOES_NOT_EXIST, [f"Queue '{queue}' does not exist"], subgroup="", why=why)
     if queue in state.unusable_queues:
         message = f"Queue '{queue}' is not usable: {problem.problem}"

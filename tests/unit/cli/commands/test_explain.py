@@ -15,6 +15,7 @@ from insight_support import (
     team_scenario,
     workloads_file,
 )
+from research_cluster import FILES, RESEARCH, dash_f, kai
 
 from kai.cli.main import main
 
@@ -22,7 +23,7 @@ from kai.cli.main import main
 def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
     scenario = team_scenario(tmp_path)
     told = explain_json(scenario, "podgroup", "big")
-    assert told["state"] == "waiting"
+    assert told["state"] == "waiting" and told["moment"] == "after cycle 1"
     assert told["kai"]["reason"] == "OverLimit"
     assert [r["kind"] for r in told["reasons"]] == ["QueueLimit"]
     assert told["nearestFix"]["text"] == "raise the GPU limit of queue a by 2 GPUs (to 6)"
@@ -30,11 +31,13 @@ def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
         "inLine": True,
         "inQueue": {"queue": "a", "place": 1, "of": 1},
         "queues": [
-            {"queue": "a", "place": 2, "of": 3, "under": "dept"},  # b, below its quota, comes first
+            {"queue": "a", "place": 1, "of": 3, "under": "dept"},  # b's small job was placed in cycle 1
             {"queue": "dept", "place": 1, "of": 1, "under": ""},
         ],
-        "cluster": {"place": 2, "of": 2},
+        "cluster": {"place": 1, "of": 1},
     }
+    assert [level["queue"] for level in told["orderKey"]["queues"]] == ["a", "dept"]
+    assert told["orderKey"]["priority"] == 50 and told["waitingSince"] == 1735689660.0  # its pods' creation
     assert told["estimatedStart"]["at"] is None
     assert told["lastCycles"]["cycles"] == [
         {
@@ -51,22 +54,26 @@ def test_a_gang_over_its_queue_limit(tmp_path: Path) -> None:
         "PodGroup team/big  queue a · 2 pods (minMember 2) · priority 50 · preemptible",
         "State: waiting",
         "QueueLimit  queue a would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested",
-        "KAI: OverLimit: OverLimit.",
+        "team cluster — after cycle 1",
+        "KAI: OverLimit: ",
         "Nearest fix: raise the GPU limit of queue a by 2 GPUs (to 6)",
-        "In line: 1st of 1 in queue a · a 2nd of 3 under dept · dept 1st of 1 at the top · 2nd of 2 in the cluster",
-        "cycle 1 (00:10:00Z (now)): waited: QueueLimit: queue a would exceed its GPU limit",
+        "In line: 1st of 1 in queue a · a 1st of 3 under dept · dept 1st of 1 at the top · 1st of 1 in the cluster",
+        "Order key",
+        "cycle 1 (00:10:00Z (now)): waited: QueueLimit: (the reason above)",
     ):
         assert line in text, f"{line!r} not in:\n{text}"
+    assert "OverLimit: OverLimit" not in text  # KAI's reason, said once
 
 
-def test_a_job_the_cycle_places_starts_next_cycle(tmp_path: Path) -> None:
+def test_a_job_the_cycle_placed_runs_after_it(tmp_path: Path) -> None:
+    """A file is shown after its cycles, the binds done (as kai simulate shows it): the job cycle 1 placed runs."""
     scenario = team_scenario(tmp_path)
     told = explain_json(scenario, "podgroup", "small")
-    assert told["state"] == "starting" and told["reasons"] == [] and told["nearestFix"] is None
+    assert told["state"] == "running" and told["reasons"] == [] and told["nearestFix"] is None
     assert told["pods"] == [
-        {"name": "team/small-0", "status": "Pending", "node": "", "nextCycle": "placed on n0", "reason": None}
+        {"name": "team/small-0", "status": "Running", "node": "n0", "nextCycle": "placed on n0", "reason": None}
     ]
-    assert told["estimatedStart"] == {"at": 1735690200.0, "basis": "the next cycle binds it (this cycle placed it)"}
+    assert told["estimatedStart"] == {"at": None, "basis": ""} and told["waitingSince"] is None
     assert told["lastCycles"]["cycles"][0]["did"] == "placed"
 
 
@@ -106,9 +113,9 @@ def test_a_workload_is_explained_by_its_kind_and_name(tmp_path: Path) -> None:
     assert podgroup["state"] == "waiting" and podgroup["nearestFix"] is not None
     deployment = explain_json(path, "deploy", "serve")
     assert len(deployment["podgroups"]) == 2
-    assert {p["state"] for p in deployment["podgroups"]} == {"starting"}
+    assert {p["state"] for p in deployment["podgroups"]} == {"running"}
     text = run("explain", "PyTorchJob", "team/bert", "-f", str(path))
-    assert text.startswith("PyTorchJob team/bert: 1 podgroup\n") and "minMember 4" in text
+    assert "\nPyTorchJob team/bert: 1 podgroup\n" in text and "minMember 4" in text
 
 
 def test_a_workload_without_pods_is_an_error_that_says_why(tmp_path: Path) -> None:
@@ -133,3 +140,48 @@ def test_a_podgroup_that_used_up_its_scheduling_backoff_is_explained_as_left_out
     assert pod["summary"].startswith("pod team/once-0: podgroup team/once was found unschedulable")
     shown = run("explain", "podgroup", "once", "-n", "team", "-f", str(path))
     assert "moved to another pool" in " ".join(shown.split())
+
+
+def test_kai_s_texts_are_not_doubled_and_no_paragraph_is_printed_twice() -> None:
+    """KAI's condition repeats its reason and ends a quoted sentence with a second full stop: explain printed
+    `PodSchedulingErrors: PodSchedulingErrors.` and `GPUs..`, and the headline again under Last cycles."""
+    text = kai("explain", "pytorchjob", "llama-finetune", "-n", "llm", *dash_f())
+    flat = " ".join(text.split())
+    assert "KAI: PodSchedulingErrors: Resources were found for 1 pods" in flat
+    assert "PodSchedulingErrors: PodSchedulingErrors" not in flat and ".." not in flat
+    headline = "queue team-llm may not reclaim: its 0 GPUs allocated plus 32 requested exceed its GPU fair share"
+    assert flat.count(headline) == 1 and "waited: FairShareBelowRequest: (the reason above)" in flat
+    pods = kai("simulate", str(RESEARCH))
+    assert " ".join(pods.split()).count(headline) == 1  # the master's; the other workers say "as above"
+
+
+def test_unknown_kinds_and_names_get_a_did_you_mean() -> None:
+    for args, told in (
+        (["pytorchjb", "llama-finetune"], "kai knows no workload kind pytorchjb; did you mean pytorchjob?"),
+        (["pytorchjob", "llama-finetun"], "no podgroup or pod of it in nodes + queues + workloads; did you mean "
+         "llm/llama-finetune?"),
+        (["pod", "llama-finetune-master"], "did you mean llm/llama-finetune-master-0?"),
+    ):  # fmt: skip
+        result = CliRunner().invoke(main, ["explain", *args, "-n", "llm", *dash_f()])
+        assert result.exit_code == 1 and told in result.output, result.output
+    text = kai("explain", "pod", "alice-notebook", "-n", "vision", *dash_f())
+    assert "QueueUnusable  queue team-visoin does not exist (did you mean team-vision?)" in text
+    assert "Nearest fix: create queue team-visoin, or name queue team-vision instead" in text
+
+
+def test_several_files_with_one_error_say_that_error(tmp_path: Path) -> None:
+    """Several -f files, one of them with a YAML error, said "give one scenario or snapshot…", hiding the error."""
+    broken = tmp_path / "workloads.yaml"
+    broken.write_text((RESEARCH / "workloads.yaml").read_text().replace("kind: Job", "kind: Job\n  bad: [", 1))
+    args = ["explain", "pod", "x", "-f", str(FILES[0]), "-f", str(FILES[1]), "-f", str(broken)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "give one scenario" not in result.output
+    assert f"Error: {broken}: not valid YAML at line" in result.output
+
+
+def test_the_kubeconfig_help_says_where_kai_looks() -> None:
+    """--kubeconfig's help said "default: in-cluster" where the error named ~/.kube/config."""
+    for command in ("explain", "queues", "snapshot", "doctor", "scheduler", "all"):
+        text = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+        assert "its service account; else $KUBECONFIG; else ~/.kube/config" in text, command
+        assert "default: in-cluster" not in text, command

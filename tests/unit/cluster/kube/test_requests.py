@@ -55,8 +55,14 @@ def test_each_kind_has_its_group_version_and_paths(kind, api_version, collection
 
 
 def test_an_unknown_kind_is_refused_with_the_known_ones_listed():
-    with pytest.raises(ValueError, match=r"unknown kind .Widget.; kai knows: AmlJob, BindRequest, ClusterRole, "):
+    with pytest.raises(ValueError, match=r"unknown kind .Widget.; kai knows: BindRequest, ClusterRole, "):
         api.kind_of("Widget")
+
+
+def test_a_kind_named_with_its_version_and_group_is_a_namespaced_custom_resource():
+    widget = api.kind_of("Widget.v1.example.com")
+    assert widget == api.Kind("Widget", "example.com", "v1", "widgets", namespaced=True)
+    assert widget.object_path("ns/w") == "/apis/example.com/v1/namespaces/ns/widgets/w"
 
 
 @pytest.mark.parametrize(

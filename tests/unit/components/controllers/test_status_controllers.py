@@ -2,7 +2,7 @@
 
 Random sequences of pod / node / PodGroup / Queue / PriorityClass adds, changes and deletes (bad objects among them)
 go to the in-memory cluster, with controller passes in between; afterwards, the statuses the controllers wrote are
-compared with ``expected_*`` below: the controllers' rules (kai-reference.md §1.5–1.6) computed plainly from
+compared with ``expected_*`` below: the controllers' rules (docs/kai-reference.md §1.5–1.6) computed plainly from
 ``cluster.list``. Both ways of running the queue controller are covered: beside the PodGroup status controller
 (``kai controllers``), and apart from it, summing the PodGroups' statuses (``kai queue-controller``).
 """

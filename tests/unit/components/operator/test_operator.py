@@ -17,8 +17,8 @@ from kai.components.operator.rbac import CLUSTER_RULES
 from kai.components.operator.reconciler import Reconciler
 from kai.components.operator.settings import Image
 from kai.components.scheduler.node_pool import NodePool
-from kai.components.shared.kinds import KINDS
-from kai.core.framework.config import parse_config
+from kai.components.shared.components import COMPONENTS
+from kai.core.config import parse_config
 
 NS = "kai-scheduler"
 IMAGE = Image("registry.example", "kai", "0.1.0")
@@ -388,18 +388,15 @@ def _allows(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
 
 
-def test_each_component_may_list_and_watch_what_its_informers_watch():
-    for component, kinds in (
-        ("scheduler", KINDS["scheduler"]),
-        ("binder", KINDS["binder"]),
-        ("pod-grouper", KINDS["podgrouper"]),
-        ("podgroup-controller", KINDS["podgroup-controller"]),
-        ("queue-controller", KINDS["queue-controller"]),
-    ):
-        for name in kinds:
+def test_each_deployed_component_has_a_role_that_may_list_and_watch_what_its_informers_watch():
+    deployed = {component.operand: component for component in COMPONENTS.values() if component.operand}
+    assert set(CLUSTER_RULES) == set(deployed)
+    for role, component in deployed.items():
+        gated = (*component.dra_watches, *component.numa_watches, *component.disruption_watches)
+        for name in (*component.watches, *gated):
             kind = kind_of(name)
             for verb in ("list", "watch"):
-                assert _allows(CLUSTER_RULES[component], kind.group, kind.plural, verb), (component, name, verb)
+                assert _allows(CLUSTER_RULES[role], kind.group, kind.plural, verb), (role, name, verb)
 
 
 def test_roles_are_least_privilege():

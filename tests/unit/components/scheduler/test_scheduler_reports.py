@@ -48,7 +48,8 @@ def change(cluster: MemoryCluster, kind: str, key: str, edit: Any) -> None:
 
 def request_gpus(gpus: str) -> Any:
     def edit(pod: dict[str, Any]) -> None:
-        pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus
+        resources = pod["spec"]["containers"][0]["resources"]
+        resources["requests"]["nvidia.com/gpu"] = resources.setdefault("limits", {})["nvidia.com/gpu"] = gpus
 
     return edit
 

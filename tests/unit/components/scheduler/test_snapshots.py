@@ -17,7 +17,7 @@ from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.plugin_server import PluginServer
 from kai.components.scheduler.snapshot_format import read_zip, shard_of, write_zip
 from kai.components.sim.scenario import load_scenarios
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model.meta import format_time
 
 T0 = 1_735_689_600.0

@@ -24,7 +24,7 @@ from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.scheduler.usage import PrometheusUsage, UsageError, usage_source
 from kai.components.scheduler.usage_history import ConfigMapHistory, decode, encode
 from kai.components.shared.metrics import SchedulerMetrics
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.framework.usage.usage_config import UsageParams, WindowType
 from kai.core.framework.usage.usage_store import AllocationSample, UsageStore
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.shared.metrics import BinderMetrics, SchedulerMetrics
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model.meta import format_time
 
 

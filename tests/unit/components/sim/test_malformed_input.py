@@ -11,8 +11,6 @@ from click.testing import CliRunner, Result
 from repo import REPO
 
 from kai.cli.main import main
-from kai.core.cycle import PLUGINS
-from kai.core.framework.config import ENDPOINT_PLUGINS, KAI_PLUGINS, NOT_IMPLEMENTED_PLUGINS
 
 GOOD_POD = "default/good-pod"
 BASE = """
@@ -244,10 +242,6 @@ def test_kai_plugin_kai_does_not_implement_is_a_separate_warning(tmp_path: Path)
         "message": "scheduler config: field tiers[0].plugins[1].name: KAI plugin 'podaffinity' is not implemented by "
         "kai; not run",
     }
-
-
-def test_every_kai_plugin_is_either_run_served_or_declared_missing() -> None:
-    assert set(PLUGINS) == set(KAI_PLUGINS) - NOT_IMPLEMENTED_PLUGINS - ENDPOINT_PLUGINS
 
 
 def _node() -> str:

@@ -707,3 +707,18 @@ def test_owner_references_kai_cannot_follow_are_reported_and_the_run_goes_on(tmp
         ("default/p1", "metadata.ownerReferences"),
         ("default/p2", "metadata.ownerReferences[0].name"),
     ]
+
+
+def test_a_bare_pod_gets_a_uid_and_its_podgroup_is_named_after_it(tmp_path: Path) -> None:
+    """A pod written without a uid got the PodGroup ``pg-alice-notebook-`` (the API server always sets one)."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "alice-notebook", "namespace": "team", "labels": {"kai.scheduler/queue": "team"}},
+        "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]},
+    }
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump_all([QUEUE, node("n0", 8), pod]))
+    run = run_scenario(load_scenario(path))
+    (podgroup,) = run.cycles[-1].outcome.podgroups
+    assert podgroup.startswith("team/pg-alice-notebook-") and len(podgroup) > len("team/pg-alice-notebook-") + 8

@@ -6,7 +6,10 @@ from typing import Any
 
 from sim_support import gpu_pod, node, phases, queue, simulation, step
 
-ACTIONS = "allocate, consolidation, reclaim, preempt, stalegangeviction, overlimiteviction"
+from kai.core.actions import overlimiteviction
+from kai.core.framework.config import DEFAULT_ACTIONS
+
+ACTIONS = ", ".join((*DEFAULT_ACTIONS, overlimiteviction.NAME))
 
 
 def cut(sim: Any, limit: int) -> None:

@@ -6,11 +6,13 @@ from typing import Any
 
 from sim_support import gpu_pod, node, phases, queue, simulation, step
 
+from kai.core.actions import ungate
+from kai.core.framework.config import DEFAULT_ACTIONS
 from kai.core.model import names
 from kai.core.state.reasons import ReasonKind
 
 GATING = {names.QUEUE_ADMISSION_GATING_ANNOTATION: "true"}
-ACTIONS = {"actions": "allocate, consolidation, reclaim, preempt, stalegangeviction, ungate"}
+ACTIONS = {"actions": ", ".join((*DEFAULT_ACTIONS, ungate.NAME))}
 
 
 def gated(sim: Any) -> list[str]:

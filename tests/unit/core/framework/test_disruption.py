@@ -6,10 +6,14 @@ does and whose disruption-controller stand-in keeps their status."""
 import json
 from typing import Any
 
+import core_builders as builders
 from sim_support import gpu_pod, node, pdb, phases, queue, simulation, step
 
+from kai.core.framework.config import DisruptionConfig
+from kai.core.framework.disruption import Disruption
 from kai.core.model import names
 from kai.core.state.reasons import ReasonKind
+from kai.core.state.snapshot import ClusterInfo, take_snapshot
 
 VISION = {"app": "vision"}
 
@@ -190,3 +194,50 @@ def test_it_takes_room_that_frees_up() -> None:
 def test_with_the_policy_not_honoured_it_preempts_as_kai_does() -> None:
     sim = simulation(never_world(), {"disruption": {"preemptionPolicy": False}})
     assert [e.pod_key for e in step(sim).session.result.evictions] == ["ns/low"]
+
+
+def _budgeted_cluster(allowed: int) -> ClusterInfo:
+    """Three running one-GPU pods of podgroup train, each covered by the PDB ``vision`` whose status allows
+    ``allowed`` disruptions."""
+    pods = [builders.pod(f"p{i}", "train", node_name="n1") for i in range(3)]
+    for raw in pods:
+        raw["metadata"]["labels"] = {"app": "vision"}
+    budget = pdb("vision", {"app": "vision"}, minAvailable=3 - allowed)
+    budget["metadata"]["namespace"] = "default"
+    budget["status"] = {"disruptionsAllowed": allowed}
+    state = builders.cluster(
+        ("Queue", builders.queue("team")),
+        ("Node", builders.node("n1", 4)),
+        ("PodGroup", builders.podgroup("train", "team", builders.T0)),
+        *(("Pod", raw) for raw in pods),
+        ("PodDisruptionBudget", budget),
+    )
+    return take_snapshot(state, "kai-scheduler")
+
+
+def test_a_batch_past_the_pdbs_allowance_is_refused_naming_the_pdb_and_a_commit_uses_the_allowance_up() -> None:
+    info = _budgeted_cluster(allowed=2)
+    tasks = sorted(info.jobs["default/train"].tasks.values(), key=lambda task: task.key)
+    disruption = Disruption(info, DisruptionConfig())
+    assert disruption.active and disruption.refusal(tasks[:2], "reclaim") is None
+    refused = disruption.refusal(tasks, "reclaim")
+    assert refused is not None and refused.kind is ReasonKind.DISRUPTION_BUDGET
+    assert refused.evidence["budgets"] == [
+        {"budget": "default/vision", "spec": "minAvailable: 1", "allowed": 2, "wanted": 3}
+    ]
+    disruption.consume(tasks[:2])
+    assert disruption.refusal(tasks[2:], "reclaim") is not None
+    assert Disruption(info, DisruptionConfig(pod_disruption_budgets=False)).refusal(tasks, "reclaim") is None
+
+
+def test_the_eviction_budget_is_asked_before_the_pdbs_and_counts_down_with_each_commit() -> None:
+    info = _budgeted_cluster(allowed=3)
+    tasks = sorted(info.jobs["default/train"].tasks.values(), key=lambda task: task.key)
+    disruption = Disruption(info, DisruptionConfig(per_cycle=2))
+    refused = disruption.refusal(tasks, "preempt")
+    assert refused is not None and refused.kind is ReasonKind.EVICTION_BUDGET
+    assert refused.evidence == {"window": "cycle", "cap": 2, "used": 0, "wanted": 3, "action": "preempt"}
+    disruption.consume(tasks[:1])
+    assert disruption.refusal(tasks[1:2], "preempt") is None
+    refused = disruption.refusal(tasks[1:], "preempt")
+    assert refused is not None and refused.evidence["used"] == 1

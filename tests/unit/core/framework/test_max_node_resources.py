@@ -3,8 +3,8 @@
 import pytest
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 

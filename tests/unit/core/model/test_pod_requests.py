@@ -5,7 +5,9 @@ import pytest
 from core_builders import T0, cluster, node, podgroup, queue
 from core_builders import resized_pod as resized
 
+from kai.core.model.errors import InvalidObject
 from kai.core.model.objects import parse_pod
+from kai.core.model.pod_requests import BEST_EFFORT, BURSTABLE, GUARANTEED
 from kai.core.state.resource_index import CPU_ROW
 from kai.core.state.snapshot import take_snapshot
 
@@ -47,3 +49,39 @@ def test_the_node_and_the_queue_are_charged_the_resized_size():
     objects[-1] = ("Pod", resized("2", "2", "2"))
     table = take_snapshot(cluster(*objects), "kai-scheduler", T0).nodes
     assert table.idle[CPU_ROW, table.by_name["n1"].column] == 2000
+
+
+def test_the_qos_class_is_the_one_the_api_server_gives() -> None:
+    guaranteed = resized("2")  # requests equal to limits
+    burstable = resized("2")
+    burstable["spec"]["containers"][0]["resources"].pop("limits")
+    best_effort = resized("2")
+    best_effort["spec"]["containers"][0]["resources"] = {}
+    classes = [parse_pod(raw).qos_class for raw in (guaranteed, burstable, best_effort)]
+    assert classes == [GUARANTEED, BURSTABLE, BEST_EFFORT]
+
+
+@pytest.mark.parametrize(
+    ("requests", "limits", "told"),
+    [
+        ({"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"}, "got 1 with a limit of 2: the request of an extended"),
+        ({"cpu": "4"}, {"cpu": "2"}, "got 4000, above its limit of 2000; the API server refuses it"),
+    ],
+)
+def test_a_request_the_api_server_refuses_is_refused(requests, limits, told):
+    """A GPU request of 1 with a limit of 2 was accepted (1 GPU charged); the API server refuses such a pod."""
+    raw = resized("1", None, None)
+    raw["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": limits}
+    with pytest.raises(InvalidObject) as error:
+        parse_pod(raw)
+    assert error.value.field == f"spec.containers[0].resources.requests.{next(iter(requests))}"
+    assert told in error.value.problem
+
+
+def test_requests_equal_to_their_limits_however_written_are_used():
+    raw = resized("1", None, None)
+    raw["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/gpu": "1", "memory": "1Gi"},
+        "limits": {"nvidia.com/gpu": 1, "memory": "1024Mi"},
+    }
+    assert parse_pod(raw).request.gpus == 1

@@ -5,7 +5,8 @@ from typing import Any
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.plugins.gpujoborder import GpuJobOrderPlugin
 from kai.core.state.pod_status import PodStatus

@@ -4,8 +4,8 @@ nothing is pipelined onto its resources and its podgroup is not a victim."""
 import pytest
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW

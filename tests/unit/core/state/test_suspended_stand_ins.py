@@ -6,7 +6,7 @@ from typing import Any
 from sim_support import gpu_pod
 
 from kai.core.model import names
-from kai.core.model.suspension import is_stand_in, record, stand_ins, suspend_patch
+from kai.core.model.suspension import is_stand_in, record
 from kai.core.state.cluster_state import ClusterState
 
 
@@ -22,15 +22,6 @@ def own_pod(name: str) -> dict[str, Any]:
     return pod
 
 
-def test_the_record_keeps_each_distinct_pod_once_with_its_count_and_makes_that_many_pending_stand_ins() -> None:
-    text = record([own_pod("a"), own_pod("b"), gpu_pod("other", "team", gpus=2)])
-    made = stand_ins(podgroup(), text)
-    assert [p["metadata"]["name"] for p in made] == ["train~suspended-0", "train~suspended-1", "train~suspended-2"]
-    assert {p["status"]["phase"] for p in made} == {"Pending"}
-    assert made[0]["metadata"]["annotations"][names.POD_GROUP_ANNOTATION] == "train"
-    assert stand_ins(podgroup(), "not json") == []
-
-
 def test_stand_ins_exist_while_the_record_does_and_no_own_pod_is_alive() -> None:
     state = ClusterState()
     state.apply("PodGroup", podgroup(record([own_pod("a"), own_pod("b")])))
@@ -42,9 +33,3 @@ def test_stand_ins_exist_while_the_record_does_and_no_own_pod_is_alive() -> None
     assert all(is_stand_in(key) for key in state.pods) and len(state.pods) == 2
     state.apply("PodGroup", podgroup())  # the record gone
     assert state.pods == {}
-
-
-def test_a_kind_with_a_suspend_field_is_patched_where_it_has_it() -> None:
-    assert suspend_patch("batch/v1", "Job", True) == {"spec": {"suspend": True}}
-    assert suspend_patch("kubeflow.org/v1", "PyTorchJob", False) == {"spec": {"runPolicy": {"suspend": False}}}
-    assert suspend_patch("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True) is None

@@ -6,8 +6,9 @@ from typing import Any
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from kai.components.podgrouper.rules import keys
 from kai.components.podgrouper.rules.model import Context, Grouping, KindDefaults, Obj, Topology, Workload
-from kai.core.model.duration import parse_duration
+from kai.core.model.duration import format_duration, parse_duration
 from kai.core.model.errors import InvalidObject
 
 
@@ -169,38 +169,8 @@ def duration(objs: tuple[Obj, ...], key: str, warnings: list[InvalidObject], *, 
                 InvalidObject(obj.ref, f"metadata.annotations[{key}]", f"got {text!r}; must not be negative")
             )
             continue
-        return go_duration(round(seconds * 1e9))
+        return format_duration(seconds)
     return None
-
-
-def go_duration(nanoseconds: int) -> str:
-    """A duration as Go's ``time.Duration.String`` (what a ``metav1.Duration`` field holds): 30s, 5m0s, 1h0m0s."""
-    if nanoseconds == 0:
-        return "0s"
-    sign, ns = ("-" if nanoseconds < 0 else ""), abs(nanoseconds)
-    if ns < 1_000:
-        return f"{sign}{ns}ns"
-    if ns < 1_000_000:
-        return f"{sign}{_decimal(ns, 1_000)}µs"
-    if ns < 1_000_000_000:
-        return f"{sign}{_decimal(ns, 1_000_000)}ms"
-    seconds, rest = divmod(ns, 1_000_000_000)
-    minutes, secs = divmod(seconds, 60)
-    hours, mins = divmod(minutes, 60)
-    text = f"{_decimal(secs * 1_000_000_000 + rest, 1_000_000_000)}s"
-    if minutes:
-        text = f"{mins}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, fraction = divmod(value, unit)
-    if not fraction:
-        return str(whole)
-    digits = str(fraction).rjust(len(str(unit)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"
 
 
 def parse_default_priorities(configmap: Obj) -> dict[str, KindDefaults]:

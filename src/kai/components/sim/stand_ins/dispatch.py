@@ -14,6 +14,7 @@ from typing import Any
 
 from kai.cluster.memory import MemoryCluster
 from kai.cluster.port import Raw
+from kai.components.podgrouper.rules.hub import GROUPED_KINDS
 from kai.components.sim.cron_jobs import CronJobSpec
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.stand_ins.context import Context, create_new, owned_by, owner_key
@@ -21,7 +22,7 @@ from kai.components.sim.stand_ins.cron_job import CronJobStandIn
 from kai.components.sim.stand_ins.job import JobStandIn
 from kai.components.sim.stand_ins.ray_job import RayJobStandIn
 from kai.components.sim.stand_ins.suspension import SuspensionStandIn
-from kai.components.sim.workload_makers import API_GROUPS, EXPANDED, GROUPED_KINDS, MAKERS, AfterRunning, api_group
+from kai.components.sim.workload_makers import API_GROUPS, EXPANDED, MAKERS, AfterRunning, api_group
 from kai.components.sim.workload_objects import Invalid, link_owners, owner_refs
 from kai.core.model import names
 from kai.core.state.cluster_state import object_key

@@ -14,7 +14,8 @@ from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import ERROR
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.whatif.changes import ChangeError, Changes
-from kai.core.framework.config import PluginOption, SchedulerConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import PluginOption, SchedulerConfig
 from kai.core.model import names
 from kai.core.model.meta import format_time
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kai.cluster.yamlfile import YamlFileError, read_documents
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.model.errors import InvalidObject
 from kai.core.plugins.nodeplacement import STRATEGIES
 

@@ -1,9 +1,10 @@
 """The base and the changed world run side by side, cycle by cycle on the same clock, and what each run did.
 
-Both runs start at the scenario's time with the same period and default run time; per run it keeps each pod's
-time to start (from when it was submitted, or the run's start for pods already waiting, to the cycle that bound it;
-a pod counts once however often it is evicted and bound again), evictions by action, the cluster's GPUs and the
-timeline of per-queue allocation and fair share.
+Both runs start at the scenario's time with the same period and default run time (``Assumptions``, which head
+every rendering of the report); per run it keeps each pod's time to start (from when it was submitted, or the run's
+start for pods already waiting, to the cycle that bound it; a pod counts once however often it is evicted and bound
+again), evictions by action, the cluster's GPUs and the timeline of per-queue allocation and fair share. Pods still
+waiting at the end are counted in every queue, the ones of a queue that does not exist too.
 """
 
 import statistics
@@ -17,6 +18,25 @@ from kai.components.sim.scenario import Scenario
 from kai.components.sim.timeline import TimelineSample
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What a what-if run takes for granted, said before its figures."""
+
+    inputs: tuple[str, ...]
+    """The files the cluster was read from."""
+    start: float
+    """The simulated time both runs start at (the input's)."""
+    cycles: int
+    period_s: float
+    default_run_time_s: float | None
+    """How long batch pods without a run time run (None: until evicted); pods of long-running controllers run to
+    the horizon (``lifecycle``)."""
+
+    @property
+    def horizon_s(self) -> float:
+        return self.cycles * self.period_s
 
 
 @dataclass
@@ -49,7 +69,8 @@ class RunMetrics:
         self.capacity.append(float(session.cluster.nodes.allocatable[GPU_ROW].sum()))
 
     def finish(self, record: CycleRecord, sim: Simulation) -> None:
-        for job in record.session.jobs.values():
+        session = record.session
+        for job in (*session.jobs.values(), *session.cluster.unschedulable_jobs.values()):
             waiting = sum(1 for task in job.tasks.values() if task.status is PodStatus.PENDING)
             if waiting:
                 self.pending[job.queue] += waiting
@@ -69,6 +90,12 @@ class RunMetrics:
         values = [getattr(s.queues[queue], key)["gpu"] for s in self.timeline if queue in s.queues]
         return statistics.fmean(values) if values else 0.0
 
+    def outcome(self) -> tuple[object, ...]:
+        """What ran, without the fair shares: pods' times to start, evictions, what was left, and each queue's
+        allocation at every cycle (two runs with the same outcome did the same)."""
+        allocated = [{uid: queue.allocated for uid, queue in sample.queues.items()} for sample in self.timeline]
+        return (self.waits, self.started, self.evictions, self.pending, self.completed, self.failed, allocated)
+
 
 def wait_stats(waits: list[float]) -> tuple[float, float] | None:
     """(p50, max) of times to start; None when no pod started."""
@@ -80,26 +107,40 @@ class Comparison:
     base: RunMetrics
     changed: RunMetrics
     changes: list[str]
-    cycles: int
-    period_s: float
-    default_run_time_s: float | None
+    assumptions: Assumptions
+
+    @property
+    def cycles(self) -> int:
+        return self.assumptions.cycles
+
+    @property
+    def period_s(self) -> float:
+        return self.assumptions.period_s
+
+    @property
+    def default_run_time_s(self) -> float | None:
+        return self.assumptions.default_run_time_s
 
     def queues(self) -> list[str]:
-        """Leaf queues of either run, by name."""
+        """Leaf queues of either run, and queues that do not exist but pods wait in, by name."""
         leaves = {uid for run in (self.base, self.changed) for s in run.timeline[-1:] for uid in s.leaves}
-        return sorted(leaves)
+        return sorted(leaves | {uid for run in (self.base, self.changed) for uid in run.pending})
+
+    @property
+    def identical(self) -> bool:
+        """Whether the changes changed nothing that ran (fair shares may still differ)."""
+        return self.base.outcome() == self.changed.outcome()
 
 
 def compare(
     base: Scenario,
     changed: Scenario,
-    cycles: int,
-    period_s: float,
-    default_run_time_s: float | None,
+    assumptions: Assumptions,
     changes: list[str],
     on_cycle: Callable[[int], None] | None = None,
 ) -> Comparison:
-    sims = [Simulation(s, SimClock(s.now, period_s), default_run_time_s) for s in (base, changed)]
+    period_s, cycles = assumptions.period_s, assumptions.cycles
+    sims = [Simulation(s, SimClock(s.now, period_s), assumptions.default_run_time_s) for s in (base, changed)]
     metrics = [RunMetrics(sim.clock.now) for sim in sims]
     last: list[CycleRecord] = []
     for number in range(1, cycles + 1):
@@ -114,4 +155,4 @@ def compare(
             on_cycle(number)
     for sim, run, record in zip(sims, metrics, last, strict=True):
         run.finish(record, sim)
-    return Comparison(metrics[0], metrics[1], changes, cycles, period_s, default_run_time_s)
+    return Comparison(metrics[0], metrics[1], changes, assumptions)

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure
 
 from kai.components.sim.whatif.compare import Comparison, RunMetrics, wait_stats
-from kai.components.sim.whatif.report import queue_rows, totals
+from kai.components.sim.whatif.report import assumptions, queue_rows, totals, verdict
 
 PLOTS = ("gpu_allocation.png", "utilisation.png", "time_to_start.png")
 HOUR = 3600.0
@@ -97,6 +97,7 @@ def _time_to_start(comparison: Comparison) -> Figure:
             axes.bar_label(bars, texts, fontsize="small")
     axes.set_xticks(range(len(queues)), queues)
     axes.set(title="Time to start per queue (pods started in the run)", ylabel="minutes")
+    axes.set_ylim(bottom=0, top=max(1.0, axes.get_ylim()[1]))  # all at once: a 0..1 axis, not one around 0
     axes.legend(fontsize="small")
     axes.grid(alpha=0.3, axis="y")
     return figure
@@ -108,8 +109,11 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _items(lines: list[str]) -> str:
+    return "".join(f"<li>{html.escape(line)}</li>" for line in lines) or "<li>none</li>"
+
+
 def _page(comparison: Comparison) -> str:
-    changes = "".join(f"<li>{html.escape(line)}</li>" for line in comparison.changes) or "<li>none</li>"
     queue_header = (
         "queue",
         "pods started",
@@ -123,7 +127,10 @@ def _page(comparison: Comparison) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>kai what-if</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
-        f"<h1>kai what-if</h1><h2>Changes</h2><ul>{changes}</ul>"
+        "<h1>kai what-if</h1><p>The input as it is (base) and changed, side by side.</p>"
+        f"<h2>Assumptions</h2><ul>{_items(assumptions(comparison.assumptions))}</ul>"
+        f"<h2>Changes</h2><ul>{_items(comparison.changes)}</ul>"
+        f"<p class='verdict'><b>Result:</b> {html.escape(verdict(comparison))}</p>"
         f"<h2>Cluster</h2>{_table(('', 'base', 'changed'), totals(comparison))}"
         f"<h2>Queues (base → changed)</h2>{_table(queue_header, queue_rows(comparison))}"
         f"<h2>Plots</h2>{images}</body></html>\n"

@@ -1,20 +1,53 @@
-"""The side-by-side report of a what-if run in the terminal: the changes, totals, per-queue figures and the GPUs
-each queue holds over time, base beside changed."""
+"""The side-by-side report of a what-if run in the terminal: what it assumes, the changes, whether they changed
+anything, totals, per-queue figures and the GPUs each queue holds over time, base beside changed. The plots' page
+and ``--json`` say the same (``assumptions``, ``verdict``)."""
 
 import statistics
 from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
+from kai.components.sim.lifecycle import LONG_RUNNING_KINDS
 from kai.components.sim.report import sampled
+from kai.components.sim.tables import plain_table
 from kai.components.sim.timeline import QueueSample
-from kai.components.sim.whatif.compare import Comparison, RunMetrics, wait_stats
+from kai.components.sim.whatif.compare import Assumptions, Comparison, RunMetrics, wait_stats
 from kai.core.model.duration import format_duration
+from kai.core.model.meta import format_time
 from kai.core.model.text import humanize
 
 ARROW = " → "
+SERVICES = ", ".join(sorted({*LONG_RUNNING_KINDS, "RayCluster"} - {"ReplicaSet"}))
+
+
+def assumptions(given: Assumptions) -> list[str]:
+    """What the run takes for granted, one line each: the inputs, the horizon and period, the run times."""
+    run_time = given.default_run_time_s
+    batch = (
+        f"batch pods without a run time run {format_duration(run_time)}"
+        if run_time is not None
+        else "pods without a run time run until evicted"
+    )
+    return [
+        f"input: {', '.join(given.inputs) or '-'}",
+        f"horizon: {format_duration(given.horizon_s)} from {format_time(given.start)}, one cycle every "
+        f"{format_duration(given.period_s)} ({given.cycles} cycles)",
+        f"run times: {batch}; pods of {SERVICES} or restartPolicy Always run to the horizon "
+        "(a simulate.kai.scheduler/run-time annotation overrides both)",
+    ]
+
+
+def verdict(comparison: Comparison) -> str:
+    """One line: whether the changes changed what ran."""
+    if not comparison.changes:
+        return "no changes: both runs are the same input"
+    if comparison.identical:
+        return (
+            f"identical: the changes made no difference in {format_duration(comparison.assumptions.horizon_s)} "
+            "(the same pods started at the same times, the same evictions, the same GPUs per queue at every cycle)"
+        )
+    return "the runs differ: see below"
 
 
 def totals(comparison: Comparison) -> list[tuple[str, ...]]:
@@ -67,19 +100,16 @@ def queue_rows(comparison: Comparison) -> list[tuple[str, ...]]:
 
 
 def print_comparison(comparison: Comparison, console: Console, sample_every_s: float | None = None) -> None:
-    run_time = comparison.default_run_time_s
-    span = format_duration(comparison.cycles * comparison.period_s)
-    console.print(
-        f"[bold]What if[/bold] — {comparison.cycles} cycles, one every {format_duration(comparison.period_s)} "
-        f"({span} simulated); pods without a run time run "
-        + (format_duration(run_time) if run_time is not None else "until evicted")
-    )
+    console.print("[bold]What if[/bold]: the input as it is (base) and changed, side by side")
+    for line in assumptions(comparison.assumptions):
+        console.print(f"  {line}")
     console.print("Changes: " + ("; ".join(comparison.changes) or "none"))
-    summary = Table("", "base", "changed", title="Cluster")
+    console.print(f"[bold]Result[/bold]: {verdict(comparison)}")
+    summary = plain_table("", "base", "changed", title="Cluster", keep=3)
     for figure in totals(comparison):
         summary.add_row(*figure)
     console.print(summary)
-    queues = Table(
+    queues = plain_table(
         "queue",
         "pods started",
         "time to start p50 / max",
@@ -87,6 +117,7 @@ def print_comparison(comparison: Comparison, console: Console, sample_every_s: f
         "mean GPUs allocated",
         "mean GPU fair share",
         title=f"Queues (base{ARROW}changed)",
+        keep=2,
     )
     for row in queue_rows(comparison):
         queues.add_row(*row)
@@ -97,8 +128,8 @@ def print_comparison(comparison: Comparison, console: Console, sample_every_s: f
 def _print_timeline(comparison: Comparison, console: Console, sample_every_s: float | None) -> None:
     base, changed = comparison.base, comparison.changed
     queues = comparison.queues()
-    title = f"GPUs over time: allocated / fair share (base{ARROW}changed)"
-    table = Table("time", *queues, title=title, min_width=len(title) + 4)
+    title = f"GPUs over time, after each cycle: allocated / fair share (base{ARROW}changed)"
+    table = plain_table("time", *queues, title=title)
     rows = sampled(base.timeline, comparison.period_s, sample_every_s)
     by_cycle = {sample.cycle: sample for sample in changed.timeline}
     for sample in rows:
@@ -144,6 +175,10 @@ def as_json(comparison: Comparison) -> dict[str, Any]:
         }
 
     return {
+        "inputs": list(comparison.assumptions.inputs),
+        "assumptions": assumptions(comparison.assumptions),
+        "identical": comparison.identical,
+        "verdict": verdict(comparison),
         "changes": comparison.changes,
         "cycles": comparison.cycles,
         "periodSeconds": comparison.period_s,

@@ -7,6 +7,7 @@ simulations, which are most of a victim search's time when a pod can run on few 
 """
 
 from bisect import bisect_left, insort
+from collections.abc import Iterator
 from typing import Protocol
 
 import numpy as np
@@ -67,6 +68,13 @@ class _NewVictims:
                 fresh.append(task)
         return fresh
 
+    def on_nodes(self, scenario: Scenario, nodes: NodeTable) -> Iterator[tuple[int, TaskInfo]]:
+        """The new victims that are on a node of ``nodes``, with its column."""
+        for task in self(scenario):
+            info = nodes.by_name.get(task.node_name)
+            if info is not None:
+                yield info.column, task
+
 
 class NodeAffinityFilter:
     """Every pending pod with a node selector or required node affinity needs a matching node among the feasible
@@ -82,10 +90,8 @@ class NodeAffinityFilter:
         self.valid(first)
 
     def valid(self, scenario: Scenario) -> bool:
-        for task in self.new_victims(scenario):
-            info = self.nodes.by_name.get(task.node_name)
-            if info is not None:
-                self.candidates[info.column] = True
+        for column, _ in self.new_victims.on_nodes(scenario, self.nodes):
+            self.candidates[column] = True
         return all(bool((mask & self.candidates).any()) for mask in self.masks)
 
 
@@ -120,10 +126,8 @@ class IdleGpusFilter:
         self.valid(first)
 
     def valid(self, scenario: Scenario) -> bool:
-        for task in self.new_victims(scenario):
-            info = self.nodes.by_name.get(task.node_name)
-            if info is not None:
-                self.best.add(info.column, held_gpus(task))
+        for column, task in self.new_victims.on_nodes(scenario, self.nodes):
+            self.best.add(column, held_gpus(task))
         if self.best.count == 0:
             return not self.required or self.required[0] == 0
         if self.best.total < self.total - TOLERANCE:

@@ -85,6 +85,7 @@ class ProportionPlugin:
         ssn.allocate_handlers.append(self.on_allocate)
         ssn.deallocate_handlers.append(self.on_deallocate)
         ssn.queue_share_fns.append(self.queue_shares)
+        ssn.queue_order_terms_fns.append(self.queue_order_terms)
         ssn.allocation_sample_fns.append(self.allocation_sample)
         ssn.can_reclaim_fns.append(self.can_reclaim)
         ssn.reclaim_victim_filters.append(_VictimQueues(self))
@@ -271,6 +272,19 @@ class ProportionPlugin:
                 "gpu": queue.shares.gpu.usage,
             },
             "request": dict(zip(("cpu", "memory", "gpu"), queue.request(), strict=True)),
+        }
+
+    def queue_order_terms(self, uid: str, job: PodGroupInfo) -> dict[str, Any]:
+        """The terms ``queue_order`` compares, most decisive first, for ``job`` as the queue's next job."""
+        queue = self.queues[uid]
+        stand = self.standings.of(queue, init_request(self.ssn, job))
+        return {
+            "overFairShare": stand.over_fair_share,
+            "withinDeservedWithJob": stand.within_deserved_with_job,
+            "priority": queue.priority,
+            "dominantShareWithJob": stand.dominant_share_with_job,
+            "dominantShare": stand.dominant_share,
+            "created": queue.creation_ts,
         }
 
     def allocation_sample(self) -> AllocationSample:

@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 UNLIMITED = -1.0
 """KAI's marker for "no quota" / "no limit" (`UnlimitedResourceQuantity`)."""
@@ -34,6 +35,20 @@ class Resource(StrEnum):
     GPU = "gpu"
     CPU = "cpu"
     MEMORY = "memory"
+
+
+T = TypeVar("T")
+
+
+def _of(resource: Resource, gpu: T, cpu: T, memory: T) -> T:
+    """The one of ``gpu``, ``cpu`` and ``memory`` that is of ``resource``."""
+    match resource:
+        case Resource.GPU:
+            return gpu
+        case Resource.CPU:
+            return cpu
+        case Resource.MEMORY:
+            return memory
 
 
 @dataclass(slots=True)
@@ -62,13 +77,7 @@ class QueueShares:
 
     def share(self, resource: Resource) -> ResourceShare:
         """The share of `resource`, so the division code can be written once for all three resources."""
-        match resource:
-            case Resource.GPU:
-                return self.gpu
-            case Resource.CPU:
-                return self.cpu
-            case Resource.MEMORY:
-                return self.memory
+        return _of(resource, self.gpu, self.cpu, self.memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +90,7 @@ class ResourceTotals:
 
     def of(self, resource: Resource) -> float:
         """The amount of `resource`."""
-        match resource:
-            case Resource.GPU:
-                return self.gpu
-            case Resource.CPU:
-                return self.cpu
-            case Resource.MEMORY:
-                return self.memory
+        return _of(resource, self.gpu, self.cpu, self.memory)
 
 
 def requestable(share: ResourceShare) -> float:

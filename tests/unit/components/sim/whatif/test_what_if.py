@@ -1,6 +1,7 @@
 """What-if runs of ``kai simulate``: a scenario run as it is and changed, side by side on the simulated clock;
 changes of queue quotas, nodes and the scheduler config, and bad changes as one clear line."""
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -8,13 +9,14 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from research_cluster import FILES, RESEARCH
 
 from kai.cli.main import main
-from kai.components.sim.scenario import ClockSpec, load_scenario
+from kai.components.sim.scenario import ClockSpec, ScenarioError, load_scenario, load_scenarios
 from kai.components.sim.whatif import plots
 from kai.components.sim.whatif.apply import apply_changes
 from kai.components.sim.whatif.changes import ChangeError, Changes, parse_changes, parse_set
-from kai.components.sim.whatif.compare import Comparison, compare, wait_stats
+from kai.components.sim.whatif.compare import Assumptions, Comparison, compare, wait_stats
 
 NOW = "2026-01-01T00:00:00Z"
 HOUR = 3600.0
@@ -86,8 +88,8 @@ def run(path: Path, changes: Changes, hours: float = 3, run_time_s: float | None
     period = 600.0
     scenario = load_scenario(path, clock=ClockSpec(period, hours * HOUR))
     changed = apply_changes(scenario, changes)
-    cycles = scenario.runner.cycles_before_check
-    return compare(scenario, changed, cycles, period, run_time_s, changes.describe())
+    given = Assumptions((str(path),), scenario.now, scenario.runner.cycles_before_check, period, run_time_s)
+    return compare(scenario, changed, given, changes.describe())
 
 
 def test_a_queue_quota_change_moves_gpus_between_queues(tmp_path: Path) -> None:
@@ -184,11 +186,14 @@ def test_the_command_prints_base_beside_changed(tmp_path: Path) -> None:
     args = ["simulate", str(path), "--what-if", str(changes), "--period", "10m", "--duration", "2h"]
     result = CliRunner().invoke(main, [*args, "--default-run-time", "none"])
     assert result.exit_code == 0, result.output
-    assert "12 cycles, one every 10m0s (2h0m0s simulated); pods without a run time run until evicted" in result.output
-    assert "queue a: gpu.quota = 6" in result.output
-    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 3}
+    assert f"input: {path}" in result.output
+    assert "horizon: 2h0m0s from 2026-01-01T00:00:00Z, one cycle every 10m0s (12 cycles)" in result.output
+    assert "run times: pods without a run time run until evicted" in result.output
+    assert "queue a: gpu.quota = 6" in result.output and "Result: the runs differ" in result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
     assert "4.00 → 6.00" in lines["a"] and "4.00 → 2.00" in lines["b"]
-    assert [cell.strip() for cell in lines["pods started"].split("│")[2:4]] == ["8", "8"]
+    started = next(line for line in result.output.splitlines() if line.startswith("pods started"))
+    assert started.split()[-2:] == ["8", "8"]  # base and changed
 
 
 BAD_FILES = [
@@ -254,3 +259,37 @@ def test_the_plots_draw_a_panel_per_queue_and_say_when_no_pod_started(tmp_path: 
     assert [axes.get_title() for axes in allocation.axes] == ["queue a", "queue b"]
     labels = [text.get_text() for text in plots._time_to_start(comparison).axes[0].texts]
     assert labels.count("none\nstarted") == 2  # p50 and max of queue b, changed run
+
+
+def test_services_run_to_the_horizon_and_reservation_pods_are_no_workload(tmp_path: Path) -> None:
+    """Issue 27's cluster for 3 hours with the default run time of 1 hour: the Deployment's and the RayCluster's
+    pods (restartPolicy Always, long-running controllers) used to succeed after the hour and never come back, so the
+    PyTorchJob "started after 1h", which would never happen; the GPU-sharing reservation pods counted as pods that
+    finished. Now team-vision holds its 9.5 GPUs to the end, nothing finishes, the PyTorchJob still waits."""
+    scenario = load_scenarios(list(FILES), clock=ClockSpec(600.0, 3 * HOUR))[0][1]
+    assert not isinstance(scenario, ScenarioError)
+    given = Assumptions(("research",), scenario.now, scenario.runner.cycles_before_check, 600.0, HOUR)
+    comparison = compare(scenario, apply_changes(scenario, Changes()), given, [])
+    base = comparison.base
+    assert [sample.queues["team-vision"].allocated["gpu"] for sample in base.timeline] == [9.5] * 18
+    assert base.completed == 0 and len(base.started) == 8  # the reservation pods are neither
+    assert dict(base.pending) == {"team-llm": 5, "team-visoin": 1}
+    assert "team-llm" not in base.waits
+
+
+def test_identical_runs_say_so_and_the_assumptions_head_the_text_the_page_and_the_json(tmp_path: Path) -> None:
+    """A quota raise that changes nothing that runs (the PyTorchJob needs whole free nodes, not quota) says so; the
+    horizon, period, run times and inputs come first, in the terminal, on the page and in --json."""
+    args = ["simulate", str(RESEARCH), "--duration", "3h", "--set", "queue.team-llm.gpu.quota=32"]
+    text = CliRunner().invoke(main, [*args, "--plot", str(tmp_path / "plots")]).output
+    head = text.splitlines()[:8]
+    assert any(line.strip() == f"input: {RESEARCH}" for line in head), text
+    assert any("horizon: 3h0m0s from 1970-01-01T00:00:00Z, one cycle every 1m0s (180 cycles)" in line for line in head)
+    assert any("batch pods without a run time run 1h0m0s" in line for line in head)
+    assert "Result: identical: the changes made no difference in 3h0m0s" in " ".join(text.split())
+    page = (tmp_path / "plots" / "index.html").read_text()
+    assert page.index("<h2>Assumptions</h2>") < page.index("<h2>Changes</h2>") < page.index("<h2>Cluster</h2>")
+    assert "horizon: 3h0m0s" in page and "run to the horizon" in page and "Result:</b> identical" in page
+    document = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    assert document["identical"] is True and document["inputs"] == [str(RESEARCH)]
+    assert document["assumptions"][1].startswith("horizon: 3h0m0s")

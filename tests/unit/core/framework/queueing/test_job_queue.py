@@ -8,8 +8,9 @@ from typing import Any
 
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.config import parse_config
 from kai.core.cycle import open_session
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.eviction import may_lose_pods
 from kai.core.framework.queueing.job_index import JobIndex
 from kai.core.framework.queueing.job_queue import JobQueueOptions, JobsOrderByQueues

@@ -5,8 +5,9 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.cluster.memory import MemoryCluster
 from kai.components.scheduler.loop import SchedulerLoop
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import SchedulerConfig, parse_config
+from kai.core.framework.config import SchedulerConfig
 from kai.core.model.meta import format_time
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot

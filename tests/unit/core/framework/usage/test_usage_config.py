@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from kai.core.framework.config import parse_config
+from kai.core.config import parse_config
 from kai.core.framework.usage.usage_config import DEFAULT_CAPACITY_METRICS, UsageParams, WindowType
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import parse_time

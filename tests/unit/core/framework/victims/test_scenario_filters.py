@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.framework.decisions import CycleResult
 from kai.core.framework.victims.scenario_filters import LargestCapacities, first_fit
 from kai.core.state.cluster_state import ClusterState

@@ -8,8 +8,8 @@ from core_builders import T0, cluster, node, pod, podgroup, queue
 from prometheus_client import CollectorRegistry
 
 from kai.components.shared.metrics import SchedulerMetrics
+from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.framework.victims.scenario_search import Outcome, SearchResult, largest_solvable
 from kai.core.model.errors import InvalidObject
 from kai.core.state.cluster_state import ClusterState

@@ -14,8 +14,8 @@ import pytest
 from core_builders import T0, cluster, node, pod, podgroup, queue
 
 from kai.core.actions import reclaim
+from kai.core.config import parse_config
 from kai.core.cycle import close_session, open_session, run_cycle
-from kai.core.framework.config import parse_config
 from kai.core.framework.decisions import CycleResult
 from kai.core.plugins.proportion.attributes import QueueAttributes
 from kai.core.plugins.proportion.reclaimable import may_reclaim_from

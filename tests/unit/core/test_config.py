@@ -2,7 +2,8 @@
 
 import pytest
 
-from kai.core.framework.config import DisruptionConfig, parse_config
+from kai.core.config import parse_config
+from kai.core.framework.config import DisruptionConfig
 from kai.core.model.errors import InvalidObject
 
 

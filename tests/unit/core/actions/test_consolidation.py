@@ -1,0 +1,29 @@
+"""consolidation: running pods are moved to other nodes so a pending pod that fits nowhere gets a whole node."""
+
+from action_support import run_action
+from core_builders import T0, node, pod, podgroup, queue
+
+from kai.core.actions import consolidation
+
+QUEUES = (("Queue", queue("root")), ("Queue", queue("q", parent="root")))
+
+
+def test_a_pod_is_moved_to_make_room_for_a_two_gpu_pod() -> None:
+    result = run_action(
+        consolidation.NAME,
+        *QUEUES,
+        ("Node", node("n1", 2)),
+        ("Node", node("n2", 2)),
+        ("PodGroup", podgroup("a", "q", T0 - 600)),
+        ("Pod", pod("a-0", "a", node_name="n1")),
+        ("PodGroup", podgroup("b", "q", T0 - 600)),
+        ("Pod", pod("b-0", "b", node_name="n2")),
+        ("PodGroup", podgroup("wide", "q", T0)),
+        ("Pod", pod("wide-0", "wide", gpus=2)),
+    )
+    (moved,) = result.evictions
+    assert moved.pod_key in ("default/a-0", "default/b-0")
+    assert "preempted and rescheduled due to bin packing" in moved.message
+    pipelined = {p.pod_key: p.node for p in result.pipelined}
+    assert pipelined.keys() == {"default/wide-0", moved.pod_key}
+    assert pipelined["default/wide-0"] != pipelined[moved.pod_key]
