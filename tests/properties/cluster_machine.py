@@ -1,6 +1,6 @@
 """A cluster over many cycles as a hypothesis state machine: arrivals (bare pods and PodGroups, or batch Jobs that
 ask to be suspended rather than have their pods deleted), completions, node and queue changes (quota and limit cuts
-included), PodDisruptionBudgets over running jobs, between cycles; each cycle the real scheduler
+under running work included), PodDisruptionBudgets over running jobs, between cycles; each cycle the real scheduler
 (``kai.components.sim.runner.Simulation``: the scheduler core, its writer, the binder, the simulated kubelets and
 workload controllers on the embedded cluster), with an eviction budget per cycle and per minute drawn at the start
 and, half the time, ``overlimiteviction``.
@@ -11,7 +11,8 @@ their queue's quota), no more pods are evicted than the eviction budget allows, 
 never refuses an eviction (the scheduler chose within the PDBs), and no pod is lost (a pod made is there, or its
 suspended Job keeps it); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node
 and placed back on it, and the cycles end with nothing to do (after as many more cycles as the eviction budget
-holds evictions back). A statement rolled back restores the session exactly.
+holds evictions back); with ``overlimiteviction``, a queue still over a cut limit then holds only what cannot be
+taken (non-preemptible jobs, or jobs their PDBs keep). A statement rolled back restores the session exactly.
 
 ``ClusterMachine.examples`` counts the examples run (the bench prints it).
 """
@@ -28,10 +29,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kai.components.sim.runner import Simulation
 from kai.components.sim.scenario import ClockSpec, Runner, Scenario
+from kai.core.actions import overlimiteviction
 from kai.core.cycle import open_session
-from kai.core.framework.config import DisruptionConfig, SchedulerConfig
+from kai.core.framework.config import DEFAULT_ACTIONS, DisruptionConfig, SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
+from kai.core.framework.victims.victims import tasks_to_evict
 from kai.core.model import names
 from kai.core.model.suspension import is_stand_in
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
@@ -59,7 +62,7 @@ BUDGETS = ((0, 0), (2, 0), (0, 4), (1, 3))
 """(per cycle, per minute) eviction budgets, 0: no cap."""
 BUDGET_CYCLES = 60
 """At most this many more quiet cycles while the eviction budget holds evictions back."""
-ACTIONS = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+ACTIONS = DEFAULT_ACTIONS
 
 
 def _queue(name: str, parent: str, quota: int, limit: int, weight: int = 1) -> dict[str, Any]:
@@ -213,7 +216,7 @@ class ClusterMachine(RuleBasedStateMachine):
         budget: tuple[int, int] = (0, 0),
         overlimit: bool = False,
     ) -> None:
-        actions = (*ACTIONS, "overlimiteviction") if overlimit else ACTIONS
+        actions = (*ACTIONS, overlimiteviction.NAME) if overlimit else ACTIONS
         self._start(
             SchedulerConfig(actions=actions, disruption=DisruptionConfig(per_cycle=budget[0], per_minute=budget[1]))
         )
@@ -320,6 +323,18 @@ class ClusterMachine(RuleBasedStateMachine):
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         self.cluster.update("Queue", updated)
 
+    @precondition(lambda self: self._running_jobs())
+    @rule(queue=st.sampled_from(("dept", *LEAVES)), keep=st.integers(0, 4), limit=st.booleans())
+    def cut_queue(self, queue: str, keep: int, limit: bool) -> None:
+        """A quota cut under running work (KAI #1783): the queue's GPU quota down to at most ``keep``, and with
+        ``limit`` its limit to ``keep`` too."""
+        current = self.cluster.get("Queue", queue)
+        assert current is not None
+        gpu = current["spec"]["resources"]["gpu"]
+        quota = keep if gpu["quota"] < 0 else min(gpu["quota"], keep)
+        gpu |= {"quota": quota, "limit": keep if limit else gpu["limit"]}
+        self.cluster.update("Queue", current)
+
     # ------------------------------------------------------------------------------------------- cycles
 
     @rule()
@@ -349,6 +364,8 @@ class ClusterMachine(RuleBasedStateMachine):
             f"not settled after {QUIET_CYCLES} quiet cycles: actions per cycle {activity}"
         )
         assert shares[-1] == shares[-2], f"fair share still moving in a steady cluster: {shares[-2]} -> {shares[-1]}"
+        if overlimiteviction.NAME in self.sim.scenario.config.actions:
+            _check_within_limits(session)
 
     @rule(data=st.data())
     def statement_rollback(self, data: st.DataObject) -> None:
@@ -469,6 +486,29 @@ class ClusterMachine(RuleBasedStateMachine):
 
     def _running_jobs(self) -> list[str]:
         return sorted({_job_of(p) for p in self.cluster.list("Pod") if p["status"].get("phase") == "Running"})
+
+
+def _check_within_limits(ssn: Session) -> None:
+    """Settled with ``overlimiteviction``: a queue over a limit (a cut) holds only what cannot be taken from it, the
+    jobs of its subtree that are non-preemptible or whose PodDisruptionBudgets keep their next pods."""
+    for uid in ssn.queues:
+        over = overlimiteviction.excess(ssn, uid)
+        if not over:
+            continue
+        for job in ssn.jobs.values():
+            if not job.preemptible or not job.has_active_allocated() or not _under(ssn, job.queue, uid):
+                continue
+            tasks, _ = tasks_to_evict(ssn, job)
+            refused = ssn.disruption.refusal(tasks, overlimiteviction.NAME, capped=False)
+            assert refused is not None, f"{over} after quiet cycles, and {job.key} could still give pods back"
+
+
+def _under(ssn: Session, uid: str, ancestor: str) -> bool:
+    while uid in ssn.queues:
+        if uid == ancestor:
+            return True
+        uid = ssn.queues[uid].parent
+    return False
 
 
 def _budget_held(session: Session) -> bool:
