@@ -12,7 +12,8 @@ never refuses an eviction (the scheduler chose within the PDBs), and no pod is l
 suspended Job keeps it); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node
 and placed back on it, and the cycles end with nothing to do (after as many more cycles as the eviction budget
 holds evictions back); with ``overlimiteviction``, a queue still over a cut limit then holds only what cannot be
-taken (non-preemptible jobs, or jobs their PDBs keep). A statement rolled back restores the session exactly.
+taken (non-preemptible jobs, jobs their PDBs keep, gangs larger than a budget's cap). A statement rolled back
+restores the session exactly.
 
 ``ClusterMachine.examples`` counts the examples run (the bench prints it).
 """
@@ -490,7 +491,10 @@ class ClusterMachine(RuleBasedStateMachine):
 
 def _check_within_limits(ssn: Session) -> None:
     """Settled with ``overlimiteviction``: a queue over a limit (a cut) holds only what cannot be taken from it, the
-    jobs of its subtree that are non-preemptible or whose PodDisruptionBudgets keep their next pods."""
+    jobs of its subtree that are non-preemptible, whose PodDisruptionBudgets keep their next pods, or whose next pods
+    are more than an eviction budget's cap (a gang goes whole or not at all)."""
+    budget = ssn.config.disruption
+    caps = [cap for cap in (budget.per_cycle, budget.per_minute) if cap]
     for uid in ssn.queues:
         over = overlimiteviction.excess(ssn, uid)
         if not over:
@@ -499,6 +503,8 @@ def _check_within_limits(ssn: Session) -> None:
             if not job.preemptible or not job.has_active_allocated() or not _under(ssn, job.queue, uid):
                 continue
             tasks, _ = tasks_to_evict(ssn, job)
+            if any(len(tasks) > cap for cap in caps):
+                continue
             refused = ssn.disruption.refusal(tasks, overlimiteviction.NAME, capped=False)
             assert refused is not None, f"{over} after quiet cycles, and {job.key} could still give pods back"
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.port import ClusterClient, ClusterError, EvictionRefused
+from kai.cluster.port import ClusterClient, ClusterError, EvictionRefused, Raw
 from kai.components.shared.parallel import Writes
 from kai.core.framework.decisions import Eviction
 from kai.core.model import names
@@ -160,9 +160,12 @@ class Evictor:
         key = group[0].podgroup_key
         namespace = key.partition("/")[0]
         try:
+            found = workload(self.cluster, owner, namespace)
+            if found is None:
+                raise ClusterError(f"{owner.api_version} {owner.kind} {namespace}/{owner.name} not found")
             self.cluster.patch_merge("PodGroup", key, _annotation(names.SUSPENDED_PODS_ANNOTATION, record(pods)))
-            self.cluster.patch_merge(owner.kind, f"{namespace}/{owner.name}", patch)
-        except (ClusterError, ValueError) as error:  # ValueError: a kind the cluster does not know
+            self.cluster.patch_merge(found[0], f"{namespace}/{owner.name}", patch)
+        except ClusterError as error:
             log.warning("suspend %s of PodGroup %s failed, its pods are evicted: %s", owner.name, key, error)
             try:
                 self.cluster.patch_merge("PodGroup", key, _annotation(names.SUSPENDED_PODS_ANNOTATION, None))
@@ -203,6 +206,21 @@ class Evictor:
 
     def _annotate(self, key: str, annotations: dict[str, str | None]) -> None:
         self.cluster.patch_merge("PodGroup", key, {"metadata": {"annotations": annotations}})
+
+
+def workload(cluster: ClusterClient, owner: OwnerRef, namespace: str) -> tuple[str, Raw] | None:
+    """The workload an owner reference names, and the cluster-port kind it is read and patched under: its bare kind
+    (one of kai's own kinds, and every kind in the embedded cluster), else ``Kind.version.group`` (a custom
+    resource, as the kube adapter reads it); None when it is not there."""
+    group, _, version = owner.api_version.rpartition("/")
+    for kind in (owner.kind, f"{owner.kind}.{version}.{group}") if group else (owner.kind,):
+        try:
+            found = cluster.get(kind, f"{namespace}/{owner.name}")
+        except ValueError:  # the kube adapter does not know the bare kind
+            continue
+        if found is not None and str(found.get("apiVersion") or owner.api_version).rpartition("/")[0] == group:
+            return kind, found
+    return None
 
 
 def _decisions(evictions: list[Eviction]) -> list[list[Eviction]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
 from kai.components.scheduler.conditions import clear_scheduling_conditions, set_condition, set_scheduling_condition
-from kai.components.scheduler.evictor import Evictor
+from kai.components.scheduler.evictor import Evictor, workload
 from kai.components.scheduler.node_pool import SINGLE_SCHEDULING_BACKOFF, NodePool
 from kai.components.shared.events import EventRecorder, ObjectRef
 from kai.components.shared.parallel import Writes
@@ -215,10 +215,10 @@ class DecisionWriter:
         patch = suspend_patch(owner.api_version, owner.kind, False) if owner is not None else None
         if owner is None or patch is None:
             return
-        current = self.cluster.get(owner.kind, f"{job.namespace}/{owner.name}")
-        if current is None or not is_suspended(owner.api_version, owner.kind, current):
+        found = workload(self.cluster, owner, job.namespace)
+        if found is None or not is_suspended(owner.api_version, owner.kind, found[1]):
             return
-        self.cluster.patch_merge(owner.kind, f"{job.namespace}/{owner.name}", patch)
+        self.cluster.patch_merge(found[0], f"{job.namespace}/{owner.name}", patch)
         with self._lock:
             self._resumed.add(job.key)
         self._event("PodGroup", job.key, "Normal", "Resumed", f"{owner.kind} {owner.name} resumed: its pods fit again")

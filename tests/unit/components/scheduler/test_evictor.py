@@ -9,7 +9,7 @@ from typing import Any
 from sim_support import gpu_pod, pdb
 
 from kai.cluster.memory import MemoryCluster
-from kai.components.scheduler.evictor import Evictor
+from kai.components.scheduler.evictor import Evictor, workload
 from kai.components.shared.parallel import Writes
 from kai.core.framework.decisions import Eviction
 from kai.core.model import names
@@ -171,3 +171,33 @@ def test_the_last_minute_of_evictions_is_counted_for_the_per_minute_budget() -> 
     now[0] = 30.0
     sending.send([eviction("v2")], {}, Writes())
     assert (sending.recent(59.0), sending.recent(60.0), sending.recent(90.0)) == (3, 1, 0)
+
+
+class KubeNames(MemoryCluster):
+    """The embedded cluster naming kinds as the kube adapter does: a custom resource only as ``Kind.version.group``
+    (its bare kind is unknown to it)."""
+
+    CUSTOM = frozenset({"RayJob"})
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        if kind in self.CUSTOM:
+            raise ValueError(f"unknown kind {kind!r}")
+        return super().get(kind, key)
+
+
+def test_a_custom_resource_workload_is_found_and_suspended_under_its_qualified_kind() -> None:
+    made = KubeNames()
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "tune", "namespace": "ns"}}
+    made.create("RayJob.v1.ray.io", {**rayjob, "spec": {}})
+    made.create("Job", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ns"}})
+    owner = OwnerRef("ray.io/v1", "RayJob", "tune", "uid")
+    found = workload(made, owner, "ns")
+    assert found is not None and found[0] == "RayJob.v1.ray.io"
+    assert workload(made, OwnerRef("batch/v1", "Job", "train", "uid"), "ns") is not None  # one of kai's kinds: bare
+    assert workload(made, OwnerRef("other.io/v1", "Job", "train", "uid"), "ns") is None  # same name, other group
+    made.create("PodGroup", {"metadata": {"name": "pg-tune", "namespace": "ns"}, "spec": {}})
+    made.create("Pod", gpu_pod("tune-head", "team-vision", on="n1"))
+    decision = [eviction("tune-head", podgroup="ns/pg-tune", suspend=owner)]
+    assert evictor(made, Events()).send(decision, {}, Writes()).suspended == {"ns/pg-tune"}
+    suspended = made.get("RayJob.v1.ray.io", "ns/tune")
+    assert suspended is not None and suspended["spec"]["suspend"] is True
