@@ -224,3 +224,49 @@ def test_an_in_place_resize_past_the_queues_limit_is_refused_with_the_reason(
     assert growing.returncode != 0
     assert f"CPU upsize would push queue {name} Allocated (3000m + 2000m) over limit (3000m)" in growing.stderr
     assert pods(cp, namespace)["web"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "3"
+
+
+def test_shared_gpu_pods_get_their_configmaps_and_a_scaled_down_deployment_leaves_none(
+    control_plane: ControlPlane, admission: Admission, kai: Kai, kwok: Kwok, namespace: str
+) -> None:
+    """Admission points each GPU-sharing pod at two ConfigMaps (`<prefix>-0` and `<prefix>-0-evar`); the binder
+    makes them when it binds the pod, owned by it, so the garbage collector removes them with it (KAI's binder
+    does the same; KAI's suite counts them up to 20 for 10 pods and back to 0)."""
+    cp = control_plane
+    cp.kubectl("apply", "-f", str(SEED / "queues.yaml"))
+    pool = f"share-{namespace}"
+    kwok.node(pool, 1, {"pool": pool})
+    labels = {"app": "sharing", "kai.scheduler/queue": "equipe-inference"}
+    template = {
+        "metadata": {"labels": labels, "annotations": {"gpu-fraction": "0.1"}},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "nodeSelector": {"pool": pool},
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "sharing", "namespace": namespace},
+        "spec": {"replicas": 10, "selector": {"matchLabels": labels}, "template": template},
+    }
+    cp.apply(deployment)
+
+    def shared() -> dict[str, Any]:
+        found = kubectl_json(cp, "get", "configmaps", "-n", namespace)["items"]
+        return {c["metadata"]["name"]: c for c in found if "shared-gpu" in c["metadata"]["name"]}
+
+    def running() -> list[dict[str, Any]]:
+        return [p for p in pods(cp, namespace).values() if p["status"].get("phase") == "Running"]
+
+    wait_until("10 pods on the one shared GPU", lambda: len(running()) == 10)
+    configmaps = wait_until("2 ConfigMaps per pod", lambda: found if len(found := shared()) == 20 else None)
+    for p in running():
+        prefix = p["metadata"]["annotations"]["runai/shared-gpu-configmap"]
+        capabilities, direct = configmaps[f"{prefix}-0"], configmaps[f"{prefix}-0-evar"]
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]}]
+        assert capabilities["metadata"]["ownerReferences"] == owner == direct["metadata"]["ownerReferences"]
+        assert capabilities["data"] == {"GPU_PORTION": "0.10", "RUNAI_NUM_OF_GPUS": "0.10"}
+    cp.kubectl("scale", "deployment", "sharing", "-n", namespace, "--replicas=0")
+    wait_until("no GPU-sharing ConfigMap left", lambda: not shared())

@@ -1,7 +1,7 @@
 """`kai explain`, `kai queues` and `kai snapshot` as a user runs them against `kai all` on a real kube-apiserver:
-the reason, nearest fix and place in line of gangs blocked by a queue limit, by topology and by a victim's min
-runtime; the seed's queues against their Queue statuses; a snapshot of the cluster run by `kai simulate`; the
-scheduler's plugin server paths."""
+the reason, proven fixes and place in line of gangs blocked by a queue limit, by topology and by a victim's min
+runtime, and the proven fix applied (a Queue patched, a node added) starting the gang; the seed's queues against
+their Queue statuses; a snapshot of the cluster run by `kai simulate`; the scheduler's plugin server paths."""
 
 from __future__ import annotations
 
@@ -50,7 +50,9 @@ def test_explain_a_gang_blocked_by_its_queue_limit(
     assert told["reasons"][0]["evidence"] == {
         "queue": queue, "resource": "GPU", "unit": "GPUs", "bound": 4, "allocated": 2, "requested": 4
     }  # fmt: skip
-    assert told["nearestFix"]["text"] == f"raise the GPU limit of queue {queue} by 2 GPUs (to 6)"
+    (fix, *_) = told["fixes"]["proven"]
+    assert fix["text"] == f"raise the GPU limit of queue {queue} from 4 to 6 GPUs" and fix["startsInCycle"] == 1
+    assert fix["changes"] == {"queues": {queue: {"gpu": {"limit": 6}}}}
     assert_in_line(told, queue, parent)
     cycles = told["lastCycles"]["cycles"]
     assert told["lastCycles"]["source"] == f"the scheduler at 127.0.0.1:{kai.plugin_port}"
@@ -58,13 +60,17 @@ def test_explain_a_gang_blocked_by_its_queue_limit(
 
     text = kai_cli(control_plane, kai, "explain", "podgroup", "big", "-n", namespace)
     assert f"QueueLimit  queue {queue} would exceed its GPU limit: limit 4 GPUs, 2 allocated, 4 requested" in text
-    assert f"Nearest fix: raise the GPU limit of queue {queue} by 2 GPUs (to 6)" in text
+    assert f"  1. raise the GPU limit of queue {queue} from 4 to 6 GPUs (starts in cycle 1)" in text
     assert f"In line: 1st of 1 in queue {queue} · {queue} 1st of 1 under {parent} · {parent} " in text
     assert "waited: QueueLimit" in text
     pod_text = kai_cli(control_plane, kai, "explain", "pod", "big-1", "-n", namespace)
-    assert (
-        f"Pod {namespace}/big-1 of podgroup {namespace}/big" in pod_text
-        and "Nearest fix: raise the GPU limit" in pod_text
+    assert f"Pod {namespace}/big-1 of podgroup {namespace}/big" in pod_text and "1. raise the GPU limit" in pod_text
+
+    patch = {"spec": {"resources": {"gpu": fix["changes"]["queues"][queue]["gpu"]}}}
+    control_plane.kubectl("patch", "queue", queue, "--type", "merge", "-p", json.dumps(patch))
+    wait_until(
+        "the gang to start with the fix",
+        lambda: bound(control_plane, namespace, "big-0") and bound(control_plane, namespace, "big-1"),
     )
 
 
@@ -115,13 +121,20 @@ def test_explain_a_gang_blocked_by_topology(
         (f"{namespace}-r1", 3),
         (f"{namespace}-r2", 3),
     ]
-    fix = told["nearestFix"]
-    assert fix["kind"] == "FreeInDomain" and fix["evidence"]["pods"] == 1
-    assert fix["text"] == f"1 more GPU free on one node of {namespace}-r1 ({rack_label}) ({pool}-r1-0 comes closest)"
+    (fix, *_) = told["fixes"]["proven"]  # a node in a rack: that rack has room for the gang (the fillers stay)
+    assert fix["text"] == f"add 1 node like {pool}-r1-0, 2 GPUs"
+    assert fix["changes"] == {"nodes": {"add": [{"like": f"{pool}-r1-0", "count": 1}]}}
     assert_in_line(told, queue, parent)
     text = kai_cli(control_plane, kai, "explain", "pg", "spread", "-n", namespace)
-    assert f"Nearest fix: 1 more GPU free on one node of {namespace}-r1" in text
+    assert f"  1. add 1 node like {pool}-r1-0, 2 GPUs (starts in cycle 1)" in text
     assert "TopologyDomain" in text and "has room for 3 of the 4 pods" in text
+
+    like = kubectl_json(control_plane, "get", "node", f"{pool}-r1-0")["metadata"]["labels"]
+    kwok.node(f"{pool}-r1-2", 2, {"pool": pool, rack_label: like[rack_label]})
+    wait_until(
+        "the gang to start on the added node",
+        lambda: all(bound(control_plane, namespace, f"spread-{i}") for i in range(4)),
+    )
 
 
 def test_explain_a_gang_waiting_for_a_victims_min_runtime(
@@ -151,15 +164,18 @@ def test_explain_a_gang_waiting_for_a_victims_min_runtime(
     assert victim["podgroup"] == f"{namespace}/holder" and victim["queue"] == a and victim["action"] == "reclaim"
     until = victim["until"]
     assert abs(until - (parse_time(started, "PodGroup holder", "last-start") + 3600)) < 1
-    assert told["nearestFix"]["kind"] == "WaitForJob"
-    assert told["nearestFix"]["evidence"] == {"podgroup": f"{namespace}/holder", "queue": a, "until": until}
+    wait = told["reasons"][0]["fixes"][0]  # the reason's own end: the estimate rests on it
+    assert wait["kind"] == "WaitForJob"
+    assert wait["evidence"] == {"podgroup": f"{namespace}/holder", "queue": a, "until": until}
     assert told["estimatedStart"]["at"] == until
+    proven = [fix["text"] for fix in told["fixes"]["proven"]]
+    assert proven[0] == f"move {namespace}/holder-0 off node {pool}-gpu (evicted: back to pending)", proven
     position = told["position"]
     assert position["inQueue"] == {"queue": b, "place": 1, "of": 1}
     assert position["queues"][0] == {"queue": b, "place": 1, "of": 2, "under": parent}  # a has nothing pending
     assert position["queues"][1]["queue"] == parent
     text = kai_cli(control_plane, kai, "explain", "podgroup", "wants", "-n", namespace)
-    assert f"Nearest fix: wait for {namespace}/holder (queue {a}): its min runtime ends at" in text
+    assert f"  1. move {namespace}/holder-0 off node {pool}-gpu (evicted: back to pending)" in text
     assert f"In line: 1st of 1 in queue {b} · {b} 1st of 2 under {parent}" in text
 
 

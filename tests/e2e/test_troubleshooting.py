@@ -198,3 +198,60 @@ def test_get_wide_shows_the_printer_columns(
     assert (row["GPU-QUOTA"], row["GPU-LIMIT"]) == ("-1", "2")
     [row] = table(control_plane.kubectl("get", "queue", queue_name).stdout)
     assert list(row) == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"], "KAI's columns by default"
+
+
+def test_a_gang_short_of_pods_says_notready_on_its_podgroup_as_kai_does(
+    control_plane: ControlPlane, namespace: str, kai: Kai, kwok: Kwok, tmp_path: Path
+) -> None:
+    """KAI's scheduler records a Normal `NotReady` event on a PodGroup with fewer pods than its gang needs, in its
+    words; scripts (and KAI's own e2e suite) wait for it. kai records the same event, for the whole gang and for a
+    sub-group, and its explanation of a `minSubGroup` no pod can satisfy after KAI's sentence."""
+    pool, queue_name = pool_with_queue(control_plane, kwok, tmp_path, namespace, 8)
+
+    def podgroup(name: str, **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"queue": queue_name, "priorityClassName": "train", **spec},
+        }
+
+    def member(name: str, group: str, subgroup: str = "") -> dict[str, Any]:
+        pod = gpu_pod(namespace, name, queue_name, pool, 1, group)
+        if subgroup:
+            pod["metadata"]["labels"]["kai.scheduler/subgroup-name"] = subgroup
+        return pod
+
+    subgroups = [{"name": "a", "minMember": 1}, {"name": "b", "minMember": 3}]
+    apply(
+        control_plane,
+        tmp_path,
+        podgroup("pair", minMember=2),
+        member("pair-0", "pair"),
+        podgroup("parts", subGroups=subgroups),
+        member("parts-a", "parts", "a"),
+        member("parts-b", "parts", "b"),
+        podgroup(
+            "five-of-two",
+            minSubGroup=5,
+            subGroups=[{"name": "left", "minMember": 1}, {"name": "right", "minMember": 1}],
+        ),
+        member("five-left", "five-of-two", "left"),
+        member("five-right", "five-of-two", "right"),
+    )
+
+    def notready(name: str) -> list[dict[str, Any]]:
+        return [e for e in events(control_plane, namespace, "PodGroup", name) if e["reason"] == "NotReady"]
+
+    expected = {
+        "pair": "Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist, 0 are gated",
+        "parts": "Job is not ready for scheduling. Waiting for 3 pods for SubGroup b, currently 1 exist, 0 are gated.",
+        "five-of-two": "Job is not ready for scheduling. (minSubGroup (5) exceeds the number of direct child "
+        "SubGroups (2): the gang can never start)",
+    }
+    for name, message in expected.items():
+        [event] = wait_until(f"{name}'s NotReady event", lambda name=name: notready(name))
+        assert (event["type"], event["source"]["component"], event["message"]) == ("Normal", "kai-scheduler", message)
+    described = describe_events(control_plane.kubectl("describe", "podgroup", "pair", "-n", namespace).stdout)
+    assert re.search(r"Normal\s+NotReady\s+.*kai-scheduler\s+Job is not ready for scheduling", described), described
+    assert not any(p["spec"].get("nodeName") for p in pods(control_plane, namespace).values())

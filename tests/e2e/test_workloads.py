@@ -117,6 +117,14 @@ class Env:
         [podgroup] = self.podgroups().values()
         return podgroup
 
+    def events(self, podgroup: str) -> list[Obj]:
+        """The scheduler's Normal NotReady events on PodGroup `podgroup`."""
+        return [
+            e
+            for e in items(self.cp, self.path("/api/v1", "events"))
+            if e["involvedObject"].get("name") == podgroup and (e["type"], e["reason"]) == ("Normal", "NotReady")
+        ]
+
     def jobs(self) -> list[Obj]:
         return items(self.cp, self.path("/apis/batch/v1", "jobs"))
 
@@ -419,10 +427,12 @@ def test_an_elastic_pytorchjob_waits_for_its_minimum_and_takes_the_workers_it_is
         "subGroups": [{"name": "worker", "minMember": 2}],
     }
 
-    # one worker of the two the job needs at least: it waits
+    # one worker of the two the job needs at least: it waits, with KAI's NotReady event on the PodGroup
     env.grouped(1)
     assert env.the_podgroup()["spec"] == spec
     env.unschedulable(name, "Waiting for 2 pods")
+    said = "Job is not ready for scheduling. Waiting for 2 pods for SubGroup worker, currently 1 exist, 0 are gated."
+    env.shown("KAI's NotReady event on the PodGroup", lambda: [e for e in env.events(name) if e["message"] == said])
     env.stays_unbound()
 
     # scaled to 4 workers on 3 GPUs: the gang of 2 and one elastic worker run, the fourth waits; the same PodGroup

@@ -50,6 +50,9 @@ def width_option(command: F) -> F:
 def output_option(*formats: str) -> Callable[[F], F]:
     """``-o FORMAT``: text (the default), and ``formats`` (wide, json, yaml) as kubectl names them."""
 
+    meanings = {"wide": "wide: every column and row, nothing folded", "json": "json / yaml: the data, for tools"}
+    told = "; ".join(text for key, text in meanings.items() if key in formats)
+
     def decorate(command: F) -> F:
         return click.option(
             "-o",
@@ -57,7 +60,7 @@ def output_option(*formats: str) -> Callable[[F], F]:
             type=click.Choice(["text", *formats]),
             default="text",
             show_default=True,
-            help="wide: every column and row, nothing folded; json / yaml: the data, for tools.",
+            help=f"{told}.",
         )(command)
 
     return decorate

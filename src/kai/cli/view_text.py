@@ -9,6 +9,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kai.components.insight.fixes.found import brief
 from kai.components.insight.view import (
     WAITING_STATUSES,
     Amounts,
@@ -20,7 +21,7 @@ from kai.components.insight.view import (
 from kai.components.sim.problems import ERROR, Problem
 from kai.components.sim.tables import plain_table
 from kai.core.model.duration import format_duration
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import go_float
 from kai.core.state.reason_text import describe, describe_fix, when
 from kai.core.state.reasons import Reason
@@ -197,11 +198,12 @@ def _borrowing(amounts: Amounts) -> str:
 
 def pending_table(view: View, wide: bool) -> list[RenderableType]:
     """The waiting podgroups in the order the next cycle tries them: their place in their queue (``wide``: among
-    siblings and in the cluster too), since when they wait, why, the nearest fix and an estimated start."""
+    siblings and in the cluster too), since when they wait, why, the cheapest proven fix (when the search ran) or
+    what they need that no change kai tries gives, and an estimated start."""
     rows = view.pending
     where = f" in {view.filters['queue']}" if "queue" in view.filters else ""
     title = f"Pending{where}: {len(rows)} podgroups waiting, in the order the next cycle tries them"
-    columns = ["#", "podgroup", "queue", "pods", "GPUs", "waiting", "why", "nearest fix", "start"]
+    columns = ["#", "podgroup", "queue", "pods", "GPUs", "waiting", "why", "fix", "start"]
     if wide:
         columns[1:1] = ["in cluster"]
     table = plain_table(*columns, title=title, keep=0)
@@ -221,6 +223,28 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
     return [table]
 
 
+def fixes_section(view: View, wide: bool) -> list[RenderableType]:
+    """What starts each waiting podgroup, in the words of ``pending_table``'s fix column, in line order: the
+    cheapest proven fix, or what it needs; the rows the fix budget did not reach are counted, not listed."""
+    told = [(row, _fix(row, view.at)) for row in view.pending if not (row.fixes is not None and row.fixes.unreached)]
+    told = [(row, text) for row, text in told if text]
+    unreached = sum(1 for row in view.pending if row.fixes is not None and row.fixes.unreached)
+    if not told and not unreached:
+        return []
+    title = "What would start them: a fix proven by a what-if run of this input, or what it needs (kai explain: more)"
+    table = plain_table("podgroup", "fix", title=title, keep=0)
+    shown = told if wide else told[:FOLD_AT]
+    for row, text in shown:
+        table.add_row(_podgroup_cell(row, wide), text)
+    parts: list[RenderableType] = [table]
+    if len(shown) < len(told):
+        parts.append(Text(f"… and {_plural(len(told) - len(shown), 'more')}: see them all with -o wide", style="dim"))
+    if unreached:
+        more = f"{_plural(unreached, 'waiting podgroup')} not searched: the --fix-budget ran out before them"
+        parts.append(Text(more, style="dim"))
+    return parts
+
+
 def _podgroup_cell(row: PendingView, wide: bool) -> str:
     """The workload it is of, as its owner knows it (the podgroup's own name too with ``wide``)."""
     if row.workload is None:
@@ -230,9 +254,11 @@ def _podgroup_cell(row: PendingView, wide: bool) -> str:
 
 
 def _fix(row: PendingView, now: float) -> str:
-    if row.proven_fixes:
-        return row.proven_fixes[0].text + " (proven)"
-    return describe_fix(row.fix, now) if row.fix is not None else ""
+    """The search's word on it (``found.brief``), else what it needs."""
+    told = brief(row.fixes) if row.fixes is not None else ""
+    if told:
+        return told
+    return f"needs: {describe_fix(row.needs, now)}" if row.needs is not None else ""
 
 
 def _start(row: PendingView, now: float) -> str:
@@ -244,5 +270,7 @@ def _start(row: PendingView, now: float) -> str:
 
 def header(view: View) -> Text:
     """What is shown: the source, the moment, the time (when the input has a clock) and the scheduler config."""
-    at = f", at {format_time(view.at)}" if view.at else ""
+    at = f", at {format_time(view.at)}" if not untimed(view.at) else ""
+    if view.at and untimed(view.at):
+        at = f", {format_duration(view.at)} into the run (the input gives no times)"
     return Text.assemble((f"{view.source} — {view.moment}{at}", "bold"), f"; scheduler config: {view.config}")

@@ -10,18 +10,24 @@ from rich.progress import Progress
 
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.whatif.apply import apply_changes
-from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_set, read_changes
+from kai.components.sim.whatif.changes import (
+    ChangeError,
+    Changes,
+    parse_add_nodes,
+    parse_set,
+    pod_key,
+    read_changes,
+)
 from kai.components.sim.whatif.compare import Assumptions, Comparison, compare
 from kai.components.sim.whatif.report import as_json, print_comparison
 
-DEFAULT_PERIOD_S = 60.0
-"""What-if runs need a running clock: one cycle a simulated minute unless --period says otherwise."""
-DEFAULT_RUN_TIME = "1h"
-"""How long a pod without a run-time annotation runs in a what-if run (a snapshot has none)."""
-
 
 def gather_changes(
-    file: Path | None, settings: tuple[str, ...], add_nodes: tuple[str, ...], remove_nodes: tuple[str, ...]
+    file: Path | None,
+    settings: tuple[str, ...],
+    add_nodes: tuple[str, ...],
+    remove_nodes: tuple[str, ...],
+    evict_pods: tuple[str, ...] = (),
 ) -> Changes:
     """The file's changes, then the command line's; ``ChangeError`` for the first that cannot be used."""
     changes = read_changes(file) if file is not None else Changes()
@@ -30,6 +36,7 @@ def gather_changes(
     for text in add_nodes:
         changes.extend(parse_add_nodes(text))
     changes.remove_nodes += list(remove_nodes)
+    changes.evict_pods += [pod_key(text, f"--evict-pod {text}") for text in evict_pods]
     return changes
 
 

@@ -138,12 +138,24 @@ class MemoryCluster:
         self.finalize(kind, key)
 
     def finalize(self, kind: str, key: str) -> None:
-        """Remove an object for good; a pod's BindRequest goes with it (Kubernetes' owner garbage collection)."""
+        """Remove an object for good; a pod's BindRequest and the ConfigMaps it owns (its GPU-sharing ones) go with
+        it (Kubernetes' owner garbage collection)."""
         obj = self._store.get(kind, {}).pop(key, None)
         if obj is not None:
             self._notify(kind, obj, True)
             if kind == "Pod":
                 self.finalize("BindRequest", key)
+                uid = obj["metadata"].get("uid")
+                owned = [
+                    owned_key
+                    for owned_key, configmap in self._store.get("ConfigMap", {}).items()
+                    if any(
+                        (ref.get("kind"), ref.get("uid")) == ("Pod", uid)
+                        for ref in configmap["metadata"].get("ownerReferences") or []
+                    )
+                ]
+                for owned_key in owned:
+                    self.finalize("ConfigMap", owned_key)
 
     def bind_pod(
         self, namespace: str, name: str, node: str, uid: str = "", annotations: Mapping[str, str] | None = None

@@ -42,7 +42,9 @@ def close_session(ssn: Session) -> None:
     for job in may_wait:
         waits = any(task.status in (PodStatus.PENDING, PodStatus.GATED) for task in job.tasks.values())
         if not job.fit_errors and waits and not job.is_ready_for_scheduling():
-            job.add_fit_error(JobFitError(NOT_READY, [job.not_ready_message()], why=job.not_ready_reason()))
+            # KAI's message ends a sub-group's part with a period; the rendering adds its own
+            message = job.not_ready_message().rstrip(".")
+            job.add_fit_error(JobFitError(NOT_READY, [message], why=job.not_ready_reason()))
     for job in [*may_wait, *ssn.cluster.unschedulable_jobs.values()]:
         if not job.fit_errors:
             continue
@@ -51,8 +53,9 @@ def close_session(ssn: Session) -> None:
             continue
         reason = job.fit_errors[0].reason if len(job.fit_errors) == 1 else "Unschedulable"
         reasons = typed_reasons(ssn, job)
+        event = (NOT_READY, job.not_ready_message()) if reason == NOT_READY else None
         result.unschedulable[job.key] = Unschedulable(
-            job.key, reason, render_short(job.fit_errors), render_detailed(job.fit_errors), reasons
+            job.key, reason, render_short(job.fit_errors), render_detailed(job.fit_errors), reasons, event
         )
         for task in pending:
             errors = job.task_fit_errors.get(task.key)

@@ -1,5 +1,5 @@
-"""``kai explain pod|podgroup|KIND NAME``: why it waits, the nearest fix, its place in line, what the last cycles
-did."""
+"""``kai explain pod|podgroup|KIND NAME``: why it waits, the fixes proven to start it, its place in line, what the
+last cycles did."""
 
 import shlex
 from typing import Any
@@ -11,13 +11,19 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kai.cli.console import console, emit, output_option, width_option
+from kai.cli.fix_search import fix_options, fix_search
 from kai.cli.sources import Source, source_options
 from kai.cli.view_text import age, n
 from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.insight.live import history
 from kai.components.sim.tables import plain_table
 from kai.core.model import names
+from kai.core.model.duration import format_duration
+from kai.core.model.meta import untimed
 from kai.core.state.reason_text import when
+
+SHOWN_TRIED = 3
+"""Candidates that did not start it, shown when none did (-o json has every one)."""
 
 
 @click.command()
@@ -26,24 +32,39 @@ from kai.core.state.reason_text import when
 @click.option("-n", "--namespace", default="default", show_default=True, help="Namespace (or give NAME as ns/name).")
 @output_option("json", "yaml")
 @width_option
+@fix_options
 @source_options
-def explain(kind: str, name: str, namespace: str, output: str, width: int | None, **options: Any) -> None:
-    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the nearest fix, its place in line
-    and what puts it there, since when it waits, and what the last cycles did for it: from a live cluster (as it is;
-    one dry cycle of the real scheduler) or a file (-f; after its cycles, as kai simulate shows it).
+def explain(
+    kind: str,
+    name: str,
+    namespace: str,
+    output: str,
+    width: int | None,
+    fix_budget: float,
+    fix_candidates: int,
+    **options: Any,
+) -> None:
+    """Why a pod, a podgroup or a workload waits (typed reasons, KAI's texts), the fixes proven to start it, its
+    place in line and what puts it there, since when it waits, and what the last cycles did for it: from a live
+    cluster (as it is; one dry cycle of the real scheduler) or a file (-f; after its cycles, as kai simulate shows
+    it).
+
+    A fix is offered only once a what-if run of the same input with that change (as `kai simulate --what-if` runs
+    it) starts the podgroup within two cycles; -o json carries each as a change file for `kai simulate --what-if`.
 
     KIND is the kind of a workload (job, deployment, statefulset, pytorchjob, raycluster, rayjob, leaderworkerset,
     jobset, …, as kubectl names them): each of its podgroups is explained."""
     source = Source.of(options)
     key = name if "/" in name else f"{namespace}/{name}"
     inspection, side = source.inspect()
+    prove = fix_search(inspection, fix_budget, fix_candidates)
     try:
         if kind == "pod":
-            told = explain_pod(inspection, key)
+            told = explain_pod(inspection, key, prove=prove)
         elif kind in ("podgroup", "podgroups", "pg"):
-            told = explain_podgroup(inspection, key)
+            told = explain_podgroup(inspection, key, prove=prove)
         else:
-            told = explain_workload(inspection, kind, key)
+            told = explain_workload(inspection, kind, key, prove)
     except NotFound as error:
         raise click.ClickException(str(error)) from error
     for podgroup in told.get("podgroups") or [told.get("explanation", told)]:
@@ -88,9 +109,7 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         f"[bold]PodGroup {told['name']}[/bold]  queue {told['queue']} · {count} pod{'s' * (count != 1)} "
         f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
     )
-    since = told.get("waitingSince")
-    waits = f" · waiting {age(since, now)}, since {when(since, now)}" if since is not None else ""
-    console.print(f"State: [bold]{told['state']}[/bold]{waits}")
+    console.print(f"State: [bold]{told['state']}[/bold]{_waiting(told.get('waitingSince'), now)}")
     if told.get("lastEviction"):
         console.print(f"Last eviction: {told['lastEviction']['text']}")
     if told["reasons"]:
@@ -128,20 +147,44 @@ def _pod_header(told: dict[str, Any], now: float, console: Console) -> None:
         console.print(f"This pod: {told['reason']['text']}")
 
 
+def _waiting(since: float | None, now: float) -> str:
+    """How long and since when it waits; on the clock of an input that gives no times, from the run's start."""
+    if since is None:
+        return ""
+    if untimed(now):
+        start = "the start of the run" if not since else f"{format_duration(since)} into the run"
+        return f" · waiting {age(since, now)}, since {start} (the input gives no times)"
+    return f" · waiting {age(since, now)}, since {when(since, now)}"
+
+
 def _reason(parent: Tree, reason: dict[str, Any]) -> None:
     branch = parent.add(f"[bold]{reason['kind']}[/bold]  {reason['text']}")
-    for fix in reason["fixes"]:
-        branch.add(f"[green]fix:[/green] {fix['text']}")
     for child in reason["children"]:
         _reason(branch, child)
 
 
 def _fix(told: dict[str, Any], console: Console) -> None:
-    for proven in told.get("provenFixes") or []:
-        console.print(f"Proven fix: [bold green]{proven['text']}[/bold green]")
-    fix = told.get("nearestFix")
-    if fix is not None:
-        console.print(f"Nearest fix: [bold green]{fix['text']}[/bold green]")
+    """The fixes proven to start it (or what was tried), and what it needs that no change kai tries gives."""
+    fixes, needs = told.get("fixes"), told.get("needs")
+    if fixes:
+        console.print(f"Fixes: {fixes['summary']}")
+    if needs is not None:
+        console.print(f"Needs: [bold]{needs['text']}[/bold]")
+    if not fixes:
+        return
+    for number, fix in enumerate(fixes["proven"], 1):
+        cost = fix["cost"]
+        pods = cost["podsDisturbed"]
+        disturbed = f", {pods} pod{'s' * (pods != 1)} disturbed" if pods else ""
+        console.print(
+            f"  {number}. [bold green]{fix['text']}[/bold green] (starts in cycle {fix['startsInCycle']}{disturbed})"
+        )
+    if fixes["proven"] or not fixes["tried"]:
+        return
+    for tried in fixes["tried"][:SHOWN_TRIED]:
+        console.print(f"  tried: {tried['text']}: {tried['outcome']}")
+    if len(fixes["tried"]) > SHOWN_TRIED:
+        console.print(f"  and {len(fixes['tried']) - SHOWN_TRIED} more tried (-o json lists them)")
 
 
 def _moment(inspection: Any) -> str:

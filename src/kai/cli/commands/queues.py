@@ -1,7 +1,8 @@
 """``kai queues [QUEUE]``: the queue tree with quota, limit, weight, deserved, fair share, allocated, requested,
 podgroups running and waiting, the oldest wait and recent usage per resource (as Slurm's ``sshare`` and
 ``kueuectl list clusterqueue`` show them); with QUEUE (or ``--pending``), the waiting workloads in scheduling order
-with their place, reason, nearest fix and estimated start (as ``squeue --start``); ``--watch`` keeps it up to date.
+with their place, reason, the cheapest fix proven for each within the fix budget (or what it needs) and estimated
+start (as ``squeue --start``); ``--watch`` keeps it up to date (without the fix search: a refresh would wait for it).
 The numbers are the one view's (``kai.components.insight.view``): ``kai simulate`` and ``kai explain`` show the same.
 """
 
@@ -15,9 +16,10 @@ from rich.console import Group, RenderableType
 from rich.live import Live
 
 from kai.cli.console import console, emit, output_option, width_option
+from kai.cli.fix_search import fix_options, fix_search
 from kai.cli.sources import Source, run_inspection, source_options
 from kai.cli.view_text import header, pending_table, problems_table, queues_table, summary_line
-from kai.components.insight.build import build_view
+from kai.components.insight.build import build_view, with_fixes
 from kai.components.insight.inspect import Inspection, Moment
 from kai.components.insight.live import LiveError, connect, read
 from kai.components.insight.queues import NoQueues, subtree
@@ -35,6 +37,7 @@ from kai.core.model.errors import InvalidObject
 @click.option("--interval", default="2s", show_default=True, help="Time between refreshes with --watch.")
 @output_option("wide", "json", "yaml")
 @width_option
+@fix_options
 @source_options
 def queues(
     queue: str | None,
@@ -45,15 +48,21 @@ def queues(
     interval: str,
     output: str,
     width: int | None,
+    fix_budget: float,
+    fix_candidates: int,
     **options: Any,
 ) -> None:
     """Queues with their shares, and a queue's waiting workloads in order: from a live cluster (as it is, one dry
-    cycle telling why they wait) or a file (-f, after its cycles, as kai simulate shows it)."""
+    cycle telling why they wait) or a file (-f, after its cycles, as kai simulate shows it).
+
+    The waiting workloads (QUEUE or --pending) each get the cheapest fix a what-if run of the changed input proves,
+    first in line first, until --fix-budget runs out (kai explain shows every fix found and what was tried)."""
     source = Source.of(options)
     resources = list(RESOURCES) if resource == "all" else [resource]
     wide = output == "wide"
+    waiting = queue is not None or pending
 
-    def look(ins: Inspection) -> View:
+    def look(ins: Inspection, search: bool = False) -> View:
         view = build_view(ins, source.config_of(ins))
         if not view.queues:
             raise click.ClickException("the scheduler config runs no proportion plugin: there are no queue shares")
@@ -61,14 +70,15 @@ def queues(
             queues = subtree(list(view.queues), queue) if queue is not None else None
         except NoQueues as error:
             raise click.ClickException(f"{error} in {view.source}") from error
-        return view.only(queues, only_namespace, whole_tree=True)
+        view = view.only(queues, only_namespace, whole_tree=True)
+        return with_fixes(view, fix_search(ins, fix_budget, fix_candidates, listing=True) if search else None)
 
     if not watch:
-        view = look(source.inspect()[0])
+        view = look(source.inspect()[0], search=waiting)
         if output in ("json", "yaml"):
             emit(view_json(view), output)
         else:
-            console(width, wide).print(_rendered(view, resources, wide, queue is not None or pending))
+            console(width, wide).print(_rendered(view, resources, wide, waiting))
         return
     try:
         period = parse_duration(interval, "command line", "--interval")
@@ -79,7 +89,7 @@ def queues(
         try:
             while True:
                 view = look(inspect())
-                live.update(_rendered(view, resources, wide, queue is not None or pending), refresh=True)
+                live.update(_rendered(view, resources, wide, waiting), refresh=True)
                 time.sleep(max(period, 0.2))
         except KeyboardInterrupt:
             return

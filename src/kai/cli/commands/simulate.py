@@ -12,9 +12,10 @@ import click
 from rich.console import Console
 
 from kai.cli.console import console, emit, filter_options, output_option, width_option
-from kai.cli.view_text import header, pods_section, problems_table, queues_table, summary_line
-from kai.cli.whatif import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME, gather_changes, run_what_if
-from kai.components.insight.build import build_view
+from kai.cli.fix_search import deadline, fix_options, fix_search
+from kai.cli.view_text import fixes_section, header, pods_section, problems_table, queues_table, summary_line
+from kai.cli.whatif import gather_changes, run_what_if
+from kai.components.insight.build import build_view, with_fixes
 from kai.components.insight.inspect import Inspection, inspect
 from kai.components.insight.queues import NoQueues, subtree
 from kai.components.insight.view import View, view_json
@@ -23,8 +24,8 @@ from kai.components.sim.report import as_json, print_timeline
 from kai.components.sim.runner import ScenarioRun, run_scenario
 from kai.components.sim.scenario import ClockSpec, Scenario, ScenarioError, load_scenarios, scenario_files
 from kai.components.sim.whatif.changes import ChangeError
-from kai.components.sim.whatif.compare import Assumptions
-from kai.core.model.duration import parse_duration
+from kai.components.sim.whatif.compare import DEFAULT_PERIOD_S, DEFAULT_RUN_TIME_S, Assumptions
+from kai.core.model.duration import format_duration, parse_duration
 from kai.core.model.errors import InvalidObject
 
 
@@ -41,7 +42,15 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-f",
+    "--file",
+    "files",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A file or folder, as kai explain and kai queues take it (the same as giving PATHS).",
+)
 @click.option("--cycles", type=click.IntRange(min=1), help="Scheduling cycles to run (scenarios without a runner).")
 @click.option(
     "--period",
@@ -60,6 +69,7 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 @output_option("wide", "json", "yaml")
 @filter_options
 @width_option
+@fix_options
 @click.option(
     "--what-if",
     "what_if",
@@ -72,16 +82,20 @@ def _duration(_ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--add-nodes", multiple=True, help="A what-if change: N:like=NODE adds N copies of NODE.")
 @click.option("--remove-node", multiple=True, help="A what-if change: remove NODE (its pods go back to pending).")
 @click.option(
+    "--evict-pod", multiple=True, help="A what-if change: evict NS/NAME, a running pod (it goes back to pending)."
+)
+@click.option(
     "--default-run-time",
-    help=f"What-if runs: how long batch pods without a run time run (default {DEFAULT_RUN_TIME}; 'none': until "
-    "evicted). Pods of Deployments, StatefulSets, RayClusters, RayServices, LeaderWorkerSets or restartPolicy "
-    "Always run to the end.",
+    help=f"What-if runs: how long batch pods without a run time run (default {format_duration(DEFAULT_RUN_TIME_S)}; "
+    "'none': until evicted). Pods of Deployments, StatefulSets, RayClusters, RayServices, LeaderWorkerSets or "
+    "restartPolicy Always run to the end.",
 )
 @click.option(
     "--plot", type=click.Path(file_okay=False, path_type=Path), help="What-if runs: write PNGs and HTML here."
 )
 def simulate(
     paths: tuple[Path, ...],
+    files: tuple[Path, ...],
     cycles: int | None,
     period: float | None,
     duration: float | None,
@@ -93,10 +107,13 @@ def simulate(
     only_namespace: str | None,
     pending: bool,
     width: int | None,
+    fix_budget: float,
+    fix_candidates: int,
     what_if: Path | None,
     settings: tuple[str, ...],
     add_nodes: tuple[str, ...],
     remove_node: tuple[str, ...],
+    evict_pod: tuple[str, ...],
     default_run_time: str | None,
     plot: Path | None,
 ) -> None:
@@ -104,17 +121,21 @@ def simulate(
 
     Each scenario file runs on its own; plain manifests (Kubernetes objects) given together form one cluster. The
     cluster is shown after the last cycle, its binds done: a summary line, the problems of the input, the pods (one
-    row per podgroup when there are many), the queues and, with a running clock, the queues over time. With
-    --period the clock advances between cycles. With changes (--what-if, --set, --add-nodes, --remove-node) one
-    input runs twice, as it is and changed, side by side."""
+    row per podgroup when there are many), the waiting podgroups with the cheapest fix a what-if run proves for each
+    (within --fix-budget), the queues and, with a running clock, the queues over time. With --period the clock
+    advances between cycles. With changes (--what-if, --set, --add-nodes, --remove-node, --evict-pod) one input
+    runs twice, as it is and changed, side by side."""
+    paths = paths + files
+    if not paths:
+        raise click.UsageError("give the scenario files or folders to run: kai simulate PATH… (or -f PATH)")
     if period is not None and duration is None and cycles is None:
         raise click.UsageError("--period needs --duration or --cycles: how long to run")
     logging.getLogger(PodGrouper.__module__).setLevel(logging.ERROR)  # what it warns of is listed under Problems
     output = "json" if as_json_output else output
-    if what_if or settings or add_nodes or remove_node:
+    if what_if or settings or add_nodes or remove_node or evict_pod:
         if check:
             raise click.UsageError("--check compares a scenario's expect block; a what-if run compares two runs")
-        changes = (what_if, settings, add_nodes, remove_node)
+        changes = (what_if, settings, add_nodes, remove_node, evict_pod)
         _what_if(paths, cycles, period, duration, sample_every, changes, default_run_time, plot, output, width)
         return
     if default_run_time is not None or plot is not None:
@@ -128,12 +149,14 @@ def simulate(
         click.echo(f"error: {error}", err=True)
     documents = []
     out = console(width, output == "wide")
+    search_ends = deadline(fix_budget)  # one budget for every file
     for _, scenario in runs:
         if isinstance(scenario, ScenarioError):
             continue
         try:
             ins = _inspect(scenario)
             view = _narrowed(build_view(ins), only_queue, only_namespace, pending)
+            view = with_fixes(view, fix_search(ins, fix_budget, fix_candidates, True, search_ends))
         except ScenarioError as error:
             click.echo(f"error: {error}", err=True)
             failed.append((scenario.path, error))
@@ -194,6 +217,8 @@ def _print(ins: Inspection, view: View, out: Console, wide: bool) -> None:
         out.print(problems)
     for part in pods_section(view, wide):
         out.print(part)
+    for part in fixes_section(view, wide):
+        out.print(part)
     for part in queues_table(view, "gpu", wide):
         out.print(part)
     print_timeline(ins.run, out)
@@ -205,7 +230,7 @@ def _what_if(
     period: float | None,
     duration: float | None,
     sample_every: float | None,
-    changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]],
+    changes_given: tuple[Path | None, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     default_run_time: str | None,
     plot: Path | None,
     output: str,
@@ -217,7 +242,7 @@ def _what_if(
         changes = gather_changes(*changes_given)
     except ChangeError as error:
         raise click.ClickException(str(error)) from None
-    run_time = _run_time(default_run_time if default_run_time is not None else DEFAULT_RUN_TIME)
+    run_time = _run_time(default_run_time) if default_run_time is not None else DEFAULT_RUN_TIME_S
     clock = ClockSpec(period or DEFAULT_PERIOD_S, duration, sample_every)
     runs = load_scenarios(scenario_files(list(paths)), cycles, clock)
     for _, scenario in runs:

@@ -24,17 +24,18 @@ from typing import Any
 
 import jsonpatch
 
-from kai.components.admission.pod_gpu import (
+from kai.components.admission.queue_gate import gates_pod, with_gate
+from kai.components.admission.review import Decision, Request, allow, as_stored
+from kai.components.admission.settings import AdmissionSettings
+from kai.components.shared.pod_gpu import (
     ContainerRef,
     annotations_of,
     containers,
     fraction_container,
     gpu_amount,
     sharing_annotation,
+    sharing_configmaps,
 )
-from kai.components.admission.queue_gate import gates_pod, with_gate
-from kai.components.admission.review import Decision, Request, allow, as_stored
-from kai.components.admission.settings import AdmissionSettings
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import object_ref
@@ -130,7 +131,7 @@ def _share_gpu(pod: dict[str, Any], ref: ContainerRef, token: str) -> None:
     prefix = annotations.get(names.SHARED_GPU_CONFIGMAP_ANNOTATION)
     if not prefix:
         prefix = annotations[names.SHARED_GPU_CONFIGMAP_ANNOTATION] = _configmap_prefix(meta, ref, token)
-    capabilities = f"{prefix}-{ref.suffix}"
+    capabilities, direct = sharing_configmaps(prefix, ref)
     container = pod["spec"][ref.list_name][ref.index]
     env = [e for e in container.get("env") or [] if not (isinstance(e, Mapping) and e.get("name") in SHARING_ENV)]
     env += [
@@ -140,7 +141,6 @@ def _share_gpu(pod: dict[str, Any], ref: ContainerRef, token: str) -> None:
     volume = _NOT_IN_LABEL.sub("-", f"{capabilities}-vol".lower()).strip("-")
     volumes = [v for v in pod["spec"].get("volumes") or [] if not (isinstance(v, Mapping) and v.get("name") == volume)]
     pod["spec"]["volumes"] = [*volumes, {"name": volume, "configMap": {"name": capabilities}}]
-    direct = f"{capabilities}-evar"
     env_from = container.setdefault("envFrom", [])
     if not any(isinstance(e, Mapping) and (e.get("configMapRef") or {}).get("name") == direct for e in env_from):
         env_from.append({"configMapRef": {"name": direct, "optional": False}})

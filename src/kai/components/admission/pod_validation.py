@@ -11,15 +11,15 @@ labels and annotations written, by the binder among others.
 from collections.abc import Mapping
 from typing import Any
 
-from kai.components.admission.pod_gpu import (
+from kai.components.admission.review import Decision, Request, allow, as_stored, deny, unusable
+from kai.components.admission.settings import AdmissionSettings
+from kai.components.shared.pod_gpu import (
     annotations_of,
     containers,
     fraction_container,
     gpu_amount,
     sharing_annotation,
 )
-from kai.components.admission.review import Decision, Request, allow, as_stored, deny, unusable
-from kai.components.admission.settings import AdmissionSettings
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import object_ref

@@ -1,7 +1,8 @@
 """The binder: turns BindRequests into bound pods (KAI's binder, docs/kai-reference.md §1.2).
 
 An attempt checks that the pod still exists (the one the request was made for), is not bound elsewhere and that
-its node exists; makes sure each shared GPU group has its reservation pod; records on the pod what it received
+its node exists; makes sure each shared GPU group has its reservation pod and a shared GPU's pod its ConfigMaps
+(``sharing_configmaps``); records on the pod what it received
 (``received-resource-type``, its GPU group); binds it through the binding subresource, guarded by the pod's uid;
 and writes the devices chosen for its DRA claims. The outcome goes to the BindRequest status and to the pod's
 ``PodBound`` condition and a ``Bound`` / ``BindingError`` event.
@@ -30,6 +31,7 @@ from prometheus_client import CollectorRegistry
 
 from kai.cluster.port import ClusterClient, ClusterError, Conflict, NotFound, Raw
 from kai.components.binder.reservations import GroupOnNode, Reservations
+from kai.components.binder.sharing_configmaps import SharingConfigMaps
 from kai.components.shared.events import EventRecorder, ObjectRef
 from kai.components.shared.metrics import BinderMetrics
 from kai.components.shared.parallel import Writes
@@ -37,8 +39,11 @@ from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import format_time
 from kai.core.model.objects import BindRequest, parse_bind_request
+from kai.core.model.resources import GpuRequestKind
 
 log = logging.getLogger(__name__)
+FRACTION = GpuRequestKind.FRACTION.value
+"""The received resource type of a pod bound to a share of a GPU (KAI's IsSharedGPUAllocation)."""
 
 COMPONENT = "binder"
 """The events' source, as KAI's binder names it."""
@@ -82,6 +87,7 @@ class Binder:
         self.now = now
         self.writes = writes or Writes()
         self.reservations = Reservations(cluster, reservation_namespace)
+        self.configmaps = SharingConfigMaps(cluster)
         self.metrics = metrics or BinderMetrics(CollectorRegistry())
         self.events = EventRecorder(cluster, COMPONENT, now)
         self._requests: dict[str, _Tracked] = {}
@@ -193,26 +199,28 @@ class Binder:
         if not bound:
             if self.cluster.get("Node", node) is None:
                 raise BindFailure(f"node {node} does not exist")
-            if br.received_resource_type == "Fraction" and not br.gpu_groups:
+            if br.received_resource_type == FRACTION and not br.gpu_groups:
                 raise BindFailure("invalid BindRequest: a Fraction request needs spec.selectedGPUGroups")
-            self._bind_pod(br, uid, (request.get("spec") or {}).get("predictedNUMAZones"))
+            self._bind_pod(br, pod, request.get("spec") or {})
         self._allocate_claims(pod, (request.get("spec") or {}).get("resourceClaimAllocations") or [])
 
-    def _bind_pod(self, br: BindRequest, uid: str, numa_zones: object = None) -> None:
-        """Reservation pods, the pod's GPU group label, then the binding, which carries the received resource
-        annotation and the predicted NUMA zones (the API server adds a Binding's annotations to the pod: one write
-        fewer than KAI's patch); undone on failure."""
-        pod_key, node = br.pod_key, br.selected_node
+    def _bind_pod(self, br: BindRequest, pod: Raw, spec: Raw) -> None:
+        """Reservation pods, a shared GPU's ConfigMaps and the pod's GPU group label, then the binding, which
+        carries the received resource annotation and the predicted NUMA zones (the API server adds a Binding's
+        annotations to the pod: one write fewer than KAI's patch); undone on failure."""
+        pod_key, node, uid = br.pod_key, br.selected_node, str(pod["metadata"].get("uid") or "")
         held = {(node, group) for group in br.gpu_groups}
         if held:
             with self._lock:
                 self._held[pod_key] = held
         received = {names.RECEIVED_RESOURCE_TYPE_ANNOTATION: br.received_resource_type}
-        if numa_zones:
+        if numa_zones := spec.get("predictedNUMAZones"):
             received[names.NUMA_PLACEMENT_PREDICTED_ANNOTATION] = json.dumps(numa_zones, separators=(",", ":"))
+        shared = br.received_resource_type == FRACTION
         try:
-            for group in br.gpu_groups:
-                self.reservations.ensure(node, group)
+            devices = [self.reservations.ensure(node, group) for group in br.gpu_groups]
+            if shared:
+                self.configmaps.write(pod, str((spec.get("receivedGPU") or {}).get("portion", "")), devices)
             try:
                 if br.gpu_groups:
                     self.cluster.patch_merge(
@@ -224,23 +232,28 @@ class Binder:
             except Conflict as error:  # the server's word: bound elsewhere meanwhile, or not the same pod
                 raise BindFailure(f"pod {pod_key} cannot be bound to node {node}: {error}", pod_changed=True) from error
         except Exception:
-            self._rollback(pod_key, bool(held))
+            self._rollback(pod, bool(held), shared)
             raise
 
-    def _rollback(self, pod_key: str, had_groups: bool) -> None:
-        """Undoes the GPU group label a failed bind wrote on the pod (its annotation comes only with the binding),
-        and frees its reservation pods, so a retry starts clean (KAI's Rollback)."""
+    def _rollback(self, pod: Raw, had_groups: bool, shared: bool) -> None:
+        """Undoes the GPU group label a failed bind wrote on the pod (its annotation comes only with the binding)
+        and its GPU-sharing ConfigMaps, and frees its reservation pods, so a retry starts clean (KAI's Rollback)."""
+        pod_key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         with self._lock:
             self._held.pop(pod_key, None)
             self._sync_needed = self._sync_needed or had_groups
-        if not had_groups:
-            return
-        try:
-            self.cluster.patch_merge("Pod", pod_key, {"metadata": {"labels": {names.GPU_GROUP_LABEL: None}}})
-        except NotFound:
-            pass
-        except ClusterError as error:
-            log.warning("rolling back pod %s after a failed bind: %s", pod_key, error)
+        if had_groups:
+            try:
+                self.cluster.patch_merge("Pod", pod_key, {"metadata": {"labels": {names.GPU_GROUP_LABEL: None}}})
+            except NotFound:
+                pass
+            except ClusterError as error:
+                log.warning("rolling back pod %s after a failed bind: %s", pod_key, error)
+        if shared:
+            try:
+                self.configmaps.delete(pod)
+            except ClusterError as error:
+                log.warning("rolling back pod %s after a failed bind: its GPU-sharing ConfigMaps: %s", pod_key, error)
 
     def _allocate_claims(self, pod: Raw, allocations: list[Raw]) -> None:
         """Writes the devices chosen for the pod's DRA claims onto the claims and reserves them for the pod; a

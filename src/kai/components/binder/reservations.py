@@ -31,16 +31,19 @@ class Reservations:
             return
         log.info("created the GPU reservation namespace %s", self.namespace)
 
-    def ensure(self, node: str, group: str) -> None:
-        """Makes sure ``group`` on ``node`` has its reservation pod (re-creating the namespace if it is gone)."""
-        name = f"gpu-reservation-{node}-{group}"[:253]
-        if self.cluster.get("Pod", f"{self.namespace}/{name}") is not None:
-            return
+    def ensure(self, node: str, group: str) -> str | None:
+        """Makes sure ``group`` on ``node`` has its reservation pod (re-creating the namespace if it is gone);
+        returns the device it holds, if it has reported it."""
+        name = _name(node, group)
+        existing = self.cluster.get("Pod", f"{self.namespace}/{name}")
+        if existing is not None:
+            return (existing["metadata"].get("annotations") or {}).get(names.RESERVED_GPU_ANNOTATION) or None
         try:
             self._create(name, node, group)
         except NotFound:  # a pod's create finds only its namespace missing
             self.ensure_namespace()
             self._create(name, node, group)
+        return None
 
     def _create(self, name: str, node: str, group: str) -> None:
         gpu = {names.GPU: "1"}
@@ -89,3 +92,7 @@ class Reservations:
         for pod in reservations:
             if (pod["spec"]["nodeName"], pod["metadata"]["labels"][names.GPU_GROUP_LABEL]) not in used:
                 self.cluster.delete("Pod", f"{self.namespace}/{pod['metadata']['name']}")
+
+
+def _name(node: str, group: str) -> str:
+    return f"gpu-reservation-{node}-{group}"[:253]

@@ -1,16 +1,18 @@
 """Building the one view (``view``) from one inspection: the waiting podgroups first (their reasons are the pods'
-and their waits the queues'), then the queues and the pods."""
+and their waits the queues'), then the queues and the pods; then, for the rows a command shows, the fixes proven
+for them (``with_fixes``)."""
+
+from dataclasses import replace
 
 from kai.components.insight.inspect import Inspection, Moment
-from kai.components.insight.pending import Line, Prove, pending_rows
+from kai.components.insight.pending import Line, Prove, pending_rows, proven
 from kai.components.insight.queues import queue_rows
 from kai.components.insight.view import PendingView, PodView, View
 
 
-def build_view(ins: Inspection, config_source: str = "", prove: Prove | None = None) -> View:
-    """``config_source``: where the scheduler config came from (a file's own, else said by the caller); ``prove``:
-    the fix search, run for each waiting podgroup (none: only the nearest fix the reasons point at)."""
-    pending = pending_rows(ins, Line(ins.order), prove)
+def build_view(ins: Inspection, config_source: str = "") -> View:
+    """``config_source``: where the scheduler config came from (a file's own, else said by the caller)."""
+    pending = pending_rows(ins, Line(ins.order))
     moment = "as given" if ins.moment is Moment.GIVEN else f"after cycle {ins.cycle}"
     config = ins.scenario.config
     other = sum(
@@ -27,6 +29,14 @@ def build_view(ins: Inspection, config_source: str = "", prove: Prove | None = N
         problems=tuple(ins.problems),
         other_schedulers=other,
     )
+
+
+def with_fixes(view: View, prove: Prove | None) -> View:
+    """The view with the fix search run for its waiting podgroups, in the order the next cycle tries them (the
+    search's one deadline reaches the first in line first); narrow the view first to search only what is shown."""
+    if prove is None:
+        return view
+    return replace(view, pending=tuple(proven(row, prove) for row in view.pending))
 
 
 def _pods(ins: Inspection, pending: list[PendingView]) -> list[PodView]:

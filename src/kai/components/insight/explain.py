@@ -2,11 +2,12 @@
 prints it.
 
 For a podgroup, at the moment the view shows (``inspect.Moment``): its pods and what the last cycle did with each,
-KAI's reason and messages, the typed reasons (most decisive first) and the nearest fix, its place in line (in its
-queue, its queue among its siblings, up to the top, and in the whole cluster) with the order key that puts it there,
-since when it waits, an estimated start where one can be known, what the last cycles did for it, and who last
-evicted its pods, why and when (the scheduler's record on the PodGroup). The numbers are the view's (``pending``):
-``kai queues`` and ``kai simulate`` show the same.
+KAI's reason and messages, the typed reasons (most decisive first), the fixes proven to start it (``fixes``; searched
+when a fix search is given) or what it needs that no such change gives, its place in line (in its queue, its queue
+among its siblings, up to the top, and in the whole cluster) with the order key that puts it there, since when it
+waits, an estimated start where one can be known, what the last cycles did for it, and who last evicted its pods,
+why and when (the scheduler's record on the PodGroup). The numbers are the view's (``pending``): ``kai queues`` and
+``kai simulate`` show the same.
 """
 
 import difflib
@@ -15,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kai.components.insight.fixes.found import as_json as fixes_json
 from kai.components.insight.inspect import Inspection, Moment
 from kai.components.insight.pending import (
     WAITING,
@@ -61,7 +63,7 @@ def explain_podgroup(
     ins: Inspection, key: str, history: dict[str, Any] | None = None, prove: Prove | None = None
 ) -> dict[str, Any]:
     """``history``: the scheduler's own account of its last cycles (``/get-cycles``), else this run's cycles;
-    ``prove``: the fix search (``view.PendingView.proven_fixes``)."""
+    ``prove``: the fix search (``view.PendingView.fixes``)."""
     job = ins.session.jobs.get(key) or ins.session.cluster.unschedulable_jobs.get(key)
     if job is None:
         if key in ins.state.elsewhere:
@@ -122,7 +124,7 @@ def explain_pod(
         what = f"pod {key} is scheduled by {pod.scheduler_name or 'the default scheduler'}, not by kai"
     else:
         what = f"pod {key} belongs to no podgroup kai schedules (the pod-grouper has not grouped it)"
-    return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "nearestFix": None}
+    return {"kind": "Pod", "name": key, "state": "not kai's", "summary": what, "reasons": [], "needs": None}
 
 
 def _did_you_mean(key: str, keys: Iterable[str]) -> str:
@@ -154,7 +156,7 @@ def _left_out(ins: Inspection, kind: str, key: str, podgroup_key: str) -> dict[s
         "state": state,
         "summary": summary,
         "reasons": [],
-        "nearestFix": None,
+        "needs": None,
     }
     pool = ins.scenario.node_pool
     if state == OTHER_POOL and its_pool is not None and pool is not None:
@@ -186,15 +188,15 @@ def _invalid(kind: str, key: str, field: str, problem: str, now: float) -> dict[
         "state": "invalid",
         "summary": f"kai skips {kind} {key}: field {field}: {problem}",
         "reasons": [as_json(reason, now)],
-        "nearestFix": fix_json(fix, now) if fix is not None else None,
+        "needs": fix_json(fix, now) if fix is not None else None,
     }
 
 
 def _podgroup(
     ins: Inspection, job: PodGroupInfo, history: dict[str, Any] | None, prove: Prove | None
 ) -> dict[str, Any]:
-    """The podgroup's explanation; one that waits reads its place, order key, wait and fixes from the view's row
-    (``pending.pending_row``), so kai queues and kai simulate say the same of it."""
+    """The podgroup's explanation; one that waits reads its place, order key, wait, needs and fixes from the view's
+    row (``pending.pending_row``), so kai queues and kai simulate say the same of it."""
     now = ins.now
     cycle = did(ins, job.key)
     reasons = list(cycle.reasons)
@@ -219,8 +221,8 @@ def _podgroup(
         ],
         "kai": _kai(ins, job.key),
         "reasons": [as_json(reason, now) for reason in reasons],
-        "nearestFix": fix_json(fix, now) if fix is not None else None,
-        "provenFixes": [proven.as_json() for proven in row.proven_fixes] if row is not None else [],
+        "needs": fix_json(row.needs, now) if row is not None and row.needs is not None else None,
+        "fixes": fixes_json(row.fixes, now) if row is not None and row.fixes is not None else None,
         "waitingSince": row.waiting_since if row is not None else None,
         "position": position_json(row.position if row is not None else position(ins, line, shown)),
         "orderKey": order_key_json(row.order_key if row is not None else None),

@@ -6,8 +6,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kai.components.insight.fixes.candidates import searchable
+from kai.components.insight.fixes.found import FixSearch
 from kai.components.insight.inspect import Inspection, Moment
-from kai.components.insight.view import LevelPlace, OrderKey, PendingView, Place, Position, ProvenFix, QueueTerms
+from kai.components.insight.view import LevelPlace, OrderKey, PendingView, Place, Position, QueueTerms
 from kai.components.insight.workload_podgroups import workload_of
 from kai.core.cycle import typed_reasons
 from kai.core.framework.queueing.job_order import JobOrder
@@ -25,8 +27,9 @@ TIMED_FIXES = frozenset({FixKind.WAIT_UNTIL, FixKind.RECLAIM_AFTER, FixKind.WAIT
 GANG_TERMS = ("below its minimum", "at its minimum", "beyond its minimum")
 """elastic's job-order term, by its value."""
 
-Prove = Callable[[Inspection, PendingView], Sequence[ProvenFix]]
-"""The fix search's entry point: the fixes proven for a waiting podgroup (none when it found none)."""
+Prove = Callable[[str, tuple[Reason, ...]], FixSearch]
+"""The fix search (``fixes.search.FixFinder.search``): what it found for a waiting podgroup, by its key and its
+reasons."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,8 @@ def did(ins: Inspection, key: str) -> CycleDid:
 
 
 def nearest_fix(reasons: Sequence[Reason]) -> Fix | None:
-    """The headline reason's fix, else the first other reason's."""
+    """The headline reason's fix, else the first other reason's: a wait with a known end dates the estimated start
+    (not offered as a fix: only proven ones are)."""
     if reasons and reasons[0].fix is not None:
         return reasons[0].fix
     return next((reason.fix for reason in reasons if reason.fix is not None), None)
@@ -165,24 +169,24 @@ def estimated_start(state: str, fix: Fix | None, now: float) -> tuple[float | No
         return None, ""
     if fix is not None and fix.kind in TIMED_FIXES:
         return fix.evidence["until"], f"if nothing else changes: {describe_fix(fix, now)}"
-    return None, "none known: it needs the nearest fix, or others to finish (kai knows no runtimes)"
+    return None, "none known: it needs a fix, or others to finish (kai knows no runtimes)"
 
 
-def pending_rows(ins: Inspection, line: Line, prove: Prove | None = None) -> list[PendingView]:
+def pending_rows(ins: Inspection, line: Line) -> list[PendingView]:
     """Every podgroup with waiting pods at the moment shown: in line first, in the order the next cycle tries them,
     then the others by name."""
     session = ins.shown
     jobs = {**session.cluster.unschedulable_jobs, **session.jobs}
     waiting = [key for key, job in jobs.items() if any(t.status in WAITING for t in job.tasks.values())]
     waiting.sort(key=lambda key: (line.cluster.get(key, len(line.cluster) + 1), key))
-    return [pending_row(ins, line, jobs[key], prove) for key in waiting]
+    return [pending_row(ins, line, jobs[key]) for key in waiting]
 
 
 def pending_row(ins: Inspection, line: Line, job: PodGroupInfo, prove: Prove | None = None) -> PendingView:
     """One waiting podgroup (``job`` as the moment shown has it); with ``prove``, the fixes proven for it."""
     key = job.key
     cycle = did(ins, key)
-    fix = nearest_fix(cycle.reasons)
+    held_by = searchable(cycle.reasons)
     pods = [task for task in job.tasks.values() if task.status in WAITING]
     row = PendingView(
         podgroup=key,
@@ -195,12 +199,15 @@ def pending_row(ins: Inspection, line: Line, job: PodGroupInfo, prove: Prove | N
         priority=job.priority,
         preemptible=job.preemptible,
         reasons=cycle.reasons,
-        fix=fix,
+        needs=held_by.fix if held_by is not None else None,
         waiting_since=waiting_since(job, ins.now),
         position=position(ins, line, job),
         order_key=order_key(ins, job),
-        estimated_start=estimated_start(cycle.state, fix, ins.now),
+        estimated_start=estimated_start(cycle.state, nearest_fix(cycle.reasons), ins.now),
     )
-    if prove is not None and cycle.state == "waiting":
-        row = replace(row, proven_fixes=tuple(prove(ins, row)))
-    return row
+    return proven(row, prove) if prove is not None else row
+
+
+def proven(row: PendingView, prove: Prove) -> PendingView:
+    """The row with what the fix search found for it, when it waits."""
+    return replace(row, fixes=prove(row.podgroup, row.reasons)) if row.state == "waiting" else row

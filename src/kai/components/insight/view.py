@@ -3,31 +3,25 @@ what-if's input, the dashboard): plain typed data built once from one inspection
 
 It holds the moment it shows (the input as given, or after the last cycle: ``inspect.Moment``), a summary (pods
 placed, waiting, and why), the queue tree with each queue's numbers, every waiting podgroup with its typed reason,
-its nearest fix (and a slot for fixes proven by running the scheduler on the changed cluster), when it began to
-wait, its place in line at every level and what puts it there (the order key, as Slurm's ``sprio`` breaks a job's
-priority down), and every pod. Renderers only choose and format; a filter (``View.only``) keeps the same numbers.
+the fixes proven for it by running the scheduler on the changed cluster (``fixes``, when a search was run) or what
+it needs that no such change gives, when it began to wait, its place in line at every level and what puts it there
+(the order key, as Slurm's ``sprio`` breaks a job's priority down), and every pod. Renderers only choose and
+format; a filter (``View.only``) keeps the same numbers.
 """
 
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from kai.components.insight.fixes.found import FixSearch
+from kai.components.insight.fixes.found import as_json as fixes_json
 from kai.components.sim.problems import Problem
 from kai.core.state.reason_text import as_json, fix_json
 from kai.core.state.reasons import Fix, Reason
 
 RESOURCES = {"gpu": ("GPUs", 1.0), "cpu": ("cores", 1000.0), "memory": ("GB", 1e9)}
 """The resources a queue's numbers are told in: unit and the scale from the scheduler's units."""
-
-
-class ProvenFix(Protocol):
-    """A fix the scheduler proved: with it, a cycle on the changed cluster places the podgroup (``fixes``)."""
-
-    @property
-    def text(self) -> str: ...
-
-    def as_json(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -103,15 +97,16 @@ class PendingView:
     preemptible: bool
     reasons: tuple[Reason, ...]
     """Typed, most decisive first."""
-    fix: Fix | None
-    """The nearest fix the reasons point at (not proven)."""
+    needs: Fix | None
+    """What a reason no change of quota, room or nodes can lift asks for (a smaller request, the queue created, a
+    gate removed…; ``fixes.candidates.searchable``); None when the fix search covers its reasons."""
     waiting_since: float | None
     position: Position
     order_key: OrderKey | None
     estimated_start: tuple[float | None, str]
     """(when, on what basis); when None: not known."""
-    proven_fixes: tuple[ProvenFix, ...] = ()
-    """Fixes a cycle on the changed cluster proved (filled by the fix search; empty when none was run)."""
+    fixes: FixSearch | None = None
+    """What the fix search found: fixes proven by a what-if run of the changed input (None: no search was run)."""
 
     @property
     def reason(self) -> Reason | None:
@@ -332,8 +327,8 @@ def pending_json(row: PendingView, now: float) -> dict[str, Any]:
         "priority": row.priority,
         "preemptible": row.preemptible,
         "reason": as_json(row.reason, now) if row.reason is not None else None,
-        "nearestFix": fix_json(row.fix, now) if row.fix is not None else None,
-        "provenFixes": [fix.as_json() for fix in row.proven_fixes],
+        "needs": fix_json(row.needs, now) if row.needs is not None else None,
+        "fixes": fixes_json(row.fixes, now) if row.fixes is not None else None,
         "waitingSince": row.waiting_since,
         "position": position_json(row.position),
         "orderKey": order_key_json(row.order_key),

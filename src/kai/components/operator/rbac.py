@@ -63,6 +63,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodBound condition
         rule(CORE, ("nodes",), READ),
         rule(CORE, ("namespaces",), ("create",)),  # the GPU reservation namespace, when it is missing
+        rule(CORE, ("configmaps",), ("get", "create", "patch", "delete")),  # a shared GPU's ConfigMaps
         rule("resource.k8s.io", ("resourceclaims",), READ),
         rule("resource.k8s.io", ("resourceclaims/status",), ("update", "patch")),
         EVENTS,

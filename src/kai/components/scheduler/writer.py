@@ -271,12 +271,14 @@ class DecisionWriter:
         return prefixes, pod_prefixes
 
     def _podgroup_condition(self, waiting: Unschedulable, prefix: str, conditioned: bool) -> None:
-        """KAI's Normal ``Unschedulable`` event on the podgroup, every cycle, and (``conditioned``: none of its pods
-        is allocated, as KAI) its scheduling condition for the podgroup's pool."""
+        """KAI's Normal ``Unschedulable`` event on the podgroup (or the event KAI records instead: ``NotReady``),
+        every cycle, and (``conditioned``: none of its pods is allocated, as KAI) its scheduling condition for the
+        podgroup's pool."""
         key, message = waiting.podgroup_key, prefix + waiting.message
         reasons = [{"reason": waiting.reason, "message": waiting.detailed_message.strip()}]
         says = (message, waiting.reason, reasons[0]["message"], conditioned)
-        podgroup = self._unschedulable_event("PodGroup", key, says, "Normal", message)
+        event = waiting.event or ("Unschedulable", message)
+        podgroup = self._unschedulable_event("PodGroup", key, says, "Normal", *event)
         if podgroup is None:
             return
         pool = self.node_pool.pool_of(podgroup)
@@ -305,7 +307,7 @@ class DecisionWriter:
         """KAI's Warning ``Unschedulable`` event every cycle, and ``PodScheduled=False/Unschedulable`` when it
         changes (the event only, with markUnschedulable off)."""
         says = (message, mark)
-        pod = self._unschedulable_event("Pod", pod_key, says, "Warning", message)
+        pod = self._unschedulable_event("Pod", pod_key, says, "Warning", "Unschedulable", message)
         if pod is None:
             return
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
@@ -315,17 +317,17 @@ class DecisionWriter:
         self._remember("Pod", pod, says)
 
     def _unschedulable_event(
-        self, kind: str, key: str, says: tuple[Any, ...], event_type: str, message: str
+        self, kind: str, key: str, says: tuple[Any, ...], event_type: str, reason: str, message: str
     ) -> Raw | None:
-        """The ``Unschedulable`` event of every cycle; the object as read when what it ``says`` changed (its
+        """The event of every cycle a pod or podgroup waits; the object as read when what it ``says`` changed (its
         condition may need writing), None when it did not or the object is gone."""
         ref = self._known(kind, key, says)
         if ref is not None:
-            self.recorder.record(ref, event_type, "Unschedulable", message)
+            self.recorder.record(ref, event_type, reason, message)
             return None
         obj = self.cluster.get(kind, key)
         if obj is not None:
-            self.recorder.record(ObjectRef.of(kind, obj), event_type, "Unschedulable", message)
+            self.recorder.record(ObjectRef.of(kind, obj), event_type, reason, message)
         return obj
 
     def _write_scheduling_conditions(self, key: str, podgroup: Raw) -> Raw:

@@ -16,7 +16,7 @@ from kai.components.scheduler.node_pool import NodePool
 from kai.components.scheduler.snapshot_format import SnapshotFormatError
 from kai.components.sim.envelope import usable_objects
 from kai.components.sim.problems import Problem
-from kai.components.sim.snapshot_file import is_snapshot, load_snapshot
+from kai.components.sim.snapshot_file import is_snapshot, load_snapshot, newest_time
 from kai.core.config import parse_config
 from kai.core.framework.config import SchedulerConfig
 from kai.core.model.duration import parse_duration
@@ -222,14 +222,15 @@ def _build(
     clock_override: ClockSpec | None,
     plain: bool = False,
 ) -> Scenario:
-    """``plain``: the entries are manifests, not a scenario (KAI's stock priority classes are added)."""
+    """``plain``: the entries are manifests, not a scenario: KAI's stock priority classes are added, and the clock
+    starts at the newest time an object mentions, as a KAI snapshot's does (0 when none does: ``meta.untimed``)."""
     where = str(path)
     objects, problems = usable_objects(entries)
     if plain:
         objects += _stock_priority_classes(objects)
     try:
         config = parse_config(raw.get("config") or {})
-        now = parse_time(raw["now"], where, "now") if raw.get("now") else 0.0
+        now = parse_time(raw["now"], where, "now") if raw.get("now") else newest_time(objects) if plain else 0.0
         clock = _clock(raw.get("clock"), where).merged(clock_override or ClockSpec())
     except InvalidObject as err:
         raise ScenarioError(f"{where}: {err}") from err

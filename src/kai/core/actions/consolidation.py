@@ -27,8 +27,14 @@ from kai.core.state.podgroup_info import PodGroupInfo
 NAME = "consolidation"
 
 
+NOT_MOVED = frozenset({PodStatus.RELEASING, PodStatus.PENDING})
+"""A victim's state when it was not placed again: evicted (releasing), or, pipelined earlier in the session (by
+another consolidation, say, that moved it), put back to pending (kai's statement does that, docs/deviations.md)."""
+
+
 def _everything_moved(scenario: Scenario) -> bool:
-    return all(task.status is not PodStatus.RELEASING for tasks in scenario.victims.values() for task in tasks)
+    """KAI's allPodsReallocated: every victim is placed again."""
+    return all(task.status not in NOT_MOVED for tasks in scenario.victims.values() for task in tasks)
 
 
 def _enough_gpus(ssn: Session, job: PodGroupInfo) -> bool:

@@ -78,6 +78,9 @@ class Unschedulable:
     message: str
     detailed_message: str
     reasons: tuple[Reason, ...] = ()
+    event: tuple[str, str] | None = None
+    """KAI's own event for the podgroup in place of ``Unschedulable`` (reason, message): ``NotReady`` with its
+    message for a gang with fewer pods than it needs, as KAI's status updater records it."""
 
     @property
     def nearest_fix(self) -> Fix | None:

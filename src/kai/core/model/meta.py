@@ -97,6 +97,15 @@ def parse_time(value: object, obj: str, field: str) -> float:
     return moment.timestamp()
 
 
+UNTIMED_BEFORE = 366 * 86400.0
+"""Times before 1971 are of a clock that started at 0: of an input that gives no times (plain manifests without a
+creation time, a scenario without ``now``). kai shows them as time from that start, not as dates in 1970."""
+
+
+def untimed(seconds: float) -> bool:
+    return seconds < UNTIMED_BEFORE
+
+
 def format_time(seconds: float) -> str:
     """POSIX seconds as the RFC 3339 text Kubernetes writes."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -99,6 +99,19 @@ class SubGroupSet:
         ready = sum(1 for member in self.members() if member.is_ready_for_scheduling())
         return ready >= self.members_to_satisfy
 
+    def unreachable(self) -> "Iterator[SubGroupSet]":
+        """The sets in this tree (itself included) that ask for more members than they have: never ready."""
+        if self.members_to_satisfy > len(self.children) + len(self.pod_sets):
+            yield self
+        for child in self.children:
+            yield from child.unreachable()
+
+    def too_many_text(self) -> str:
+        """KAI's admission text for a ``minSubGroup`` above the number of direct children."""
+        prefix = "" if self.parent is None else f'subgroup "{self.name}": '
+        wanted, members = self.members_to_satisfy, len(self.children) + len(self.pod_sets)
+        return f"{prefix}minSubGroup ({wanted}) exceeds the number of direct child SubGroups ({members})"
+
 
 Member = SubGroupSet | PodSet
 """A direct child of a sub-group set (KAI's SubGroupMember)."""
@@ -215,6 +228,8 @@ class PodGroupInfo:
                     f" Waiting for {pod_set.min_available} pods for SubGroup {pod_set.name}, currently {alive} "
                     f"exist, {gated} are gated."
                 )
+        for group in self.root.unreachable():  # kai's explanation after KAI's text, which names no pod set here
+            message += f" ({group.too_many_text()}: the gang can never start)"
         return message
 
     def not_ready_reason(self) -> Reason:
@@ -233,7 +248,11 @@ class PodGroupInfo:
         if gated_pods:
             gates = Fix(FixKind.REMOVE_GATES, {"pods": gated_pods})
             return Reason(ReasonKind.SCHEDULING_GATE, {"podSets": sets, "gatedPods": gated_pods}, (gates, *fixes))
-        return Reason(ReasonKind.GANG_INCOMPLETE, {"podSets": sets}, tuple(fixes))
+        unreachable = [group.too_many_text() for group in self.root.unreachable()]
+        evidence: dict[str, object] = {"podSets": sets}
+        if unreachable:
+            evidence["unreachable"] = unreachable
+        return Reason(ReasonKind.GANG_INCOMPLETE, evidence, tuple(fixes))
 
     def has_pending(self) -> bool:
         return any(task.status is PodStatus.PENDING for task in self.tasks.values())

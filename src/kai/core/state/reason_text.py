@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kai.core.model.duration import format_duration
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import go_float
 from kai.core.state.reasons import Evidence, Fix, FixKind, Reason, ReasonKind
 
@@ -37,18 +37,21 @@ def fix_json(fix: Fix, now: float | None = None) -> dict[str, Any]:
 
 
 def when(ts: Any, now: float | None) -> str:
-    """A time as "12:05:00Z (in 4m0s)" or "11:59:00Z (1m0s ago)" within a day of ``now``, else in full."""
+    """A time as "12:05:00Z (in 4m0s)" or "11:59:00Z (1m0s ago)" within a day of ``now``, else in full; on the
+    clock of an input that gives no times (``meta.untimed``) only how far from now it is ("in 4m0s", "now"), or
+    without ``now`` how far from the start ("+4m0s")."""
     if not isinstance(ts, int | float):
         return str(ts)
+    delta = round(ts - now) if now is not None else 0
+    relative = f"in {format_duration(delta)}" if delta > 0 else f"{format_duration(-delta)} ago" if delta else "now"
+    if untimed(float(ts)) and (now is None or untimed(now)):
+        return relative if now is not None else f"+{format_duration(float(ts))}"
     text = format_time(float(ts))
     if now is None:
         return text
     if abs(ts - now) < 86400:
         text = datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%SZ")
-    delta = round(ts - now)
-    if delta > 0:
-        return f"{text} (in {format_duration(delta)})"
-    return f"{text} ({format_duration(-delta)} ago)" if delta < 0 else f"{text} (now)"
+    return f"{text} ({relative})"
 
 
 def _n(value: Any) -> str:
@@ -101,6 +104,14 @@ def _pod_sets(e: Evidence) -> str:
         needs = _amount(entry["minMember"], "pods")
         parts.append(f"{where} needs {needs}, {entry['exist']} exist, {entry['gated']} gated")
     return "; ".join(parts)
+
+
+def _gang_incomplete(e: Evidence) -> str:
+    """Pods missing, or a ``minSubGroup`` no number of pods can reach (KAI's admission text for it)."""
+    texts = [f"{text}: the gang can never start" for text in e.get("unreachable", [])]
+    if e.get("podSets"):
+        texts.insert(0, f"not enough pods exist: {_pod_sets(e)}")
+    return "; ".join(texts)
 
 
 def _gated(e: Evidence, now: float | None) -> str:
@@ -211,7 +222,7 @@ _REASONS: Mapping[ReasonKind, Callable[[Evidence, float | None], str]] = {
     ReasonKind.INVALID_OBJECT: lambda e, now: f"kai cannot use {e['object']}: field {e['field']}: {e['problem']}",
     ReasonKind.QUEUE_UNUSABLE: _queue_unusable,
     ReasonKind.TOO_LARGE: _too_large,
-    ReasonKind.GANG_INCOMPLETE: lambda e, now: f"not enough pods exist: {_pod_sets(e)}",
+    ReasonKind.GANG_INCOMPLETE: lambda e, now: _gang_incomplete(e),
     ReasonKind.SCHEDULING_GATE: _gated,
     ReasonKind.DRA: _dra,
     ReasonKind.QUEUE_LIMIT: lambda e, now: _bound(e, "limit", "allocated"),

@@ -65,4 +65,4 @@ def test_an_unknown_queue_gets_a_did_you_mean() -> None:
     assert "✗ team-visoin: kai cannot use it: does not exist; did you mean team-vision?" in text
     (row,) = kai_json("queues", "team-visoin", *dash_f())["pending"]
     assert row["reason"]["text"] == "queue team-visoin does not exist (did you mean team-vision?)"
-    assert row["nearestFix"]["text"] == "create queue team-visoin, or name queue team-vision instead"
+    assert row["needs"]["text"] == "create queue team-visoin, or name queue team-vision instead"

@@ -90,6 +90,9 @@ def test_the_output_fits_a_100_column_terminal() -> None:
         assert max(len(line) for line in kai(*args, "--width", "80").splitlines()) <= 80, args
 
 
+NO_FIXES = ("--fix-budget", "0")
+
+
 def many_jobs(tmp_path: Path, count: int) -> Path:
     """``count`` one-GPU pods in two namespaces on 8 nodes of 8 GPUs: 64 run, the rest wait."""
     objects: list[dict[str, Any]] = [QUEUE, *(node(f"n{i}", 8) for i in range(8))]
@@ -104,16 +107,25 @@ def many_jobs(tmp_path: Path, count: int) -> Path:
 
 
 def test_many_pods_start_with_a_summary_and_fold_into_counts(tmp_path: Path) -> None:
-    """5,000 pods printed 6,016 lines with no summary and no filter."""
+    """5,000 pods printed 6,016 lines with no summary and no filter. (The fix search is off here: it has its own
+    tests, and would take its budget each time.)"""
     path = many_jobs(tmp_path, 300)
-    lines = kai("simulate", str(path)).splitlines()
+    lines = kai("simulate", str(path), *NO_FIXES).splitlines()
     assert lines[1] == "300 pods: 64 placed, 236 waiting (236 NodeFit)"
     assert len(lines) < 80  # 30 podgroups of two lines (podgroup, workload), then counts
     assert any(line.startswith("… and 270 more podgroups (") for line in lines)
-    assert len(kai("simulate", str(path), "-o", "wide").splitlines()) > 300
-    waiting = kai("simulate", str(path), "--pending", "--namespace", "ns-1").splitlines()
+    assert len(kai("simulate", str(path), "-o", "wide", *NO_FIXES).splitlines()) > 300
+    waiting = kai("simulate", str(path), "--pending", "--namespace", "ns-1", *NO_FIXES).splitlines()
     assert waiting[1] == "Only namespace ns-1, pending yes: 118 pods: 0 placed, 118 waiting (118 NodeFit)"
-    assert kai("simulate", str(path), "--queue", "team").splitlines()[1].startswith("Only queue team: 300 pods")
+    only = kai("simulate", str(path), "--queue", "team", *NO_FIXES).splitlines()
+    assert only[1].startswith("Only queue team: 300 pods")
+
+
+def test_the_fix_search_says_what_its_budget_did_not_reach(tmp_path: Path) -> None:
+    """Each waiting podgroup's fix is searched first in line first; those the budget did not reach are counted."""
+    text = kai("simulate", str(many_jobs(tmp_path, 100)), "--fix-budget", "0.001")
+    assert "36 waiting podgroups not searched: the --fix-budget ran out before them" in text
+    assert "(proven)" not in text
 
 
 def test_make_run_shows_the_cluster_after_the_cycle_with_a_waiting_pod_and_why() -> None:
@@ -122,3 +134,16 @@ def test_make_run_shows_the_cluster_after_the_cycle_with_a_waiting_pod_and_why()
     lines = kai("simulate", str(RESEARCH)).splitlines()
     assert lines[1].startswith("14 pods: 8 placed, 6 waiting (") and "Binding" not in "\n".join(lines)
     assert any("TooLargeForAnyNode: pod llm/huge-" in line for line in lines)
+    fixes = lines.index(next(line for line in lines if line.startswith("What would start them")))
+    assert [" ".join(line.split()) for line in lines[fixes + 3 : fixes + 6]] == [
+        "Job huge (llm) needs: request at most 8 GPUs (the largest node), or add a larger node",
+        "PyTorchJob llama-finetune (llm) add 2 nodes like dgx-01, 8 GPUs each (proven)",
+        "Pod alice-notebook (vision) needs: create queue team-visoin, or name queue team-vision instead",
+    ]  # as kai queues' fix column and kai explain say them
+
+
+def test_files_may_be_given_with_f_as_explain_and_queues_take_them() -> None:
+    given = kai("simulate", *dash_f(), "--fix-budget", "0", width=100)
+    assert given.splitlines()[1].startswith("14 pods: 8 placed, 6 waiting")
+    nothing = CliRunner().invoke(main, ["simulate"])
+    assert nothing.exit_code == 2 and "give the scenario files or folders" in nothing.output

@@ -24,9 +24,13 @@ def test_simulate_queues_and_explain_agree_after_the_cycle() -> None:
     (llama,) = [row for row in simulated["pending"] if row["workload"] == LLAMA]
     (queued_llama,) = [row for row in queued["pending"] if row["workload"] == LLAMA]
     podgroup = told["podgroups"][0]
+    assert queued_llama.pop("fixes") is None  # kai queues searches fixes for the waiting list it shows (QUEUE)
+    (listed,) = [row for row in kai_json("queues", "team-llm", *dash_f())["pending"] if row["workload"] == LLAMA]
+    fixes = [llama.pop("fixes"), listed["fixes"], podgroup["fixes"]]  # each search took its own time
     assert llama == queued_llama
     assert podgroup["position"] == llama["position"] and podgroup["orderKey"] == llama["orderKey"]
-    assert podgroup["reasons"][0] == llama["reason"] and podgroup["nearestFix"] == llama["nearestFix"]
+    assert podgroup["reasons"][0] == llama["reason"] and podgroup["needs"] == llama["needs"] is None
+    assert [found["proven"][0]["text"] for found in fixes] == ["add 2 nodes like dgx-01, 8 GPUs each"] * 3
 
 
 def test_a_queues_waiting_list_is_numbered_within_the_queue() -> None:

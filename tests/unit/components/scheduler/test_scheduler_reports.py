@@ -82,6 +82,23 @@ def test_a_waiting_pod_has_one_counted_event_and_its_condition_until_it_is_sched
     assert podgroup is not None and podgroup["status"]["schedulingConditions"] == []
 
 
+def test_a_gang_short_of_pods_gets_kais_notready_event_on_the_podgroup() -> None:
+    """KAI records a Normal ``NotReady`` event on the PodGroup every cycle (KAI's scripts wait for it; repeats are
+    counted on one Event); kai's pod event beside it carries the same text."""
+    cluster, clock = department(), Clock()
+    change(cluster, "PodGroup", "ml/training-job", lambda pg: pg["spec"].update(minMember=2))
+    loop = SchedulerLoop(cluster, SchedulerConfig(), clock=clock)
+    for _ in range(3):
+        loop.run_once()
+        clock.now += 1
+    text = "Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist, 0 are gated"
+    [group_event] = events_about(cluster, "PodGroup", "training-job")
+    assert (group_event["type"], group_event["reason"], group_event["message"]) == ("Normal", "NotReady", text)
+    [pod_event] = events_about(cluster, "Pod", "training-job")
+    assert (pod_event["type"], pod_event["reason"]) == ("Warning", "Unschedulable")
+    assert pod_event["message"] == f"NotReady: {text}."
+
+
 def test_a_waiting_pod_is_read_once_until_it_changes_and_its_event_is_counted_every_cycle() -> None:
     cluster, clock = department(), Clock()
     change(cluster, "Pod", "ml/training-job", request_gpus("5"))

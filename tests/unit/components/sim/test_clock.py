@@ -55,15 +55,18 @@ def job(
     return [podgroup, pod]
 
 
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "node-0", "labels": {"nvidia.com/gpu.count": "8"}},
+    "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}},
+}
+
+
 def scenario_file(tmp_path: Path, objects: list[dict[str, Any]], **top: Any) -> Path:
     base = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"}, "value": 50},
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": "node-0", "labels": {"nvidia.com/gpu.count": "8"}},
-            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}},
-        },
+        NODE,
     ]
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump({"name": "clock", "now": NOW, "objects": base + objects, **top}))
@@ -249,3 +252,42 @@ def test_a_start_time_kai_cannot_read_is_reported_and_the_pod_runs_on(tmp_path: 
     run = run_scenario(load_scenario(scenario_file(tmp_path, [queue("a"), podgroup, pod]), clock=ClockSpec(600, 1800)))
     assert run.completed == 0
     assert [(p.name, p.field) for p in run.problems] == [("ml/x-0", "status.startTime")]
+
+
+def test_manifests_start_at_the_newest_time_they_mention(tmp_path: Path) -> None:
+    """Plain manifests have no `now`: kai ran them at 1970-01-01, so a pod exported with its creation time waited
+    "0s" ("since 2026-… (in 56 years)"). Their clock starts at the newest time an object mentions, as a KAI
+    snapshot's does: the pod created two hours before the newest object has waited two hours."""
+    pending = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "old", "namespace": "ml", "creationTimestamp": "2026-01-01T10:00:00Z"},
+        "spec": {
+            "schedulerName": "kai-scheduler",
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "16"}}}],
+        },
+    }
+    team = {**queue("team"), "metadata": {"name": "team", "creationTimestamp": "2026-01-01T12:00:00Z"}}
+    pending["metadata"]["labels"] = {"kai.scheduler/queue": "team"}
+    path = tmp_path / "manifests.yaml"
+    path.write_text(yaml.safe_dump_all([team, NODE, pending]))
+    assert load_scenario(path).now == 1767268800.0  # 2026-01-01T12:00:00Z
+    text = CliRunner().invoke(main, ["explain", "pod", "ml/old", "-f", str(path), "--fix-budget", "0"]).output
+    assert "State: waiting · waiting 2h0m0s, since 10:00:00Z (2h0m0s ago)" in text, text
+
+
+def test_an_input_without_times_is_told_from_the_start_of_its_run(tmp_path: Path) -> None:
+    """Manifests that mention no time run on a clock that starts at 0 (so that runs repeat, cron schedules
+    included); kai tells those times from the start of the run, not as dates in 1970."""
+    pending = job("big", "team", gpus=16)
+    for obj in pending:
+        obj["metadata"].pop("creationTimestamp", None)
+    path = tmp_path / "manifests.yaml"
+    path.write_text(yaml.safe_dump_all([queue("team"), NODE, *pending]))
+    assert load_scenario(path).now == 0.0
+    args = ["-f", str(path), "--fix-budget", "0"]
+    told = CliRunner().invoke(main, ["explain", "podgroup", "ml/big", *args]).output
+    assert "waiting 0s, since the start of the run (the input gives no times)" in told, told
+    assert "cycle 1 (now): waited" in told and "1970" not in told and "00:00:00Z" not in told
+    later = CliRunner().invoke(main, ["simulate", str(path), "--period", "1m", "--duration", "1h"]).output
+    assert "after cycle 60, 59m0s into the run (the input gives no times)" in later.splitlines()[0], later

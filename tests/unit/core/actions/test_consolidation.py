@@ -1,9 +1,15 @@
 """consolidation: running pods are moved to other nodes so a pending pod that fits nowhere gets a whole node."""
 
+from pathlib import Path
+
 from action_support import run_action
 from core_builders import T0, node, pod, podgroup, queue
 
+from kai.components.sim.runner import run_scenario
+from kai.components.sim.scenario import load_scenario
 from kai.core.actions import consolidation
+
+SCENARIOS = Path(__file__).parent / "scenarios"
 
 QUEUES = (("Queue", queue("root")), ("Queue", queue("q", parent="root")))
 
@@ -27,3 +33,13 @@ def test_a_pod_is_moved_to_make_room_for_a_two_gpu_pod() -> None:
     pipelined = {p.pod_key: p.node for p in result.pipelined}
     assert pipelined.keys() == {"default/wide-0", moved.pod_key}
     assert pipelined["default/wide-0"] != pipelined[moved.pod_key]
+
+
+def test_a_pod_an_earlier_consolidation_moved_is_not_left_pending_by_the_next() -> None:
+    """A consolidation moved a pod; the next one, for a job of the same queue held by its limit, took the pipelined
+    pod as its victim, put it back to pending and took its place: the pod was evicted and never placed again. As
+    KAI's allPodsReallocated, a victim left pending is not moved: the scenario's expect block holds KAI's outcome."""
+    run = run_scenario(load_scenario(SCENARIOS / "consolidation-re-places-a-moved-pod.yaml"))
+    assert run.passed, run.mismatches
+    (evicted,) = run.cycles[-1].session.result.evictions
+    assert (evicted.pod_key, evicted.action) == ("default/moved-0", "consolidation")

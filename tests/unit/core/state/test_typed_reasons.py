@@ -352,6 +352,44 @@ def test_a_gang_with_too_few_pods_asks_for_the_missing_ones() -> None:
     assert fix_text(waits) == "create 2 more pods"
 
 
+def test_a_gang_with_too_few_pods_gets_kais_notready_event_text() -> None:
+    """KAI records ``NotReady`` with its own message on the podgroup (no period after the default set's part, one
+    after a sub-group's); kai's condition and pod events render the same text once, with one period."""
+    state = cluster(
+        ROOT, ("Queue", queue("q", parent="root")), ("Node", node("n0", 4)),
+        ("PodGroup", podgroup("g", "q", T0, minMember=2)), ("Pod", pod("g-0", "g")),
+        ("PodGroup", podgroup("s", "q", T0, subGroups=[{"name": "a", "minMember": 2}, {"name": "b", "minMember": 5}])),
+        *[("Pod", pod(f"s-{i}", "s", subgroup="b")) for i in range(3)],
+        *[("Pod", pod(f"s-a{i}", "s", subgroup="a")) for i in range(2)],
+    )  # fmt: skip
+    waits = waiting(state, "default/g")
+    text = "Job is not ready for scheduling. Waiting for 2 pods, currently 1 exist, 0 are gated"
+    assert waits.event == ("NotReady", text)
+    assert waits.message == f"NotReady: {text}."
+    waits = waiting(state, "default/s")
+    text = "Job is not ready for scheduling. Waiting for 5 pods for SubGroup b, currently 3 exist, 0 are gated."
+    assert waits.event == ("NotReady", text)
+    assert waits.message == f"NotReady: {text}"
+
+
+def test_a_min_subgroup_above_the_children_says_so_after_kais_notready_text() -> None:
+    """KAI's scheduler says only "Job is not ready for scheduling." (every pod set is ready); kai adds why, in the
+    words of KAI's admission warning."""
+    subgroups = [{"name": "a", "minMember": 1}, {"name": "b", "minMember": 1}]
+    state = cluster(
+        ROOT, ("Queue", queue("q", parent="root")), ("Node", node("n0", 4)),
+        ("PodGroup", podgroup("g", "q", T0, minSubGroup=3, subGroups=subgroups)),
+        ("Pod", pod("g-0", "g", subgroup="a")), ("Pod", pod("g-1", "g", subgroup="b")),
+    )  # fmt: skip
+    waits = waiting(state, "default/g")
+    why = "minSubGroup (3) exceeds the number of direct child SubGroups (2)"
+    assert waits.event == ("NotReady", f"Job is not ready for scheduling. ({why}: the gang can never start)")
+    (reason,) = waits.reasons
+    assert reason.evidence == {"podSets": [], "unreachable": [why]}
+    assert describe(reason) == f"{why}: the gang can never start"
+    assert waits.nearest_fix is None
+
+
 def test_an_unknown_queue_is_to_be_created_and_an_invalid_one_fixed() -> None:
     state = cluster(ROOT, ("Node", node("n0", 4)), *gang("g", "nowhere", 1))
     waits = waiting(state, "default/g")

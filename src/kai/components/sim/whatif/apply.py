@@ -2,7 +2,8 @@
 
 Queues get their new quota, limit, weight or priority in their spec; an added node is a copy of an existing one
 under a new name; a removed node's pods go back to pending, as when a node is drained and its pods' controllers
-create them again; scheduler changes replace the config's actions, tiers or nodeplacement arguments; submitted
+create them again, and so does an evicted pod (moved: its controller re-creates it and the scheduler places it
+again); scheduler changes replace the config's actions, tiers or nodeplacement arguments; submitted
 objects are created at the start, as a scenario's objects are.
 """
 
@@ -24,12 +25,25 @@ NODE_PLACEMENT = "nodeplacement"
 
 
 def apply_changes(scenario: Scenario, changes: Changes) -> Scenario:
-    objects = [copy.deepcopy(obj) for obj in scenario.objects]
+    """The changed scenario; the objects a change edits are copies (the others are shared: a run never writes its
+    input, so a proof of ``kai explain`` does not copy a large input for a small change)."""
+    objects = [copy.deepcopy(obj) if _edited(obj, changes) else obj for obj in scenario.objects]
     _queues(objects, changes)
     _nodes(objects, changes)
+    _evict(objects, changes.evict_pods)
     objects += _submitted(objects, changes, scenario.now)
     config = _config(scenario.config, changes)
     return dataclasses.replace(scenario, name=f"{scenario.name} (changed)", objects=objects, config=config)
+
+
+def _edited(obj: dict[str, Any], changes: Changes) -> bool:
+    """Whether a change may edit ``obj`` in place: a Queue, or a pod on a removed node or evicted."""
+    if obj["kind"] == "Queue":
+        return bool(changes.queues)
+    if obj["kind"] != "Pod":
+        return False
+    node = (obj.get("spec") or {}).get("nodeName")
+    return (node is not None and node in changes.remove_nodes) or _key(obj) in changes.evict_pods
 
 
 def _named(objects: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -94,10 +108,63 @@ def _drain(objects: list[dict[str, Any]], node: str) -> None:
         if obj["metadata"].get("namespace") == names.RESERVATION_NAMESPACE:
             objects.remove(obj)
             continue
-        spec.pop("nodeName", None)
-        obj["status"] = {"phase": "Pending"}
-        (obj["metadata"].get("labels") or {}).pop(names.GPU_GROUP_LABEL, None)
-        (obj["metadata"].get("annotations") or {}).pop(names.RECEIVED_RESOURCE_TYPE_ANNOTATION, None)
+        _to_pending(obj)
+
+
+def _evict(objects: list[dict[str, Any]], keys: list[str]) -> None:
+    """Each named pod pending again, with its BindRequest gone, and the reservation pod of a shared GPU no other
+    pod on that node uses (the binder's clean-up)."""
+    pods = {
+        f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}": obj for obj in objects if obj["kind"] == "Pod"
+    }
+    for key in keys:
+        pod = pods.get(key)
+        node = ((pod or {}).get("spec") or {}).get("nodeName")
+        if pod is None or not node:
+            what = "no such Pod in the input" if pod is None else "it runs on no node in the input"
+            raise ChangeError(f"--evict-pod {key}: {what}; only a pod on a node can be evicted")
+        group = (pod["metadata"].get("labels") or {}).get(names.GPU_GROUP_LABEL)
+        for obj in list(objects):
+            if obj["kind"] == "BindRequest" and _bind_request_of(obj, pod):
+                objects.remove(obj)
+        _to_pending(pod)
+        if group and not any(_uses(obj, node, group) for obj in objects if obj["kind"] == "Pod"):
+            objects[:] = [obj for obj in objects if not _reserves(obj, node, group)]
+
+
+def _uses(pod: dict[str, Any], node: str, group: str) -> bool:
+    return _in_group(pod, node, group) and pod["metadata"].get("namespace") != names.RESERVATION_NAMESPACE
+
+
+def _reserves(obj: dict[str, Any], node: str, group: str) -> bool:
+    return _in_group(obj, node, group) and obj["metadata"].get("namespace") == names.RESERVATION_NAMESPACE
+
+
+def _in_group(obj: dict[str, Any], node: str, group: str) -> bool:
+    """A pod on ``node`` in GPU group ``group`` (a reservation pod too)."""
+    labels = obj["metadata"].get("labels") or {}
+    return (
+        obj["kind"] == "Pod"
+        and (obj.get("spec") or {}).get("nodeName") == node
+        and labels.get(names.GPU_GROUP_LABEL) == group
+    )
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+
+
+def _bind_request_of(request: dict[str, Any], pod: dict[str, Any]) -> bool:
+    same_namespace = request["metadata"].get("namespace") == pod["metadata"].get("namespace")
+    return same_namespace and bool((request.get("spec") or {}).get("podName") == pod["metadata"]["name"])
+
+
+def _to_pending(pod: dict[str, Any]) -> None:
+    """A pod as its controller makes it again: on no node, pending, without its GPU group."""
+    pod["spec"].pop("nodeName", None)
+    pod["status"] = {"phase": "Pending"}
+    (pod["metadata"].get("labels") or {}).pop(names.GPU_GROUP_LABEL, None)
+    (pod["metadata"].get("annotations") or {}).pop(names.RECEIVED_RESOURCE_TYPE_ANNOTATION, None)
 
 
 def _some(nodes: dict[str, Any]) -> str:

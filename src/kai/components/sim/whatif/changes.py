@@ -16,8 +16,9 @@ from kai.core.plugins.nodeplacement import STRATEGIES
 QUEUE_RESOURCES = ("gpu", "cpu", "memory")
 QUEUE_FIELDS = ("quota", "limit", "overQuotaWeight")
 PLACEMENT_KINDS = ("gpu", "cpu")
-TOP_KEYS = ("queues", "nodes", "scheduler", "submit")
+TOP_KEYS = ("queues", "nodes", "pods", "scheduler", "submit")
 NODE_KEYS = ("add", "remove")
+POD_KEYS = ("evict",)
 SCHEDULER_KEYS = ("actions", "tiers", "placement")
 
 
@@ -44,6 +45,8 @@ class Changes:
     queues: list[QueueChange] = field(default_factory=list)
     add_nodes: list[NodeAddition] = field(default_factory=list)
     remove_nodes: list[str] = field(default_factory=list)
+    evict_pods: list[str] = field(default_factory=list)
+    """``namespace/name`` of running pods sent back to pending (moved: their controllers re-create them)."""
     actions: str | None = None
     tiers: list[Any] | None = None
     placement: dict[str, str] = field(default_factory=dict)
@@ -52,16 +55,16 @@ class Changes:
 
     @property
     def empty(self) -> bool:
-        return (
-            not (self.queues or self.add_nodes or self.remove_nodes or self.actions or self.tiers or self.placement)
-            and not self.submit
-        )
+        return not (
+            self.queues or self.add_nodes or self.remove_nodes or self.actions or self.tiers or self.placement
+        ) and not (self.submit or self.evict_pods)
 
     def extend(self, other: "Changes") -> None:
         """Add ``other``'s changes (the command line's after the file's: a later setting of a field wins)."""
         self.queues += other.queues
         self.add_nodes += other.add_nodes
         self.remove_nodes += other.remove_nodes
+        self.evict_pods += other.evict_pods
         self.actions = other.actions if other.actions is not None else self.actions
         self.tiers = other.tiers if other.tiers is not None else self.tiers
         self.placement.update(other.placement)
@@ -72,6 +75,7 @@ class Changes:
         lines = [f"queue {c.queue}: {'.'.join(c.field)} = {c.value:g}" for c in self.queues]
         lines += [f"{a.count} node(s) added like {a.like}" for a in self.add_nodes]
         lines += [f"node {name} removed (its pods back to pending)" for name in self.remove_nodes]
+        lines += [f"pod {key} evicted (back to pending)" for key in self.evict_pods]
         if self.actions is not None:
             lines.append(f"actions: {self.actions}")
         if self.tiers is not None:
@@ -80,6 +84,39 @@ class Changes:
         if self.submit:
             lines.append(f"{len(self.submit)} object(s) submitted at the start")
         return lines
+
+    def as_document(self) -> dict[str, Any]:
+        """The changes in the change file's schema (``parse_changes`` reads it back as they are)."""
+        document: dict[str, Any] = {}
+        queues: dict[str, dict[str, Any]] = {}
+        for change in self.queues:
+            spec = queues.setdefault(change.queue, {})
+            value = int(change.value) if change.value.is_integer() else change.value
+            if change.field == ("priority",):
+                spec["priority"] = value
+            else:
+                resource, item = change.field
+                spec.setdefault(resource, {})[item] = value
+        if queues:
+            document["queues"] = queues
+        nodes: dict[str, Any] = {}
+        if self.add_nodes:
+            nodes["add"] = [{"like": addition.like, "count": addition.count} for addition in self.add_nodes]
+        if self.remove_nodes:
+            nodes["remove"] = list(self.remove_nodes)
+        if nodes:
+            document["nodes"] = nodes
+        if self.evict_pods:
+            document["pods"] = {"evict": list(self.evict_pods)}
+        given: dict[str, Any] = {"actions": self.actions, "tiers": self.tiers}
+        scheduler = {key: value for key, value in given.items() if value is not None}
+        if self.placement:
+            scheduler["placement"] = dict(self.placement)
+        if scheduler:
+            document["scheduler"] = scheduler
+        if self.submit:
+            document["submit"] = list(self.submit)
+        return document
 
 
 def read_changes(path: Path) -> Changes:
@@ -125,6 +162,10 @@ def parse_changes(raw: dict[str, Any], where: str) -> Changes:
         if not isinstance(name, str) or not name:
             raise ChangeError(f"{where}: field nodes.remove[{i}]: got {name!r}; expected a node name")
         changes.remove_nodes.append(name)
+    pods = _mapping(raw.get("pods"), where, "pods")
+    _known(pods, POD_KEYS, where, "pods.")
+    for i, key in enumerate(_list(pods.get("evict"), where, "pods.evict")):
+        changes.evict_pods.append(pod_key(key, f"{where}: field pods.evict[{i}]"))
     scheduler = _mapping(raw.get("scheduler"), where, "scheduler")
     _known(scheduler, SCHEDULER_KEYS, where, "scheduler.")
     try:
@@ -178,6 +219,14 @@ def parse_add_nodes(text: str) -> Changes:
     if not sep or not like or not count.isdigit() or int(count) < 1:
         raise ChangeError(f"--add-nodes {text}: expected N:like=<node>, such as 2:like=gpu-node-1 (N at least 1)")
     return Changes(add_nodes=[NodeAddition(like, int(count))])
+
+
+def pod_key(text: object, label: str) -> str:
+    """A pod named ``namespace/name`` (``--evict-pod``, ``pods.evict``)."""
+    namespace, sep, name = text.partition("/") if isinstance(text, str) else ("", "", "")
+    if not sep or not namespace or not name or "/" in name:
+        raise ChangeError(f"{label}: got {text!r}; expected a pod as namespace/name")
+    return f"{namespace}/{name}"
 
 
 def _queue_change(queue: str, resource: str, item: str, value: object, prefix: str, text: bool = False) -> QueueChange:

@@ -19,6 +19,11 @@ from kai.components.sim.timeline import TimelineSample
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.resource_index import GPU_ROW
 
+DEFAULT_PERIOD_S = 60.0
+"""What-if runs need a running clock: one cycle a simulated minute unless --period says otherwise."""
+DEFAULT_RUN_TIME_S = 3600.0
+"""How long a pod without a run-time annotation runs in a what-if run (a snapshot has none)."""
+
 
 @dataclass(frozen=True)
 class Assumptions:
@@ -37,6 +42,11 @@ class Assumptions:
     @property
     def horizon_s(self) -> float:
         return self.cycles * self.period_s
+
+    @classmethod
+    def defaults(cls, scenario: Scenario, cycles: int) -> "Assumptions":
+        """``kai simulate SCENARIO --what-if … --cycles CYCLES`` with no other option."""
+        return cls((str(scenario.path),), scenario.now, cycles, DEFAULT_PERIOD_S, DEFAULT_RUN_TIME_S)
 
 
 @dataclass
@@ -132,6 +142,13 @@ class Comparison:
         return self.base.outcome() == self.changed.outcome()
 
 
+def what_if_simulation(scenario: Scenario, assumptions: Assumptions) -> Simulation:
+    """One run of a what-if (the base or the changed world) as ``assumptions`` say: from their start, a cycle every
+    period, batch pods without a run time running the default run time. The one place such a run is made:
+    ``kai explain`` proves a fix on it, so a proof and a what-if of the same change are the same run."""
+    return Simulation(scenario, SimClock(assumptions.start, assumptions.period_s), assumptions.default_run_time_s)
+
+
 def compare(
     base: Scenario,
     changed: Scenario,
@@ -139,8 +156,8 @@ def compare(
     changes: list[str],
     on_cycle: Callable[[int], None] | None = None,
 ) -> Comparison:
-    period_s, cycles = assumptions.period_s, assumptions.cycles
-    sims = [Simulation(s, SimClock(s.now, period_s), assumptions.default_run_time_s) for s in (base, changed)]
+    cycles = assumptions.cycles
+    sims = [what_if_simulation(s, assumptions) for s in (base, changed)]
     metrics = [RunMetrics(sim.clock.now) for sim in sims]
     last: list[CycleRecord] = []
     for number in range(1, cycles + 1):

@@ -126,7 +126,8 @@ def _page(comparison: Comparison) -> str:
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>kai what-if</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}img{max-width:100%;height:auto}"
+        "</style></head><body>"
         "<h1>kai what-if</h1><p>The input as it is (base) and changed, side by side.</p>"
         f"<h2>Assumptions</h2><ul>{_items(assumptions(comparison.assumptions))}</ul>"
         f"<h2>Changes</h2><ul>{_items(comparison.changes)}</ul>"

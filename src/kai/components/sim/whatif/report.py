@@ -14,7 +14,7 @@ from kai.components.sim.tables import plain_table
 from kai.components.sim.timeline import QueueSample
 from kai.components.sim.whatif.compare import Assumptions, Comparison, RunMetrics, wait_stats
 from kai.core.model.duration import format_duration
-from kai.core.model.meta import format_time
+from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import humanize
 
 ARROW = " → "
@@ -31,11 +31,15 @@ def assumptions(given: Assumptions) -> list[str]:
     )
     return [
         f"input: {', '.join(given.inputs) or '-'}",
-        f"horizon: {format_duration(given.horizon_s)} from {format_time(given.start)}, one cycle every "
+        f"horizon: {format_duration(given.horizon_s)} from {_start(given.start)}, one cycle every "
         f"{format_duration(given.period_s)} ({given.cycles} cycles)",
         f"run times: {batch}; pods of {SERVICES} or restartPolicy Always run to the horizon "
         "(a simulate.kai.scheduler/run-time annotation overrides both)",
     ]
+
+
+def _start(start: float) -> str:
+    return "the start (the input gives no times)" if untimed(start) else format_time(start)
 
 
 def verdict(comparison: Comparison) -> str:

@@ -15,7 +15,7 @@ from kai.cli.main import main
 from kai.components.sim.scenario import ClockSpec, ScenarioError, load_scenario, load_scenarios
 from kai.components.sim.whatif import plots
 from kai.components.sim.whatif.apply import apply_changes
-from kai.components.sim.whatif.changes import ChangeError, Changes, parse_changes, parse_set
+from kai.components.sim.whatif.changes import ChangeError, Changes, parse_add_nodes, parse_changes, parse_set
 from kai.components.sim.whatif.compare import Assumptions, Comparison, compare, wait_stats
 
 NOW = "2026-01-01T00:00:00Z"
@@ -144,6 +144,59 @@ def test_a_removed_node_sends_its_pods_back_to_pending(tmp_path: Path) -> None:
     assert len(comparison.changed.started) == 2 and comparison.changed.pending["a"] == 2
 
 
+def test_an_evicted_pod_goes_back_to_pending_and_is_placed_again(tmp_path: Path) -> None:
+    """Evicting a pod moves it: its BindRequest and the reservation pod of its shared GPU go with it, and the
+    scheduler places it again (here on the other node, the one with room)."""
+    running = jobs("a", 2)
+    running[1]["spec"]["nodeName"] = "node-0"
+    running[1]["status"] = {"phase": "Running", "startTime": NOW}
+    running[1]["metadata"]["labels"] = {"runai-gpu-group": "g1"}
+    running[3]["metadata"]["annotations"]["gpu-fraction"] = "0.5"
+    reservation = {
+        "kind": "Pod",
+        "metadata": {"name": "gpu-reservation-node-0-x", "namespace": "kai-resource-reservation"},
+        "spec": {"nodeName": "node-0", "containers": [{"name": "c"}]},
+    }
+    reservation["metadata"]["labels"] = {"runai-gpu-group": "g1", "app": "kai-resource-reservation"}
+    bind_request = {
+        "apiVersion": "scheduling.run.ai/v1alpha2",
+        "kind": "BindRequest",
+        "metadata": {"name": "a-0-0", "namespace": "ml"},
+        "spec": {"podName": "a-0-0", "selectedNode": "node-0"},
+    }
+    path = scenario_file(
+        tmp_path, queue("a", 8), node("node-0", 1), node("node-1"), *running, reservation, bind_request
+    )
+    scenario = load_scenario(path)
+    changed = apply_changes(scenario, parse_changes({"pods": {"evict": ["ml/a-0-0"]}}, "test"))
+    pod = next(o for o in changed.objects if o["metadata"]["name"] == "a-0-0")
+    assert "nodeName" not in pod["spec"] and pod["status"] == {"phase": "Pending"}
+    assert "runai-gpu-group" not in pod["metadata"]["labels"]
+    assert not [o for o in changed.objects if o["kind"] == "BindRequest" or "reservation" in o["metadata"]["name"]]
+    assert [o for o in scenario.objects if o["kind"] == "BindRequest"]  # the input is untouched
+    comparison = run(path, parse_changes({"pods": {"evict": ["ml/a-0-0"]}}, "test"), hours=0.5, run_time_s=None)
+    assert comparison.changed.started == {"ml/a-0-0", "ml/a-1-0"} and comparison.base.started == {"ml/a-1-0"}
+
+
+def test_changes_written_as_a_document_are_read_back_the_same() -> None:
+    """What ``kai explain -o json`` gives as a fix is a change file ``kai simulate --what-if`` takes as it is."""
+    document = {
+        "queues": {"a": {"gpu": {"quota": 6, "limit": 8.5}, "priority": 3}},
+        "nodes": {"add": [{"like": "node-0", "count": 2}], "remove": ["node-1"]},
+        "pods": {"evict": ["ml/a-0-0"]},
+        "scheduler": {"actions": "allocate", "placement": {"gpu": "spread"}},
+    }
+    changes = parse_changes(document, "test")
+    assert changes.as_document() == document
+    assert parse_changes(changes.as_document(), "again") == changes
+    cli = parse_set("queue.a.gpu.quota=6")
+    cli.extend(parse_add_nodes("2:like=node-0"))
+    assert cli.as_document() == {
+        "queues": {"a": {"gpu": {"quota": 6}}},
+        "nodes": {"add": [{"like": "node-0", "count": 2}]},
+    }
+
+
 def test_scheduler_changes_replace_actions_and_placement(tmp_path: Path) -> None:
     scenario = load_scenario(two_queues(tmp_path))
     changes = parse_changes({"scheduler": {"actions": "allocate", "placement": {"gpu": "spread"}}}, "test")
@@ -201,14 +254,18 @@ BAD_FILES = [
     ({"queues": {"a": {"gpu": {"quotas": 4}}}}, "field queues.a.gpu.quotas: unknown; allowed: quota, limit"),
     ({"queues": {"a": {"gpus": {"quota": 4}}}}, "field queues.a.gpus: unknown; allowed: gpu, cpu, memory"),
     ({"queues": {"nope": {"gpu": {"quota": 4}}}}, "queue nope: no such Queue in the input; its queues: a, b"),
-    ({"queue": {}}, "field queue: unknown; allowed: queues, nodes, scheduler, submit"),
+    ({"queue": {}}, "field queue: unknown; allowed: queues, nodes, pods, scheduler, submit"),
     ({"nodes": {"add": [{"like": "node-0", "count": 0}]}}, "field nodes.add[0].count: got 0"),
     ({"nodes": {"add": [{"like": "gone"}]}}, "like=gone: no such Node in the input; its nodes: node-0"),
     ({"nodes": {"remove": "node-0"}}, "field nodes.remove: expected a list, got str"),
     ({"scheduler": {"actions": "allocate, shuffle"}}, "field scheduler.actions: unknown action 'shuffle'"),
     ({"scheduler": {"placement": {"gpu": "pack"}}}, "field scheduler.placement.gpu: got 'pack'; allowed: binpack"),
     ({"submit": [{"kind": "Pod"}]}, "submit: Pod submit[0]: field metadata: got null"),
-    ([1, 2], "expected one mapping with queues, nodes, scheduler, submit"),
+    ({"pods": {"evict": ["a-0"]}}, "field pods.evict[0]: got 'a-0'; expected a pod as namespace/name"),
+    ({"pods": {"move": []}}, "field pods.move: unknown; allowed: evict"),
+    ({"pods": {"evict": ["ml/a-0-0"]}}, "--evict-pod ml/a-0-0: it runs on no node in the input"),
+    ({"pods": {"evict": ["ml/gone"]}}, "--evict-pod ml/gone: no such Pod in the input"),
+    ([1, 2], "expected one mapping with queues, nodes, pods, scheduler, submit"),
 ]
 
 
@@ -231,6 +288,7 @@ def test_a_bad_change_file_is_one_line_naming_the_field(tmp_path: Path, content:
         (["--set", "placement.gpu=pack"], "placement.gpu: got 'pack'; allowed: binpack, spread"),
         (["--add-nodes", "two:like=node-0"], "expected N:like=<node>"),
         (["--remove-node", "node-9"], "--remove-node node-9: no such Node in the input"),
+        (["--evict-pod", "a-0"], "--evict-pod a-0: got 'a-0'; expected a pod as namespace/name"),
         (["--set", "queue.a.gpu.quota=2", "--default-run-time", "soon"], "--default-run-time"),
         (["--set", "queue.a.gpu.quota=2", "--check"], "a what-if run compares two runs"),
         (["--plot", "out"], "--default-run-time and --plot are for what-if runs"),
@@ -284,7 +342,8 @@ def test_identical_runs_say_so_and_the_assumptions_head_the_text_the_page_and_th
     text = CliRunner().invoke(main, [*args, "--plot", str(tmp_path / "plots")]).output
     head = text.splitlines()[:8]
     assert any(line.strip() == f"input: {RESEARCH}" for line in head), text
-    assert any("horizon: 3h0m0s from 1970-01-01T00:00:00Z, one cycle every 1m0s (180 cycles)" in line for line in head)
+    horizon = "horizon: 3h0m0s from the start (the input gives no times), one cycle every 1m0s (180 cycles)"
+    assert any(horizon in line for line in head), head  # not 1970-01-01T00:00:00Z
     assert any("batch pods without a run time run 1h0m0s" in line for line in head)
     assert "Result: identical: the changes made no difference in 3h0m0s" in " ".join(text.split())
     page = (tmp_path / "plots" / "index.html").read_text()

@@ -1,6 +1,7 @@
-"""What a pod asks of GPUs, read the way KAI's admission reads it (``pkg/common/resources/gpu_sharing.go``,
-``pkg/binder/common/gpu_access.go``): the GPU-sharing annotation, the container that receives the shared GPU,
-and the ``nvidia.com/gpu`` amounts of each container."""
+"""What a pod asks of GPUs, read the way KAI's admission and binder read it
+(``pkg/common/resources/gpu_sharing.go``, ``pkg/binder/common/gpu_access.go``): the GPU-sharing annotation, the
+container that receives the shared GPU, the names of its GPU-sharing ConfigMaps, and the ``nvidia.com/gpu`` amounts
+of each container."""
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,13 @@ def sharing_annotation(annotations: Mapping[str, str]) -> str:
         if name in annotations:
             return name
     return ""
+
+
+def sharing_configmaps(prefix: str, ref: ContainerRef) -> tuple[str, str]:
+    """The container's GPU-sharing ConfigMaps, from the pod's ``runai/shared-gpu-configmap`` prefix: the
+    capabilities one (``<prefix>-<index>``, ``-i<index>`` for an init container) and the ``-evar`` one."""
+    capabilities = f"{prefix}-{ref.suffix}"
+    return capabilities, f"{capabilities}-evar"
 
 
 def containers(spec: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, dict[str, Any]]]:
