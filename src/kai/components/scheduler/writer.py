@@ -119,7 +119,9 @@ class DecisionWriter:
         writes = self.writes
         jobs = jobs or {}
         writes.each("bind", [b for b in result.binds if not is_stand_in(b.pod_key)], self._bind_request)
-        self.evictor.send(result.evictions, result.last_eviction, writes)
+        suspended = self.evictor.send(result.evictions, result.last_eviction, writes).suspended
+        with self._lock:
+            self._resumed -= suspended  # suspended again: resumed again once its pods fit
         resumed = {b.podgroup_key for b in result.binds} | {p.podgroup_key for p in result.pipelined}
         resuming = sorted(k for k in resumed - self._resumed if _suspended(jobs.get(k)))
         writes.each("resume", resuming, lambda k: self._resume(jobs[k]))
@@ -228,6 +230,8 @@ class DecisionWriter:
         self.cluster.patch_merge(
             "PodGroup", key, {"metadata": {"annotations": {names.SUSPENDED_PODS_ANNOTATION: None}}}
         )
+        with self._lock:
+            self._resumed.discard(key)
 
     def _ungate(self, pod_key: str) -> None:
         """The queue admits the pod: its queue-admission gate lifted (the only gate it has), and when, which its

@@ -72,6 +72,30 @@ def test_a_workload_that_opted_in_is_suspended_waits_as_stand_ins_and_is_resumed
     assert names.SUSPENDED_PODS_ANNOTATION not in podgroup["metadata"]["annotations"]  # its pods are back
 
 
+def _reclaimers_done(sim: Any, *names_: str) -> None:
+    for name in names_:
+        done = sim.cluster.get("Pod", f"ns/{name}")
+        done["status"]["phase"] = "Succeeded"
+        sim.cluster.update_status("Pod", done)
+
+
+def test_a_workload_suspended_again_is_resumed_again() -> None:
+    sim = world(queue("team-vision", quota=0), SUSPEND)
+    for round_ in range(2):  # the property machine found the second resumption never sent
+        step(sim)
+        assert suspended(sim), round_
+        step(sim)
+        _reclaimers_done(
+            sim, *(p["metadata"]["name"] for p in sim.cluster.list("Pod") if "llm" in p["metadata"]["name"])
+        )
+        step(sim)
+        assert not suspended(sim), round_
+        step(sim)
+        assert set(pods(sim).values()) == {"Running"}, round_
+        for i in range(2):  # new reclaimers: the Job is suspended again
+            sim.cluster.create("Pod", gpu_pod(f"llm-{round_}-{i}", "team-llm"))
+
+
 def test_a_queue_can_opt_all_its_workloads_in() -> None:
     sim = world(queue("team-vision", quota=0, **SUSPEND))
     step(sim)
