@@ -125,7 +125,7 @@ class DecisionWriter:
         resumed = {b.podgroup_key for b in result.binds} | {p.podgroup_key for p in result.pipelined}
         resuming = sorted(k for k in resumed - self._resumed if _suspended(jobs.get(k)))
         writes.each("resume", resuming, lambda k: self._resume(jobs[k]))
-        writes.each("resumed", [k for k, job in jobs.items() if _back(job)], self._forget_suspension)
+        writes.each("resumed", [job for job in jobs.values() if _back(job)], self._forget_suspension)
         writes.each("ungate", result.ungated, self._ungate)
         writes.each(
             "start", result.started.items(), lambda item: self._annotate(item[0], names.LAST_START_ANNOTATION, item[1])
@@ -225,13 +225,18 @@ class DecisionWriter:
             self._resumed.add(job.key)
         self._event("PodGroup", job.key, "Normal", "Resumed", f"{owner.kind} {owner.name} resumed: its pods fit again")
 
-    def _forget_suspension(self, key: str) -> None:
-        """A resumed workload's pods are back: its PodGroup's suspension record goes."""
+    def _forget_suspension(self, job: PodGroupInfo) -> None:
+        """A resumed workload's pods are back: its PodGroup's suspension record goes. Pods of a workload still
+        suspended are the ones its controller has yet to delete: the record stays (it is what resumes it)."""
+        owner = job.podgroup.owner
+        found = workload(self.cluster, owner, job.namespace) if owner is not None else None
+        if owner is not None and found is not None and is_suspended(owner.api_version, owner.kind, found[1]):
+            return
         self.cluster.patch_merge(
-            "PodGroup", key, {"metadata": {"annotations": {names.SUSPENDED_PODS_ANNOTATION: None}}}
+            "PodGroup", job.key, {"metadata": {"annotations": {names.SUSPENDED_PODS_ANNOTATION: None}}}
         )
         with self._lock:
-            self._resumed.discard(key)
+            self._resumed.discard(job.key)
 
     def _ungate(self, pod_key: str) -> None:
         """The queue admits the pod: its queue-admission gate lifted (the only gate it has), and when, which its
@@ -358,7 +363,8 @@ def _suspended(job: PodGroupInfo | None) -> bool:
 
 
 def _back(job: PodGroupInfo) -> bool:
-    """A resumed podgroup whose own pods are back (its record is to go)."""
+    """A podgroup with a suspension record and pods of its own: resumed and back (its record is to go), or
+    suspended and not yet taken down by its controller."""
     return bool(job.podgroup.suspended_pods) and any(not is_stand_in(k) for k in job.tasks)
 
 

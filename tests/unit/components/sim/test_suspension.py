@@ -96,6 +96,18 @@ def test_a_workload_suspended_again_is_resumed_again() -> None:
             sim.cluster.create("Pod", gpu_pod(f"llm-{round_}-{i}", "team-llm"))
 
 
+def test_the_record_stays_while_the_suspended_workloads_controller_has_yet_to_take_its_pods() -> None:
+    sim = world(queue("team-vision", quota=0), SUSPEND)
+    step(sim)
+    assert suspended(sim)
+    late = gpu_pod("train-late", "team-vision", on="n1")  # a pod of it its controller has not deleted yet
+    late["metadata"]["annotations"] = {names.POD_GROUP_ANNOTATION: "pg-train-train-uid"}
+    sim.cluster.create("Pod", late)
+    step(sim)
+    podgroup = sim.cluster.get("PodGroup", "ns/pg-train-train-uid")
+    assert names.SUSPENDED_PODS_ANNOTATION in podgroup["metadata"]["annotations"]  # what resumes it later
+
+
 def test_a_queue_can_opt_all_its_workloads_in() -> None:
     sim = world(queue("team-vision", quota=0, **SUSPEND))
     step(sim)
