@@ -271,8 +271,14 @@ def test_a_suspended_batch_job_resumes_and_runs_to_completion(
 
     wait_until("the Job to be suspended", lambda: job(control_plane, namespace)["spec"].get("suspend") is True)
     [podgroup] = [g for g in podgroups(control_plane, namespace) if g["metadata"]["name"].startswith("pg-train")]
-    assert names.SUSPENDED_PODS_ANNOTATION in annotations(podgroup)
-    assert json.loads(annotations(podgroup)[names.EVICTION_RECORD_ANNOTATION])["suspended"] == "Job train"
+    assert names.SUSPENDED_PODS_ANNOTATION in annotations(podgroup)  # written before the Job's suspend
+
+    def record() -> dict[str, Any] | None:  # written once the cycle's evictions are sent
+        found = kubectl_json(control_plane, "get", "podgroup", podgroup["metadata"]["name"], "-n", namespace)
+        text = annotations(found).get(names.EVICTION_RECORD_ANNOTATION)
+        return json.loads(text) if text else None
+
+    assert wait_until("the PodGroup's eviction record", record)["suspended"] == "Job train"
     wait_until("the reclaimers to run and finish", lambda: phases(control_plane, namespace).get("llm-1") == "Succeeded")
     wait_until("the Job to be resumed", lambda: job(control_plane, namespace)["spec"].get("suspend") is False)
     wait_until("the Job's pods to run again", lambda: len(running(control_plane, namespace, "train")) == 2)
@@ -332,24 +338,23 @@ def test_a_pod_its_queue_limit_blocks_carries_the_gate_and_loses_it_when_the_que
     queue_tree(control_plane, tmp_path, parent, (team, {"limit": 1, "annotations": gating}))
     kwok.node(f"{pool}-gpu", 4, {"pool": pool})
     with serving(control_plane, tmp_path, "--queue-admission-gating=true"):
-        first = labelled(gpu_pod(namespace, "first", team, pool, 1), **{RUN_FOR_ANNOTATION: "4s"})
-        apply(control_plane, tmp_path, first, gpu_pod(namespace, "second", team, pool, 1))
+        made = [labelled(gpu_pod(namespace, name, team, pool, 1), **{RUN_FOR_ANNOTATION: "4s"}) for name in ("a", "b")]
+        apply(control_plane, tmp_path, *made)  # created together: either may be admitted first
     pods = {p["metadata"]["name"]: p for p in kubectl_json(control_plane, "get", "pods", "-n", namespace)["items"]}
     assert all(p["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}] for p in pods.values())
 
     with kai_with(control_plane, tmp_path, {"actions": f"{KAI_ACTIONS}, ungate"}) as kai:
-        wait_until("the first pod to run", lambda: running(control_plane, namespace, "first") == ["first"])
+        [first] = wait_until("one pod to run", lambda: running(control_plane, namespace, ""))
+        [second] = {"a", "b"} - {first}
         wait_cycles(kai, 10)
-        second = kubectl_json(control_plane, "get", "pod", "second", "-n", namespace)
-        assert second["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}]  # the queue's limit is used
-        assert not [c for c in second["status"].get("conditions", []) if c.get("reason") == "Unschedulable"]
-        wait_until("the first pod to finish", lambda: phases(control_plane, namespace)["first"] == "Succeeded")
-        wait_until(
-            "the second pod to lose the gate and run", lambda: running(control_plane, namespace, "second") == ["second"]
-        )
-        second = kubectl_json(control_plane, "get", "pod", "second", "-n", namespace)
-        assert not second["spec"].get("schedulingGates")
-        assert names.QUEUE_ADMITTED_ANNOTATION in second["metadata"]["annotations"]
+        held = kubectl_json(control_plane, "get", "pod", second, "-n", namespace)
+        assert held["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}]  # the queue's limit is used
+        assert not [c for c in held["status"].get("conditions", []) if c.get("reason") == "Unschedulable"]
+        wait_until("the first pod to finish", lambda: phases(control_plane, namespace)[first] == "Succeeded")
+        wait_until("the second pod to lose the gate and run", lambda: running(control_plane, namespace, second))
+        admitted = kubectl_json(control_plane, "get", "pod", second, "-n", namespace)
+        assert not admitted["spec"].get("schedulingGates")
+        assert names.QUEUE_ADMITTED_ANNOTATION in admitted["metadata"]["annotations"]
 
 
 # ------------------------------------------------------------------------------------------- quota cuts
