@@ -491,8 +491,9 @@ class ClusterMachine(RuleBasedStateMachine):
 
 def _check_within_limits(ssn: Session) -> None:
     """Settled with ``overlimiteviction``: a queue over a limit (a cut) holds only what cannot be taken from it, the
-    jobs of its subtree that are non-preemptible, whose PodDisruptionBudgets keep their next pods, or whose next pods
-    are more than an eviction budget's cap (a gang goes whole or not at all)."""
+    jobs of its subtree that are non-preemptible, hold none of the resource over the limit, whose PodDisruptionBudgets
+    keep their next pods, or whose next pods are more than an eviction budget's cap (a gang goes whole or not at
+    all)."""
     budget = ssn.config.disruption
     caps = [cap for cap in (budget.per_cycle, budget.per_minute) if cap]
     for uid in ssn.queues:
@@ -502,6 +503,8 @@ def _check_within_limits(ssn: Session) -> None:
         for job in ssn.jobs.values():
             if not job.preemptible or not job.has_active_allocated() or not _under(ssn, job.queue, uid):
                 continue
+            if not overlimiteviction.over_above(ssn, job):
+                continue  # it holds none of what is over the limit: evicting it would not help
             tasks, _ = tasks_to_evict(ssn, job)
             if any(len(tasks) > cap for cap in caps):
                 continue

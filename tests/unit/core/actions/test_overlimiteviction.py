@@ -78,3 +78,20 @@ def test_non_preemptible_jobs_are_never_evicted() -> None:
     step(sim)
     cut(sim, 2)
     assert not any(step(sim).session.result.evictions for _ in range(3))
+
+
+def test_a_job_holding_none_of_what_is_over_the_limit_is_left_running() -> None:
+    """Evicting it would not bring the queue back under its limit, and allocate would place it again (the property
+    machine found a CPU-only gang evicted and placed back, cycle after cycle, in a queue over its GPU limit)."""
+    inference = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "inference"}}
+    kept = [gpu_pod(f"p{i}", "team", on="n1") for i in range(4)]
+    for pod in kept:  # non-preemptible: never evicted, so the queue stays over its cut limit
+        pod["spec"]["priorityClassName"] = "inference"
+    cpu_only = gpu_pod("cpu-only", "team", on="n1", gpus=0)
+    objects = [{**inference, "value": 125}, queue("team", 0, 4), node("n1", 8), *kept, cpu_only]
+    sim = simulation(objects, {"actions": ACTIONS})
+    step(sim)
+    cut(sim, 2)
+    for _ in range(4):
+        assert not step(sim).session.result.evictions
+    assert phases(sim)["cpu-only"] == "Running"
