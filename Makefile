@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test unit properties e2e e2e-loop lint typecheck contracts controlplane testcluster monitoring bench image clean
+.PHONY: run test unit properties e2e e2e-loop lint typecheck contracts controlplane testcluster monitoring browser bench image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -51,15 +51,20 @@ testcluster:
 monitoring:
 	bash hack/monitoring.sh
 
+# The real browser of the dashboard's tests: Debian's chromium and chromium-driver, installed once with apt-get (root);
+# fails with the reason when they cannot be had.
+browser:
+	bash hack/browser.sh
+
 # Tests against the real cluster (built once by `controlplane` and `testcluster`).
-e2e: $(STAMP) controlplane testcluster monitoring
+e2e: $(STAMP) controlplane testcluster monitoring browser
 	$(BIN)/pytest -q tests/e2e
 
 # The e2e suite RUNS times in a row (default 20), stopping at the first failure; figures in build/e2e-loop/summary.
-e2e-loop: $(STAMP) controlplane testcluster monitoring
+e2e-loop: $(STAMP) controlplane testcluster monitoring browser
 	bash hack/e2e_loop.sh
 
-bench: $(STAMP)
+bench: $(STAMP) browser
 	$(BIN)/python bench/allocate_bench.py
 	$(BIN)/python bench/allocate_bench.py --full-cycle
 	$(BIN)/python bench/allocate_bench.py --usage
@@ -67,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/simulate_cron_bench.py
 	$(BIN)/python bench/reclaim_bench.py --sizes 10 50 100
 	$(BIN)/python bench/properties_bench.py
+	$(BIN)/python bench/dashboard_bench.py
 
 # The Dockerfile's image, built without a Docker engine or registry (mmdebstrap + umoci, as root) into
 # build/kai-image.oci.tar, then run chrooted to check it; a few minutes, so not part of `test`.

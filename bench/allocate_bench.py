@@ -3,6 +3,10 @@ cluster. Prints one line per case; not a test.
 
 bench <case> nodes=<n> pods=<m> seconds=<s> cpu_s=<s> pods_per_s=<r> rss_mb=<mb>
 
+``--podaffinity`` runs the operator's ``podaffinity`` plugin besides the default ones, with every pod preferring
+(weight 10) not to share a node with the pods of its own queue, so each pod's score reads the placed pods' labels
+and terms (its cost shows against the same run without the flag, where the plugin is not configured).
+
 With ``--full-cycle`` it runs what the scheduler does every period instead: the scheduler loop's ``run_once`` over
 the in-memory cluster (snapshot, every default action and plugin, writing the decisions back, metrics); ``--usage``
 does the same with time-based fair share on (the builtin usage store read, fed and saved to its ConfigMap):
@@ -25,6 +29,7 @@ from kai.components.scheduler.loop import SchedulerLoop
 from kai.components.shared.metrics import SchedulerMetrics
 from kai.core.config import parse_config
 from kai.core.cycle import run_cycle
+from kai.core.framework.config import DEFAULT_PLUGINS, SchedulerConfig
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.snapshot import take_snapshot
 
@@ -36,6 +41,13 @@ CASES = [
     ("huge", 5000, 50000),
 ]
 CONFIG = parse_config({"actions": "allocate"})
+AFFINITY_CONFIG = parse_config(
+    {
+        "actions": "allocate",
+        "tiers": [{"plugins": [{"name": n} for n, _ in DEFAULT_PLUGINS] + [{"name": "podaffinity"}]}],
+    }
+)
+HOST = "kubernetes.io/hostname"
 FULL_CONFIG = parse_config({})
 USAGE_CONFIG = parse_config({"usageDBConfig": {"clientType": "builtin"}})
 
@@ -54,7 +66,7 @@ def _queue(name: str, parent: str, quota: float) -> dict[str, Any]:
     return {"metadata": {"name": name, "creationTimestamp": "2025-01-01T00:00:00Z"}, "spec": spec}
 
 
-def build(nodes: int, jobs: int) -> list[tuple[str, dict[str, Any]]]:
+def build(nodes: int, jobs: int, affinity: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """The benchmark cluster as (kind, object) pairs: two departments of two queues, 8-GPU nodes, 1-GPU jobs."""
     objects: list[tuple[str, dict[str, Any]]] = []
     total = nodes * 8
@@ -68,7 +80,10 @@ def build(nodes: int, jobs: int) -> list[tuple[str, dict[str, Any]]]:
             (
                 "Node",
                 {
-                    "metadata": {"name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.count": "8"}},
+                    "metadata": {
+                        "name": f"node-{n:05d}",
+                        "labels": {"nvidia.com/gpu.count": "8", HOST: f"node-{n:05d}"},
+                    },
                     "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}},
                 },
             )
@@ -76,7 +91,7 @@ def build(nodes: int, jobs: int) -> list[tuple[str, dict[str, Any]]]:
     for j in range(jobs):
         queue = f"queue-{j % 4}"
         objects.append(_podgroup(j, queue))
-        objects.append(_pod(j, queue))
+        objects.append(_pod(j, queue, affinity))
     return objects
 
 
@@ -90,9 +105,9 @@ def _podgroup(j: int, queue: str) -> tuple[str, dict[str, Any]]:
     return ("PodGroup", {"metadata": meta, "spec": {"queue": queue, "priorityClassName": "train", "minMember": 1}})
 
 
-def _pod(j: int, queue: str) -> tuple[str, dict[str, Any]]:
+def _pod(j: int, queue: str, affinity: bool) -> tuple[str, dict[str, Any]]:
     requests = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
-    pod = {
+    pod: dict[str, Any] = {
         "metadata": {
             "name": f"job-{j}-0",
             "namespace": "bench",
@@ -105,17 +120,21 @@ def _pod(j: int, queue: str) -> tuple[str, dict[str, Any]]:
         },
         "status": {"phase": "Pending"},
     }
+    if affinity:
+        term = {"labelSelector": {"matchLabels": {"kai.scheduler/queue": queue}}, "topologyKey": HOST}
+        preferred = [{"weight": 10, "podAffinityTerm": term}]
+        pod["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
     return ("Pod", pod)
 
 
-def _allocate(objects: list[tuple[str, dict[str, Any]]]) -> tuple[float, float, int]:
+def _allocate(objects: list[tuple[str, dict[str, Any]]], config: SchedulerConfig) -> tuple[float, float, int]:
     state = ClusterState()
     for kind, obj in objects:
         state.apply(kind, obj)
     gc.collect()
     gc.freeze()
     start, cpu = time.perf_counter(), time.process_time()
-    session = run_cycle(take_snapshot(state, CONFIG.scheduler_name), CONFIG, 0.0)
+    session = run_cycle(take_snapshot(state, config.scheduler_name), config, 0.0)
     seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     gc.unfreeze()
     return seconds, cpu_s, len(session.result.binds)
@@ -141,11 +160,12 @@ def main() -> None:
     parser.add_argument("cases", nargs="*", help=f"cases to run (default: all of {', '.join(c for c, _, _ in CASES)})")
     parser.add_argument("--full-cycle", action="store_true", help="time the scheduler loop's whole cycle")
     parser.add_argument("--usage", action="store_true", help="full cycle with time-based fair share (builtin store)")
+    parser.add_argument("--podaffinity", action="store_true", help="pods that prefer not to share a node, scored")
     args = parser.parse_args()
     for case, nodes, jobs in CASES:
         if args.cases and case not in args.cases:
             continue
-        objects = build(nodes, jobs)
+        objects = build(nodes, jobs, args.podaffinity)
         if args.full_cycle or args.usage:
             seconds, cpu_s, bound = _full_cycle(objects, args.usage)
             rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -154,7 +174,7 @@ def main() -> None:
                 flush=True,
             )
             continue
-        seconds, cpu_s, bound = _allocate(objects)
+        seconds, cpu_s, bound = _allocate(objects, AFFINITY_CONFIG if args.podaffinity else CONFIG)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"bench {case} nodes={nodes} pods={jobs} seconds={seconds:.3f} cpu_s={cpu_s:.3f} "

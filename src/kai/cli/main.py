@@ -1,10 +1,21 @@
 """The ``kai`` command: one entry point for every component, the simulator, and the questions about a cluster
-(``kai explain``, ``kai queues``, ``kai snapshot``, ``kai doctor``). Each command is a module of
+(``kai explain``, ``kai queues``, ``kai snapshot``, ``kai doctor``, ``kai dashboard``). Each command is a module of
 ``kai.cli.commands``; adding one means adding it to ``COMMANDS``."""
 
 import click
 
-from kai.cli.commands import admission, apply_crds, components, doctor, explain, operator, queues, simulate, snapshot
+from kai.cli.commands import (
+    admission,
+    apply_crds,
+    components,
+    dashboard,
+    doctor,
+    explain,
+    operator,
+    queues,
+    simulate,
+    snapshot,
+)
 
 
 @click.group()
@@ -22,6 +33,7 @@ COMMANDS: tuple[click.Command, ...] = (
     explain.explain,
     queues.queues,
     snapshot.snapshot,
+    dashboard.dashboard,
 )
 for command in COMMANDS:
     main.add_command(command)

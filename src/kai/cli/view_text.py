@@ -9,7 +9,6 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from kai.components.insight.fixes.found import brief
 from kai.components.insight.view import (
     WAITING_STATUSES,
     Amounts,
@@ -23,7 +22,7 @@ from kai.components.sim.tables import plain_table
 from kai.core.model.duration import format_duration
 from kai.core.model.meta import format_time, untimed
 from kai.core.model.text import go_float
-from kai.core.state.reason_text import describe, describe_fix, when
+from kai.core.state.reason_text import describe, when
 from kai.core.state.reasons import Reason
 
 FOLD_AT = 30
@@ -215,7 +214,7 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
         if wide:
             cells.append(f"{position.cluster.place}/{position.cluster.of}" if position.cluster else "-")
         cells += [_podgroup_cell(row, wide), row.queue, str(row.pods), n(row.gpus), age(row.waiting_since, view.at)]
-        cells += [why(row.reason, view.at), _fix(row, view.at), _start(row, view.at)]
+        cells += [why(row.reason, view.at), row.fix_text(view.at), _start(row, view.at)]
         table.add_row(*cells)
     if len(shown) < len(rows):
         more = f"… and {_plural(len(rows) - len(shown), 'more waiting podgroup')}: see them all with -o wide"
@@ -226,7 +225,7 @@ def pending_table(view: View, wide: bool) -> list[RenderableType]:
 def fixes_section(view: View, wide: bool) -> list[RenderableType]:
     """What starts each waiting podgroup, in the words of ``pending_table``'s fix column, in line order: the
     cheapest proven fix, or what it needs; the rows the fix budget did not reach are counted, not listed."""
-    told = [(row, _fix(row, view.at)) for row in view.pending if not (row.fixes is not None and row.fixes.unreached)]
+    told = [(row, row.fix_text(view.at)) for row in view.pending if not (row.fixes is not None and row.fixes.unreached)]
     told = [(row, text) for row, text in told if text]
     unreached = sum(1 for row in view.pending if row.fixes is not None and row.fixes.unreached)
     if not told and not unreached:
@@ -251,14 +250,6 @@ def _podgroup_cell(row: PendingView, wide: bool) -> str:
         return row.podgroup
     workload = f"{row.workload.replace('/', ' ')} ({row.namespace})"
     return f"{row.podgroup}\n{workload}" if wide else workload
-
-
-def _fix(row: PendingView, now: float) -> str:
-    """The search's word on it (``found.brief``), else what it needs."""
-    told = brief(row.fixes) if row.fixes is not None else ""
-    if told:
-        return told
-    return f"needs: {describe_fix(row.needs, now)}" if row.needs is not None else ""
 
 
 def _start(row: PendingView, now: float) -> str:

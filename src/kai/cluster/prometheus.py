@@ -6,12 +6,17 @@ decayed capacity metric; usage = the first over the second, keyed by the ``queue
 decay ``0.5^((<now> - time()) / <halfLife seconds>)``. For tumbling and cron windows kai asks the same query with the
 time since the window's last reset as its range; KAI's own form (``sum_over_time`` of an instant vector over a range
 query) is not valid PromQL (docs/deviations.md).
+
+``PrometheusApi`` asks the same HTTP API for the tools that read a Prometheus kai's install knows of (``kai doctor``'s
+scrape check, ``kai dashboard``'s history), directly or through the API server's service proxy.
 """
 
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kai.core.framework.usage.usage_config import RESOURCES, UsageParams, WindowType
@@ -22,6 +27,8 @@ from kai.core.model.duration import format_duration
 QUEUE_LABEL = "queue_name"
 Sample = tuple[dict[str, str], float]
 """One series of an instant query's answer: its labels and its value."""
+Series = tuple[dict[str, str], list[tuple[float, float]]]
+"""One series of a range query's answer: its labels and its (time, value) points."""
 
 
 class UsageQueryError(RuntimeError):
@@ -75,35 +82,81 @@ class PrometheusUsageClient:
 def instant_query(url: str, query: str, timeout_s: float, at: float | None = None) -> list[Sample]:
     """An instant query (at ``at``, else now) to the Prometheus at ``url``; ``UsageQueryError`` when it cannot
     answer, with the reason."""
+    arguments = {"query": query, **({"time": f"{at:.3f}"} if at is not None else {})}
+    return vector(api_get(url, "query", arguments, timeout_s), query)
+
+
+@dataclass(frozen=True)
+class PrometheusApi:
+    """A Prometheus to ask, directly or through the API server's service proxy: ``where`` names it in messages;
+    ``get`` answers a path of its HTTP API (``query``, ``query_range``) with the decoded body, as ``api_get``."""
+
+    where: str
+    get: Callable[[str, Mapping[str, str]], object]
+
+    def instant(self, query: str) -> list[Sample]:
+        return vector(self.get("query", {"query": query}), query)
+
+    def range(self, query: str, start: float, end: float, step_s: float) -> list[Series]:
+        """Each series' points from ``start`` to ``end``, one every ``step_s`` seconds."""
+        arguments = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step_s:g}"}
+        return matrix(self.get("query_range", arguments), query)
+
+
+def at_url(url: str, timeout_s: float) -> PrometheusApi:
+    return PrometheusApi(f"Prometheus at {url}", lambda path, arguments: api_get(url, path, arguments, timeout_s))
+
+
+def api_get(url: str, path: str, arguments: Mapping[str, str], timeout_s: float) -> object:
+    """The decoded answer of Prometheus' HTTP API at ``url`` to ``/api/v1/<path>``; an error answer is returned for
+    ``vector`` / ``matrix`` to tell, no answer is a ``UsageQueryError``."""
     base = url.rstrip("/")
-    arguments = urllib.parse.urlencode({"query": query, **({"time": f"{at:.3f}"} if at is not None else {})})
-    request = urllib.request.Request(f"{base}/api/v1/query?{arguments}", headers={"Accept": "application/json"})
+    request = urllib.request.Request(
+        f"{base}/api/v1/{path}?{urllib.parse.urlencode(arguments)}", headers={"Accept": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = _json(response.read())
+            return _json(response.read())
     except urllib.error.HTTPError as error:
         body = _json(error.read())
         if body.get("status") != "error":
-            raise UsageQueryError(f"HTTP {error.code} from {base} for query {query}") from None
+            raise UsageQueryError(f"HTTP {error.code} from {base} for query {arguments.get('query')}") from None
+        return body
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise UsageQueryError(f"cannot reach Prometheus at {base}: {reason}") from None
-    return vector(body, query)
 
 
 def vector(body: object, query: str) -> list[Sample]:
     """The samples of Prometheus' answer to an instant query (its JSON, decoded)."""
+    data = _data(body, query, "vector")
+    try:
+        return [(dict(sample.get("metric") or {}), float(sample["value"][1])) for sample in data.get("result", [])]
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise UsageQueryError(f"malformed sample in the answer to {query}: {error}") from None
+
+
+def matrix(body: object, query: str) -> list[Series]:
+    """The series of Prometheus' answer to a range query (its JSON, decoded)."""
+    data = _data(body, query, "matrix")
+    try:
+        return [
+            (dict(series.get("metric") or {}), [(float(t), float(v)) for t, v in series["values"]])
+            for series in data.get("result", [])
+        ]
+    except (KeyError, TypeError, ValueError) as error:
+        raise UsageQueryError(f"malformed series in the answer to {query}: {error}") from None
+
+
+def _data(body: object, query: str, result_type: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise UsageQueryError(f"not a Prometheus answer: {str(body)[:200]}")
     if body.get("status") != "success":
         raise UsageQueryError(f"{body.get('errorType', 'error')}: {body.get('error', body)}, full query: {query}")
     data = body.get("data") or {}
-    if data.get("resultType") != "vector":
-        raise UsageQueryError(f"unexpected query result: got {data.get('resultType')}, expected vector")
-    try:
-        return [(dict(sample.get("metric") or {}), float(sample["value"][1])) for sample in data.get("result", [])]
-    except (KeyError, IndexError, TypeError, ValueError) as error:
-        raise UsageQueryError(f"malformed sample in the answer to {query}: {error}") from None
+    if data.get("resultType") != result_type:
+        raise UsageQueryError(f"unexpected query result: got {data.get('resultType')}, expected {result_type}")
+    return dict(data)
 
 
 def _json(raw: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from kai.core.framework.config import DisruptionConfig, PluginOption, SchedulerC
 from kai.core.framework.usage.usage_config import parse_usage_db_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
-from kai.core.registry import ACTIONS, PLUGINS, Runs
+from kai.core.registry import ACTIONS, PLUGINS
 from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
 WHERE = "scheduler config"
@@ -131,9 +131,6 @@ def _plugin_warnings(tiers: tuple[tuple[PluginOption, ...], ...]) -> tuple[Inval
     for i, tier in enumerate(tiers):
         for j, option in enumerate(tier):
             field, entry = f"tiers[{i}].plugins[{j}]", PLUGINS[option.name]
-            if entry.runs is Runs.NOT_IMPLEMENTED:
-                text = f"KAI plugin {option.name!r} is not implemented by kai; not run"
-                warnings.append(InvalidObject(WHERE, f"{field}.name", text))
             if entry.check_arguments is not None:
                 for argument, text in entry.check_arguments(option.arguments):
                     warnings.append(InvalidObject(WHERE, f"{field}.arguments.{argument}", text))

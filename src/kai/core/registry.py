@@ -3,7 +3,7 @@
 ``pkg/scheduler/actions/factory.go`` and ``pkg/scheduler/plugins/factory.go``).
 
 Everything else that names actions or plugins is derived from these two tables: the names a scheduler config may
-use and the warnings for the ones kai does not run (``kai.core.config``), what a cycle runs (``kai.core.cycle``),
+use and the warnings for arguments kai reads its own way (``kai.core.config``), what a cycle runs (``kai.core.cycle``),
 the actions whose victim search has a budget (the scheduler's metrics), a SchedulingShard's default actions and
 plugins (the operator). The tables keep KAI's order (kai's own actions last), which is the order an error lists the
 allowed names in; KAI's built-in default config (``kai.core.framework.config``) is KAI's data and only names entries
@@ -29,6 +29,7 @@ from kai.core.plugins.nodeavailability import NodeAvailabilityPlugin
 from kai.core.plugins.nodeplacement import NodePlacementPlugin
 from kai.core.plugins.nominatednode import NominatedNodePlugin
 from kai.core.plugins.numa.plugin import NumaPlugin
+from kai.core.plugins.podaffinity import PodAffinityPlugin
 from kai.core.plugins.predicates import PredicatesPlugin
 from kai.core.plugins.priority import PriorityPlugin
 from kai.core.plugins.proportion.plugin import ProportionPlugin
@@ -60,7 +61,6 @@ class Runs(enum.Enum):
 
     IN_CYCLE = "its hooks join every session"
     ENDPOINT = "it only serves an HTTP path, which the scheduler's plugin server serves whatever the config says"
-    NOT_IMPLEMENTED = "kai does not run it: a config naming it is used without it, with a warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +114,7 @@ PLUGINS: Mapping[str, PluginEntry] = {
         _runs(GpuPackPlugin, 300),
         _runs(GpuSpreadPlugin, 300),
         _runs(ResourceTypePlugin, 1500),
-        PluginEntry("podaffinity", Runs.NOT_IMPLEMENTED, shard_priority=1400),
+        _runs(PodAffinityPlugin, 1400),
         _runs(ElasticPlugin, 1300),
         _runs(KubeflowPlugin, 1200),
         _runs(RayPlugin, 1100),

@@ -57,17 +57,16 @@ def test_the_actions_with_a_search_budget_metric_are_the_registrys_searching_one
     assert SEARCHING_ACTIONS == ("consolidation", "reclaim", "preempt")
 
 
-def test_the_config_allows_every_registered_name_and_warns_of_the_unimplemented_plugins() -> None:
+def test_the_config_allows_every_registered_name_without_a_warning() -> None:
     config = parse_config({"actions": ", ".join(ACTIONS), "tiers": [{"plugins": [{"name": n} for n in PLUGINS]}]})
     assert config.actions == tuple(ACTIONS)
-    unimplemented = [i for i, entry in enumerate(PLUGINS.values()) if entry.runs is Runs.NOT_IMPLEMENTED]
-    assert [warning.field for warning in config.warnings] == [f"tiers[0].plugins[{i}].name" for i in unimplemented]
+    assert config.warnings == ()
 
 
-def test_a_session_opens_every_plugin_kai_runs_and_reports_the_unimplemented_as_skipped() -> None:
+def test_a_session_opens_every_plugin_kai_runs_and_skips_none() -> None:
     config = parse_config({"tiers": [{"plugins": [{"name": n} for n in PLUGINS]}]})
     ssn = open_session(take_snapshot(cluster(), "kai-scheduler"), config, now=0.0)
-    assert ssn.result.skipped == ["plugin podaffinity"]
+    assert ssn.result.skipped == []
 
 
 @pytest.mark.parametrize(("text", "field"), [("allocate, allocat", "actions"), ("", "tiers[0].plugins[0].name")])

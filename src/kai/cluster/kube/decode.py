@@ -2,8 +2,10 @@
 
 Pods and nodes dominate a cluster's bytes and are decoded through msgspec ``TypedDict`` views: the result is an
 ordinary dict with the API's shape (metadata/spec/status), but only with the keys declared below, so msgspec skips
-the rest while parsing (managedFields, env, volumes, container states, node images, …) instead of building it. Of a
-container's status only its name and resources are kept (an in-place resize is charged from them).
+the rest while parsing (managedFields, env values, volume sources, container states, node images, …) instead of
+building it. Of a container's status only its name and resources are kept (an in-place resize is charged from them);
+of its env, envFrom, volume mounts and the pod's volumes only the ConfigMap references (the ConfigMap pre-predicate's
+input), decoded as structs and kept as small dicts shared between pods.
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
@@ -38,11 +40,49 @@ class _Meta(TypedDict, total=False):
     finalizers: list[str]
 
 
+class _Ref(msgspec.Struct):
+    name: str = ""
+    optional: bool | None = None
+
+
+class _EnvSource(msgspec.Struct):
+    configMapKeyRef: _Ref | None = None
+
+
+class _Env(msgspec.Struct):
+    valueFrom: _EnvSource | None = None
+
+
+class _EnvFrom(msgspec.Struct):
+    configMapRef: _Ref | None = None
+
+
+class _Mount(msgspec.Struct):
+    name: str = ""
+
+
 class _Container(TypedDict, total=False):
     name: str
     resources: Any
     ports: list[Any]
     restartPolicy: str
+    env: list[_Env]
+    envFrom: list[_EnvFrom]
+    volumeMounts: list[_Mount]
+
+
+class _Projection(msgspec.Struct):
+    configMap: _Ref | None = None
+
+
+class _Projected(msgspec.Struct):
+    sources: list[_Projection] | None = None
+
+
+class _Volume(msgspec.Struct):
+    name: str = ""
+    configMap: _Ref | None = None
+    projected: _Projected | None = None
 
 
 class _PodSpec(TypedDict, total=False):
@@ -58,6 +98,8 @@ class _PodSpec(TypedDict, total=False):
     topologySpreadConstraints: list[Any]
     containers: list[_Container]
     initContainers: list[_Container]
+    ephemeralContainers: list[_Container]
+    volumes: list[_Volume]
     overhead: dict[str, Any]
     resourceClaims: list[Any]
 
@@ -137,13 +179,70 @@ _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
+_SHARED: dict[str, Any] = {}
+"""The ConfigMap entries of pod views, one object per distinct entry, shared by every pod that has it (a pod view is
+read, never changed in place: ``KubeCluster.get`` hands out copies). Emptied when it reaches ``_SHARED_MAX``: pods
+with ConfigMaps of their own (GPU sharing's) must not make it grow with every pod ever seen."""
+_SHARED_MAX = 10_000
+
+
+def _shared(entry: Any) -> Any:
+    if len(_SHARED) >= _SHARED_MAX:
+        _SHARED.clear()
+    return _SHARED.setdefault(repr(entry), entry)
+
+
+def _ref(ref: _Ref) -> dict[str, Any]:
+    return {"name": ref.name} if ref.optional is None else {"name": ref.name, "optional": ref.optional}
+
+
+def _config_map_refs_only(spec: dict[str, Any]) -> None:
+    """Of a pod's env, envFrom, volumes and volume mounts (decoded as structs), only the ConfigMap references, as
+    plain dicts shared between pods: a volume referring to ConfigMaps (directly or as projected sources) becomes
+    one ConfigMap volume per reference, named after the ConfigMap (what the ConfigMap pre-predicate reads; the
+    service-account volume of every pod then costs nothing per pod), and a mount is kept only for those."""
+    volumes: list[dict[str, Any]] = []
+    renamed: dict[str, list[str]] = {}
+    for volume in spec.pop("volumes", None) or ():
+        refs = [volume.configMap] if volume.configMap is not None else []
+        if volume.projected is not None:
+            refs += [source.configMap for source in volume.projected.sources or () if source.configMap is not None]
+        for ref in refs:
+            name = f"configmap:{ref.name}:{ref.optional}"
+            renamed.setdefault(volume.name, []).append(name)
+            volumes.append({"name": name, "configMap": _ref(ref)})
+    if volumes:
+        spec["volumes"] = _shared(volumes)
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for container in spec.get(kind) or ():
+            env = [
+                {"valueFrom": {"configMapKeyRef": _ref(e.valueFrom.configMapKeyRef)}}
+                for e in container.pop("env", None) or ()
+                if e.valueFrom is not None and e.valueFrom.configMapKeyRef is not None
+            ]
+            env_from = [
+                {"configMapRef": _ref(e.configMapRef)} for e in container.pop("envFrom", None) or () if e.configMapRef
+            ]
+            mounts = [
+                {"name": name} for m in container.pop("volumeMounts", None) or () for name in renamed.get(m.name, ())
+            ]
+            for key, kept in (("env", env), ("envFrom", env_from), ("volumeMounts", mounts)):
+                if kept:
+                    container[key] = _shared(kept)
+
+
 def _finish(kind: Kind) -> Callable[[Raw], Raw]:
+    pod = kind.name == "Pod"
+
     def finish(obj: Raw) -> Raw:
         obj["apiVersion"] = kind.api_version  # list items of built-in kinds come without them
         obj["kind"] = kind.name
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+        spec = obj.get("spec")
+        if pod and isinstance(spec, dict):
+            _config_map_refs_only(spec)
         return obj
 
     return finish

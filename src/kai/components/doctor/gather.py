@@ -14,11 +14,11 @@ from typing import Any
 from kai.cluster.kube import resources as api
 from kai.cluster.kube.client import KubeCluster
 from kai.cluster.kube.errors import ApiError, Unreachable
-from kai.cluster.prometheus import UsageQueryError, instant_query, vector
+from kai.cluster.prometheus import UsageQueryError
 from kai.components.admission import webhooks
 from kai.components.doctor import checks
 from kai.components.doctor.checks import ERROR, OK, WARNING, Finding
-from kai.components.operator.monitoring import USAGE_SERVICE
+from kai.components.operator.known_prometheus import kai_namespace, known_prometheus
 from kai.components.operator.settings import CONFIG_NAME
 from kai.core.model import names
 from kai.core.model.meta import Raw
@@ -96,30 +96,21 @@ def _components(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
 def _metrics(cluster: KubeCluster, options: DoctorOptions) -> list[Finding]:
     """``up`` of every kai component's scrape targets, in the Prometheus that ``--prometheus`` names, else the Config's
     ``externalPrometheusUrl``, else the one kai's operator made (reached through the API server's service proxy)."""
-    config = cluster.get("Config", CONFIG_NAME) or {}
-    spec = config.get("spec") or {}
-    monitoring: Raw = spec["prometheus"] if isinstance(spec.get("prometheus"), dict) else {}
-    namespace = str(spec.get("namespace") or options.namespace)
+    namespace = kai_namespace(cluster.get("Config", CONFIG_NAME) or {}, options.namespace)
     query = f'up{{namespace="{namespace}"}}'
-    url = options.prometheus or str(monitoring.get("externalPrometheusUrl") or "")
+    prometheus = known_prometheus(cluster, options.prometheus, options.namespace, PROBE_TIMEOUT_S)
+    if prometheus is None:
+        return [Finding("metrics", OK, "no Prometheus known (--prometheus, or the Config's spec.prometheus): "
+                        "scraping not checked")]  # fmt: skip
     try:
-        if url:
-            where = f"Prometheus at {url}"
-            up = instant_query(url, query, PROBE_TIMEOUT_S)
-        elif monitoring.get("enabled") and cluster.get("Service", f"{namespace}/{USAGE_SERVICE}") is not None:
-            where = f"the Prometheus kai's operator made (Service {namespace}/{USAGE_SERVICE})"
-            path = f"/api/v1/namespaces/{namespace}/services/{USAGE_SERVICE}:web/proxy/api/v1/query"
-            up = vector(cluster.send(api.Request("GET", path, {"query": query})), query)
-        else:
-            return [Finding("metrics", OK, "no Prometheus known (--prometheus, or the Config's spec.prometheus): "
-                            "scraping not checked")]  # fmt: skip
+        up = prometheus.instant(query)
     except (UsageQueryError, ApiError) as error:
-        return [Finding("metrics", ERROR, f"cannot ask {where} whether kai is scraped: {error}")]
+        return [Finding("metrics", ERROR, f"cannot ask {prometheus.where} whether kai is scraped: {error}")]
     components = [d["metadata"]["name"] for d in _deployments(cluster, namespace) if d["metadata"]["name"] != OPERATOR]
     if not components:
         return [Finding("metrics", WARNING, f"no kai component deployed in namespace {namespace}: nothing to look "
-                        f"for in {where}")]  # fmt: skip
-    return checks.scraped(components, up, where)
+                        f"for in {prometheus.where}")]  # fmt: skip
+    return checks.scraped(components, up, prometheus.where)
 
 
 def _probe(address: str) -> tuple[str, int, str]:

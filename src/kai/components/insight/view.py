@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from kai.components.insight.fixes.found import FixSearch
+from kai.components.insight.fixes.found import FixSearch, brief
 from kai.components.insight.fixes.found import as_json as fixes_json
 from kai.components.sim.problems import Problem
-from kai.core.state.reason_text import as_json, fix_json
+from kai.core.state.reason_text import as_json, describe_fix, fix_json
 from kai.core.state.reasons import Fix, Reason
 
 RESOURCES = {"gpu": ("GPUs", 1.0), "cpu": ("cores", 1000.0), "memory": ("GB", 1e9)}
@@ -111,6 +111,14 @@ class PendingView:
     @property
     def reason(self) -> Reason | None:
         return self.reasons[0] if self.reasons else None
+
+    def fix_text(self, now: float) -> str:
+        """What starts it, in a listing's words: the search's (``found.brief``), else what it needs ("" when
+        neither)."""
+        told = brief(self.fixes) if self.fixes is not None else ""
+        if told:
+            return told
+        return f"needs: {describe_fix(self.needs, now)}" if self.needs is not None else ""
 
 
 @dataclass(frozen=True)
@@ -256,27 +264,30 @@ def summary_of(pods: tuple[PodView, ...], other_schedulers: int, problems: tuple
 
 
 def view_json(view: View) -> dict[str, Any]:
-    summary = view.summary
     return {
         "source": view.source,
         "moment": view.moment,
         "at": view.at,
         "config": view.config,
         "filters": dict(view.filters),
-        "summary": {
-            "pods": summary.pods,
-            "placed": summary.placed,
-            "waiting": summary.waiting,
-            "finished": summary.finished,
-            "waitingByReason": dict(summary.by_reason),
-            "otherSchedulers": summary.other_schedulers,
-            "errors": summary.errors,
-            "warnings": summary.warnings,
-        },
+        "summary": summary_json(view.summary),
         "queues": [queue_json(queue) for queue in view.queues],
         "pending": [pending_json(row, view.at) for row in view.pending],
         "pods": [pod_json(pod, view.at) for pod in view.pods],
         "problems": [asdict(problem) for problem in view.problems],  # as kai simulate --json lists them
+    }
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    return {
+        "pods": summary.pods,
+        "placed": summary.placed,
+        "waiting": summary.waiting,
+        "finished": summary.finished,
+        "waitingByReason": dict(summary.by_reason),
+        "otherSchedulers": summary.other_schedulers,
+        "errors": summary.errors,
+        "warnings": summary.warnings,
     }
 
 

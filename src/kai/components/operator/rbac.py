@@ -42,6 +42,7 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule(CORE, ("pods/eviction",), ("create",)),  # evictions through the Eviction API (PDBs enforced)
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodScheduled conditions
         rule(CORE, ("nodes",), READ),
+        rule(CORE, ("configmaps",), READ),  # the ConfigMap pre-predicate: a pod's ConfigMaps exist
         rule(KAI, ("queues",), READ),
         rule(KAI_CONFIG, ("topologies",), READ),
         rule(KAI, ("queues/status",), ("update", "patch")),  # InvalidObject conditions

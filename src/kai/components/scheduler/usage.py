@@ -147,6 +147,11 @@ class PrometheusUsage:
         self._first.set()
 
 
+def history_configmap(config: UsageDBConfig, scheduler_name: str) -> str:
+    """``namespace/name`` of the ConfigMap the builtin store keeps its history in."""
+    return config.connection_string or f"{SCHEDULER_NAMESPACE}/{scheduler_name}-usage"
+
+
 def usage_source(
     config: UsageDBConfig | None,
     cluster: ClusterClient,
@@ -157,9 +162,7 @@ def usage_source(
     if config is None:
         return None
     if config.client_type == CLIENT_BUILTIN:
-        namespace, _, name = (config.connection_string or f"{SCHEDULER_NAMESPACE}/{scheduler_name}-usage").partition(
-            "/"
-        )
+        namespace, _, name = history_configmap(config, scheduler_name).partition("/")
         return BuiltinUsage(config.params, ConfigMapHistory(cluster, namespace, name), on_query)
     url = config.connection_string
     if config.connection_string_env_var:

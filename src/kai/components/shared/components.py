@@ -50,7 +50,7 @@ COMPONENTS: dict[str, Component] = {
         Component(
             "scheduler",
             "Run scheduling cycles and write BindRequests and statuses.",
-            ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology"),
+            ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology", "ConfigMap"),
             dra_watches=("ResourceClaim", "ResourceSlice"),
             numa_watches=("NodeResourceTopology",),
             disruption_watches=("PodDisruptionBudget",),

@@ -181,7 +181,7 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
     except SnapshotFormatError as error:
         raise ScenarioError(str(error)) from error
     clock = clock or ClockSpec()
-    runner = Runner(cycles_before_check=cycles or _clock_cycles(clock) or 1)
+    runner = Runner(cycles_before_check=cycles or clock_cycles(clock) or 1)
     return Scenario(
         path,
         path.stem,
@@ -197,7 +197,7 @@ def snapshot_scenario(path: Path, cycles: int | None = None, clock: ClockSpec | 
     )
 
 
-def _clock_cycles(clock: ClockSpec) -> int | None:
+def clock_cycles(clock: ClockSpec) -> int | None:
     """The cycles that cover the clock's duration (None without one)."""
     if clock.duration_s is None or not clock.period_s:
         return None
@@ -253,7 +253,7 @@ def _build(
         runner = Runner()
     if cycles is not None:
         runner.cycles_before_check = cycles
-    elif (covered := _clock_cycles(clock)) is not None and not runner.multi_cycle:
+    elif (covered := clock_cycles(clock)) is not None and not runner.multi_cycle:
         runner.cycles_before_check = covered
     expect = raw.get("expect") or {}
     if not isinstance(expect, dict):

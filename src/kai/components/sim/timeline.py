@@ -27,6 +27,9 @@ class TimelineSample:
     """Queues without children, in name order (the ones jobs run in)."""
     binds: int = 0
     evictions: int = 0
+    pipelined: int = 0
+    unschedulable: int = 0
+    """Podgroups the cycle left waiting with a reason."""
 
 
 def sample_of(cycle: int, now: float, elapsed_s: float, session: Session) -> TimelineSample:
@@ -38,4 +41,14 @@ def sample_of(cycle: int, now: float, elapsed_s: float, session: Session) -> Tim
             queues[uid] = QueueSample(found["allocated"], found["fairShare"], found["usage"])
     leaves = tuple(uid for uid in sorted(session.queues) if session.queues[uid].is_leaf)
     result = session.result
-    return TimelineSample(cycle, now, elapsed_s, queues, leaves, len(result.binds), len(result.evictions))
+    return TimelineSample(
+        cycle,
+        now,
+        elapsed_s,
+        queues,
+        leaves,
+        len(result.binds),
+        len(result.evictions),
+        len(result.pipelined),
+        len(result.unschedulable),
+    )

@@ -130,7 +130,7 @@ class SchedulerConfig:
     """The node pool the scheduler schedules, as its texts name it: its shard's partition value, KAI's ``default``
     without one (set by the component, not the config file)."""
     warnings: tuple[InvalidObject, ...] = ()
-    """What the config asks for that kai does not do (KAI plugins it does not implement); reported, not fatal."""
+    """What the config asks for that kai reads its own way (plugin arguments); reported, not fatal."""
     disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
 
     @property

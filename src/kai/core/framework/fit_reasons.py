@@ -40,11 +40,16 @@ _STATIC_FIXES = {
 _DISPLAY = {CPU_ROW: QUANTITIES[0], MEMORY_ROW: QUANTITIES[1], GPU_ROW: QUANTITIES[2]}
 
 
-_EVERYWHERE = {Predicate.TOO_LARGE: ReasonKind.TOO_LARGE, Predicate.DRA: ReasonKind.DRA}
+_EVERYWHERE = {
+    Predicate.TOO_LARGE: ReasonKind.TOO_LARGE,
+    Predicate.DRA: ReasonKind.DRA,
+    Predicate.CONFIG_MAP: ReasonKind.CONFIG_MAP,
+}
 
 
 def refused_everywhere(refusal: str, pod: str) -> Reason:
-    """A pre-predicate's refusal: the pod is larger than any node, or its DRA claims cannot be used."""
+    """A pre-predicate's refusal: the pod is larger than any node, its DRA claims cannot be used, or its ConfigMaps
+    do not exist."""
     kind = _EVERYWHERE.get(predicate_of(refusal))
     if kind is None or not isinstance(refusal, Refusal):
         return Reason(ReasonKind.UNKNOWN, {"pod": pod, "text": str(refusal)})

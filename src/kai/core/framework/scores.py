@@ -7,4 +7,6 @@ NUMA = 100.0
 AVAILABILITY = 1000.0
 GPU_SHARING = 10000.0
 TOPOLOGY = 100000.0
+K8S_PLUGINS = 1000000.0
+"""Multiplies the upstream plugins' raw scores (inter-pod affinity)."""
 NOMINATED_NODE = 10000000.0

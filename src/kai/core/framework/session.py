@@ -18,6 +18,7 @@ from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.model.numa import NumaPlacement
 from kai.core.state.fit_errors import JobFitError
 from kai.core.state.node_table import Mask, NodeInfo, NodeTable
+from kai.core.state.placed_pods import PlacedPods
 from kai.core.state.podgroup_info import Member, PodGroupInfo, PodSet, SubGroupSet
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.reasons import Reason
@@ -64,6 +65,12 @@ WaitReasonFn = Callable[[PodGroupInfo, Sequence[Reason]], list[Reason]]
 says nothing about them: protected victims, a fair share too small to reclaim)."""
 SubsetNodes = Callable[[PodGroupInfo, "SubGroupSet | PodSet", list[PodSet], list[TaskInfo], Mask], list[Mask]]
 """Split a node set into candidate node sets for a (sub-)group (topology domains); [] when none fits."""
+
+
+def placed_on(ssn: "Session", task: TaskInfo) -> NodeInfo | None:
+    """The node the task is placed on in the session (its own terms are then among the placed pods'), else None."""
+    node = ssn.nodes.by_name.get(task.node_name) if task.node_name else None
+    return node if node is not None and node.tasks.get(task.key) is task else None
 
 
 class Plugin(Protocol):
@@ -143,6 +150,15 @@ class Session:
             self.reclaim_victim_filters.append(Protected(self.disruption, "reclaim"))
             self.preempt_victim_filters.append(Protected(self.disruption, "preempt"))
         self.wait_reason_fns.append(self.disruption.wait_reasons)
+        self._placed_pods: PlacedPods | None = None
+
+    @property
+    def placed_pods(self) -> PlacedPods:
+        """The placed pods indexed by label, for inter-pod affinity (built on first use, kept current with the
+        node table)."""
+        if self._placed_pods is None:
+            self._placed_pods = PlacedPods(self.nodes)
+        return self._placed_pods
 
     @property
     def jobs(self) -> dict[str, PodGroupInfo]:

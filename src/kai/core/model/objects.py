@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kai.core.model import names
+from kai.core.model.config_maps import required_config_maps
 from kai.core.model.dra import PodClaim, pod_claims
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -67,6 +68,8 @@ class Pod:
     """Its NUMA zones as its node reported them (``kai.scheduler/numa-placement-observed``)."""
     numa_predicted: NumaPlacement | None = None
     """Its NUMA zones as the scheduler predicted them at bind (``kai.scheduler/numa-placement-predicted``)."""
+    config_maps: tuple[str, ...] = ()
+    """The ConfigMaps of its namespace it cannot start without (``config_maps``)."""
     warnings: tuple[InvalidObject, ...] = ()
     """Problems the scheduler works around (the pod is used as parsed); reported, never fatal."""
     scheduling_gates: tuple[str, ...] = ()
@@ -220,6 +223,7 @@ def parse_pod(raw: Raw) -> Pod:
         qos_class=qos_class,
         numa_observed=observed,
         numa_predicted=predicted,
+        config_maps=required_config_maps(spec, annotations, obj),
         warnings=tuple(warnings),
         scheduling_gates=gates,
     )

@@ -1,4 +1,5 @@
-"""Required inter-pod affinity and anti-affinity with the upstream InterPodAffinity Filter semantics.
+"""Inter-pod affinity and anti-affinity: the required terms with the upstream InterPodAffinity Filter semantics,
+the preferred ones kept for its Score (the ``podaffinity`` plugin).
 
 `PodAffinityFilter` plays the role of the plugin's PreFilter state: it counts, per (topologyKey, value)
 pair, the placed pods that matter to one incoming pod, so checking a node costs a few dict lookups
@@ -77,33 +78,66 @@ class AffinityTerm:
         return in_scope and self.selector.matches(labels)
 
 
-def _parse_terms(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> frozenset[AffinityTerm]:
+WeightedTerms = tuple[tuple[int, AffinityTerm], ...]
+"""Preferred terms with their weights, in the pod's order (upstream sums a repeated term's weights)."""
+
+
+def _section(spec: Mapping[str, object], kind: str, where: str) -> Mapping[str, object]:
     affinity = _fields.mapping(spec.get("affinity"), where, "spec.affinity")
-    section = _fields.mapping(affinity.get(kind), where, f"spec.affinity.{kind}")
-    path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-    terms = _fields.items(section.get("requiredDuringSchedulingIgnoredDuringExecution"), where, path)
+    return _fields.mapping(affinity.get(kind), where, f"spec.affinity.{kind}")
+
+
+def _parse_terms(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> frozenset[AffinityTerm]:
+    field = "requiredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.{kind}.{field}"
+    terms = _fields.items(_section(spec, kind, where).get(field), where, path)
     return frozenset(AffinityTerm.parse(term, namespace, where, f"{path}[{i}]") for i, term in enumerate(terms))
+
+
+def _parse_weighted(spec: Mapping[str, object], kind: str, namespace: str, where: str) -> WeightedTerms:
+    field = "preferredDuringSchedulingIgnoredDuringExecution"
+    path = f"spec.affinity.{kind}.{field}"
+    raw = _fields.items(_section(spec, kind, where).get(field), where, path)
+    terms: list[tuple[int, AffinityTerm]] = []
+    for i, item in enumerate(raw):
+        body = _fields.mapping(item, where, f"{path}[{i}]")
+        weight = body.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+            raise InvalidObject(where, f"{path}[{i}].weight", f"must be an integer from 1 to 100, got {weight!r}")
+        terms.append((weight, AffinityTerm.parse(body.get("podAffinityTerm"), namespace, where, f"{path}[{i}]")))
+    return tuple(terms)
 
 
 @dataclass(frozen=True)
 class PodAffinity:
-    """A pod's required affinity and anti-affinity terms; hashable so equal constraints compare equal."""
+    """A pod's affinity and anti-affinity terms, required and preferred; hashable so equal constraints compare
+    equal."""
 
     affinity: frozenset[AffinityTerm] = frozenset()
     anti_affinity: frozenset[AffinityTerm] = frozenset()
+    preferred_affinity: WeightedTerms = ()
+    preferred_anti_affinity: WeightedTerms = ()
 
     @classmethod
     def from_pod(cls, namespace: str, spec: Mapping[str, object], where: str) -> "PodAffinity":
-        """Compile the required terms of a pod spec; preferred terms only score, so they are skipped."""
+        """Compile the terms of a pod spec."""
         return cls(
             _parse_terms(spec, "podAffinity", namespace, where),
             _parse_terms(spec, "podAntiAffinity", namespace, where),
+            _parse_weighted(spec, "podAffinity", namespace, where),
+            _parse_weighted(spec, "podAntiAffinity", namespace, where),
         )
 
     @property
     def is_empty(self) -> bool:
         """True when the pod has no required terms (it may still be repelled by others' anti-affinity)."""
         return not self.affinity and not self.anti_affinity
+
+    @property
+    def has_terms(self) -> bool:
+        """True when the pod has any term, required or preferred (upstream's pods "with affinity", whose terms
+        score other pods' placement)."""
+        return not self.is_empty or bool(self.preferred_affinity or self.preferred_anti_affinity)
 
 
 @dataclass(frozen=True)
@@ -178,18 +212,28 @@ class PodAffinityFilter:
         self._update(pod, node_labels, -1)
 
     def _update(self, pod: PlacedPod, node_labels: Mapping[str, str], delta: int) -> None:
+        self.count_selected(pod.namespace, pod.labels, node_labels, delta)
+        self.count_existing(pod.affinity, node_labels, delta)
+
+    def count_selected(
+        self, namespace: str, labels: Mapping[str, str], node_labels: Mapping[str, str], delta: int = 1
+    ) -> None:
+        """Count a placed pod for the incoming pod's own terms (what they select), not for its own terms."""
         namespaces_labels = self._namespaces_labels
         terms = self._affinity.affinity
-        if terms and all(term.matches(pod.namespace, pod.labels, namespaces_labels) for term in terms):
+        if terms and all(term.matches(namespace, labels, namespaces_labels) for term in terms):
             _count(self._affinity_counts, terms, node_labels, delta)
         anti_matched = (
-            term for term in self._affinity.anti_affinity if term.matches(pod.namespace, pod.labels, namespaces_labels)
+            term for term in self._affinity.anti_affinity if term.matches(namespace, labels, namespaces_labels)
         )
         _count(self._anti_affinity_counts, anti_matched, node_labels, delta)
+
+    def count_existing(self, affinity: PodAffinity, node_labels: Mapping[str, str], delta: int = 1) -> None:
+        """Count ``delta`` placed pods with ``affinity`` on a node for their required anti-affinity (symmetry)."""
         existing_matched = (
             term
-            for term in pod.affinity.anti_affinity
-            if term.matches(self._namespace, self._labels, namespaces_labels)
+            for term in affinity.anti_affinity
+            if term.matches(self._namespace, self._labels, self._namespaces_labels)
         )
         _count(self._existing_anti_affinity_counts, existing_matched, node_labels, delta)
 

@@ -1,7 +1,8 @@
 """predicates: which nodes a pod may run on (KAI plugins/predicates over the upstream filters).
 
-Static rules — node readiness, node affinity and selector, taints, the node's GPU kind (MIG strategy, legacy MIG,
-GPU-memory label) — become one node mask per distinct pod constraint, cached for the session. Rules that depend
+Pre-predicates, once per pod before any node: the pod fits the largest node, its ConfigMaps exist. Static rules —
+node readiness, node affinity and selector, taints, the node's GPU kind (MIG strategy, legacy MIG, GPU-memory
+label) — become one node mask per distinct pod constraint, cached for the session. Rules that depend
 on what is placed — queue capacity on the node, host ports, inter-pod affinity — are checked per node, only on
 nodes that already fit.
 """
@@ -10,9 +11,10 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from kai.core.framework import config_map_predicate
 from kai.core.framework.max_node_resources import MaxNodeResources
-from kai.core.framework.session import Exclusion, Session
-from kai.core.model.pod_affinity import PlacedPod, PodAffinityFilter
+from kai.core.framework.session import Exclusion, Session, placed_on
+from kai.core.model.pod_affinity import PodAffinityFilter
 from kai.core.model.resources import GpuRequestKind
 from kai.core.model.selectors import NODE_AFFINITY_REASON, untolerated_reason
 from kai.core.state.node_table import Mask, NodeInfo
@@ -80,7 +82,9 @@ class PredicatesPlugin:
         self._max_resources = MaxNodeResources(ssn.nodes, ssn.config.node_pool)
         self._conditions: dict[str, str | None] = {}
         ssn.pre_predicates.append(self.max_node_resources)
+        ssn.pre_predicates.append(self.config_maps)
         ssn.victim_invariant_fns.append(self._max_resources.failure)
+        ssn.victim_invariant_fns.append(self._missing_config_maps)
         ssn.node_filters.append(self.node_mask)
         ssn.predicates.append(self.capacity)
         ssn.predicates.append(self.host_ports)
@@ -93,6 +97,13 @@ class PredicatesPlugin:
         if task.key not in self._conditions:
             self._conditions[task.key] = self._max_resources.condition(task)
         return self._conditions[task.key]
+
+    def config_maps(self, task: TaskInfo, job: PodGroupInfo) -> str | None:
+        """KAI's ConfigMap pre-predicate: every ConfigMap the pod needs exists."""
+        return config_map_predicate.condition(task, self.ssn.cluster.config_maps) if task.pod.config_maps else None
+
+    def _missing_config_maps(self, task: TaskInfo) -> str | None:
+        return config_map_predicate.missing(task, self.ssn.cluster.config_maps) if task.pod.config_maps else None
 
     def _changed(self, task: TaskInfo) -> None:
         self._version += 1
@@ -155,18 +166,33 @@ class PredicatesPlugin:
             return None
         cached = self._affinity.get(task.key)
         if cached is None or cached[0] != self._version:
-            nodes = self.ssn.nodes.infos
-            placed = [
-                PlacedPod(other.namespace, other.pod.meta.labels, info.name, other.pod.pod_affinity)
-                for info in nodes
-                for other in info.tasks.values()
-                if other.key != task.key
-            ]
-            labels = {info.name: info.node.labels for info in nodes}
-            cached = (
-                self._version,
-                PodAffinityFilter.prepare(pod.meta.namespace, pod.meta.labels, pod.pod_affinity, labels, placed),
-            )
+            cached = (self._version, self._prepare(task))
             self._affinity[task.key] = cached
         refused = cached[1].check(node.node.labels)
         return Refusal(refused, Predicate.POD_AFFINITY) if refused else None
+
+    def _prepare(self, task: TaskInfo) -> PodAffinityFilter:
+        """The filter state of a task from the placed-pod index: the pods its terms may select (a pod counts for
+        affinity only if every term selects it, so one term's are enough), and the placed pods' own anti-affinity
+        terms, per node."""
+        index, pod = self.ssn.placed_pods, task.pod
+        affinity = pod.pod_affinity
+        state = PodAffinityFilter(pod.meta.namespace, pod.meta.labels, affinity)
+        terms = [*affinity.anti_affinity, *([next(iter(affinity.affinity))] if affinity.affinity else [])]
+        counted = {
+            other.key: (other, info)
+            for term in terms
+            for other, info in index.selectable(term)
+            if other.key != task.key
+        }
+        for other, info in counted.values():
+            state.count_selected(other.namespace, other.pod.meta.labels, info.node.labels)
+        infos = self.ssn.nodes.infos
+        for theirs, per_node in index.with_terms():
+            if theirs.anti_affinity:
+                for column in np.flatnonzero(per_node):
+                    state.count_existing(theirs, infos[column].node.labels, int(per_node[column]))
+        here = placed_on(self.ssn, task)
+        if here is not None and affinity.anti_affinity:
+            state.count_existing(affinity, here.node.labels, -1)  # the task itself, if it is placed
+        return state

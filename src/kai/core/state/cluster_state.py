@@ -17,9 +17,10 @@ from typing import Any
 
 from kai.core.model import names
 from kai.core.model.disruption_budget import DisruptionBudget, parse_disruption_budget
+from kai.core.model.config_maps import parse_config_map
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
-from kai.core.model.meta import Raw, object_ref
+from kai.core.model.meta import Metadata, Raw, object_ref
 from kai.core.model.numa import NodeTopology, parse_node_topology
 from kai.core.model.objects import (
     BindRequest,
@@ -42,6 +43,7 @@ from kai.core.state.queue_tree import queue_tree_problems
 from kai.core.state.resource_index import Vector
 
 KINDS: dict[str, Callable[[Raw], Any]] = {
+    "ConfigMap": parse_config_map,
     "ResourceSlice": parse_resource_slice,
     "ResourceClaim": parse_resource_claim,
     "Pod": parse_pod,
@@ -102,6 +104,8 @@ class ClusterState:
         self.node_topologies: dict[str, NodeTopology] = {}
         """NUMA zones per node name, from NodeResourceTopology objects (the ``numa`` plugin reads them)."""
         self.disruption_budgets: dict[str, DisruptionBudget] = {}
+        self.config_maps: dict[str, Metadata] = {}
+        """ConfigMaps by ``namespace/name`` (the ConfigMap pre-predicate asks whether a pod's exist)."""
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
         self.warnings: dict[tuple[str, str], list[InvalidObject]] = {}
         """Problems that do not stop an object (it is still scheduled), per (kind, key)."""
@@ -134,6 +138,7 @@ class ClusterState:
             "ResourceClaim": self.resource_claims,
             "NodeResourceTopology": self.node_topologies,
             "PodDisruptionBudget": self.disruption_budgets,
+            "ConfigMap": self.config_maps,
         }
 
     def apply(self, kind: str, raw: Raw, deleted: bool = False, elsewhere: bool = False) -> InvalidObject | None:

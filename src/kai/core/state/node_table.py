@@ -93,7 +93,8 @@ class NodeTable:
         self.jobless_columns: set[int] = set()
         """Columns of nodes holding a task of no job (another scheduler's pod, say), as the snapshot placed them."""
         self.affinity_columns: set[int] = set()
-        """Columns of nodes holding a task with pod (anti-)affinity terms, as the snapshot placed them."""
+        """Columns of nodes holding a task with pod (anti-)affinity terms, required or preferred, as the snapshot
+        placed them."""
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
@@ -201,7 +202,7 @@ class NodeTable:
             task.accepted_gpus = accepted_gpus(task, node)
             if not task.job_key:
                 self.jobless_columns.add(node.column)
-            if not task.pod.pod_affinity.is_empty:
+            if task.pod.pod_affinity.has_terms:
                 self.affinity_columns.add(node.column)
             if task.request.is_shared_gpu or task.dra_devices:
                 shared.append((task, node))
@@ -330,6 +331,10 @@ class NodeTable:
     @property
     def version(self) -> int:
         return len(self._changes)
+
+    def changes_since(self, version: int) -> list[int]:
+        """The columns changed after ``version`` (with repeats), for structures kept in step with the table."""
+        return self._changes[version:]
 
     def _account(self, task: TaskInfo, node: NodeInfo, sign: float) -> None:
         column = node.column

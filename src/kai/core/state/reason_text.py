@@ -225,6 +225,10 @@ _REASONS: Mapping[ReasonKind, Callable[[Evidence, float | None], str]] = {
     ReasonKind.GANG_INCOMPLETE: lambda e, now: _gang_incomplete(e),
     ReasonKind.SCHEDULING_GATE: _gated,
     ReasonKind.DRA: _dra,
+    ReasonKind.CONFIG_MAP: lambda e, now: (
+        f"pod {e['pod']} needs ConfigMap {', '.join(e['configMaps'])}, which does not exist in namespace "
+        f"{e['namespace']}"
+    ),
     ReasonKind.QUEUE_LIMIT: lambda e, now: _bound(e, "limit", "allocated"),
     ReasonKind.NON_PREEMPTIBLE_OVER_QUOTA: lambda e, now: (
         "non-preemptible: " + _bound(e, "quota", "held by non-preemptible pods")
@@ -279,6 +283,9 @@ _FIXES: Mapping[FixKind, Callable[[Evidence, float | None], str]] = {
     FixKind.REMOVE_GATES: lambda e, now: f"remove the scheduling gates of {', '.join(e['pods'])}",
     FixKind.ENABLE_FEATURE_GATE: lambda e, now: f"enable the scheduler's {e['gate']} feature gate",
     FixKind.CREATE_CLAIM: lambda e, now: f"create resource claim {e['claim']}",
+    FixKind.CREATE_CONFIG_MAP: lambda e, now: (
+        f"create ConfigMap {', '.join(e['configMaps'])} in namespace {e['namespace']}"
+    ),
     FixKind.LABEL_CLAIM: lambda e, now: f"label resource claim {e['claim']} with {e['label']}",
     FixKind.FREE_CLAIM: lambda e, now: f"wait for a user of resource claim {e['claim']} to finish",
     FixKind.RAISE_QUEUE_LIMIT: lambda e, now: (

@@ -24,6 +24,7 @@ class ReasonKind(StrEnum):
     QUEUE_ADMISSION = "WaitingForQueueAdmission"
     SCHEDULING_GATE = "SchedulingGate"
     DRA = "DynamicResources"
+    CONFIG_MAP = "ConfigMapMissing"
     QUEUE_LIMIT = "QueueLimit"
     NON_PREEMPTIBLE_OVER_QUOTA = "NonPreemptibleOverQuota"
     TOPOLOGY = "TopologyDomain"
@@ -54,6 +55,7 @@ class FixKind(StrEnum):
     REMOVE_GATES = "RemoveSchedulingGates"
     ENABLE_FEATURE_GATE = "EnableFeatureGate"
     CREATE_CLAIM = "CreateResourceClaim"
+    CREATE_CONFIG_MAP = "CreateConfigMap"
     LABEL_CLAIM = "LabelResourceClaim"
     FREE_CLAIM = "FreeResourceClaim"
     RAISE_QUEUE_LIMIT = "RaiseQueueLimit"
@@ -91,6 +93,7 @@ class Predicate(StrEnum):
     GPU_SHARING = "GpuSharing"
     TOO_LARGE = "MaxNodePoolResources"
     DRA = "DynamicResources"
+    CONFIG_MAP = "ConfigMap"
     NUMA = "NUMA"
     OTHER = "Other"
 

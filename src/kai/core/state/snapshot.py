@@ -61,6 +61,8 @@ class ClusterInfo:
     """PodDisruptionBudgets by key (read-only)."""
     recent_evictions: int = 0
     """Evictions the scheduler sent in the minute before the cycle (its memory): the per-minute eviction budget."""
+    config_maps: Mapping[str, object] = field(default_factory=dict)
+    """The ConfigMaps that exist, by ``namespace/name`` (read-only)."""
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
@@ -548,6 +550,7 @@ class Snapshots:
         info = ClusterInfo(table, dict(self._usable), queues, state.topologies, dict(self._unusable))
         info.claims, info.devices, info.numa = state.resource_claims, self._devices, state.node_topologies
         info.disruption_budgets = state.disruption_budgets
+        info.config_maps = state.config_maps
         info.min_node_gpu_memory, info.max_node_gpu_memory = self._gpu_memory
         info.bind_requests_to_delete = [
             key for key, br in state.bind_requests.items() if br.selected_node not in table.by_name or br.failed

@@ -17,6 +17,7 @@ from kai.cluster.kube.informer import Informer, InformerState, InformerStats, ap
 from kai.cluster.kube.resources import KINDS
 from kai.cluster.kube.runtime import Dispatcher
 from kai.cluster.kube.transport import Transport
+from kai.core.model.objects import parse_pod
 
 POD, QUEUE = KINDS["Pod"], KINDS["Queue"]
 
@@ -116,12 +117,25 @@ FULL_POD = {
         "nodeSelector": {"gpu": "a100"},
         "affinity": {"nodeAffinity": {"x": 1}},
         "tolerations": [{"key": "k", "operator": "Exists"}],
-        "volumes": [{"name": "v"}],
+        "volumes": [
+            {"name": "v", "emptyDir": {}},
+            {"name": "settings", "configMap": {"name": "s", "defaultMode": 420}},
+            {
+                "name": "api",
+                "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}, {"configMap": {"name": "ca"}}]},
+            },
+        ],
         "containers": [
             {
                 "name": "c",
                 "image": "img",
-                "env": [{"name": "A", "value": "1"}],
+                "env": [
+                    {"name": "A", "value": "1"},
+                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "x", "key": "k"}}},
+                    {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "e", "key": "k", "optional": True}}},
+                ],
+                "envFrom": [{"secretRef": {"name": "x"}}, {"configMapRef": {"name": "f"}}],
+                "volumeMounts": [{"name": "v", "mountPath": "/v"}, {"name": "settings", "mountPath": "/s"}],
                 "resources": {"requests": {"nvidia.com/gpu": "1"}},
                 "ports": [{"containerPort": 80, "hostPort": 8080}],
             }
@@ -154,9 +168,16 @@ PRUNED_POD = {
         "nodeSelector": {"gpu": "a100"},
         "affinity": {"nodeAffinity": {"x": 1}},
         "tolerations": [{"key": "k", "operator": "Exists"}],
+        "volumes": [  # only ConfigMap references, what the ConfigMap pre-predicate reads
+            {"name": "configmap:s:None", "configMap": {"name": "s"}},
+            {"name": "configmap:ca:None", "configMap": {"name": "ca"}},  # a projected source, as what it means here
+        ],
         "containers": [
             {
                 "name": "c",
+                "env": [{"valueFrom": {"configMapKeyRef": {"name": "e", "optional": True}}}],
+                "envFrom": [{"configMapRef": {"name": "f"}}],
+                "volumeMounts": [{"name": "configmap:s:None"}],
                 "resources": {"requests": {"nvidia.com/gpu": "1"}},
                 "ports": [{"containerPort": 80, "hostPort": 8080}],
             }
@@ -381,3 +402,7 @@ def test_a_replay_is_delivered_before_wait_delivered_returns_and_a_listener_may_
     assert seen[0] == ("Pod", "p0", False) and seen[-1] == ("Pod", "p0", True)
     dispatcher.stop()
     dispatcher.wait_delivered()  # stopped: nothing to wait for
+
+
+def test_a_pruned_pod_keeps_every_config_map_reference_the_scheduler_reads():
+    assert parse_pod(Decoder(POD).object(json.dumps(FULL_POD).encode())).config_maps == ("f", "s")

@@ -325,3 +325,31 @@ def test_reason_strings_mirror_upstream():
     assert AFFINITY_REASON == "node(s) didn't match pod affinity rules"
     assert ANTI_AFFINITY_REASON == "node(s) didn't match pod anti-affinity rules"
     assert EXISTING_ANTI_AFFINITY_REASON == "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+def test_preferred_terms_keep_their_weights_in_order_and_count_as_terms() -> None:
+    preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+    parsed = PodAffinity.from_pod(
+        "ns",
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    preferred: [
+                        {"weight": 10, "podAffinityTerm": term(**selects(app="a"))},
+                        {"weight": 3, "podAffinityTerm": term(HOST, **selects(app="b"))},
+                    ]
+                }
+            }
+        },
+        "pod ns/p",
+    )
+    assert [(weight, t.topology_key) for weight, t in parsed.preferred_anti_affinity] == [(10, ZONE), (3, HOST)]
+    assert parsed.is_empty and parsed.has_terms
+
+
+@pytest.mark.parametrize("weight", [0, 101, "5", None])
+def test_a_preferred_term_weight_outside_1_to_100_names_the_field(weight: object) -> None:
+    spec = {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight}]}}}
+    with pytest.raises(InvalidObject) as refused:
+        PodAffinity.from_pod("ns", spec, "pod ns/p")
+    assert refused.value.field == "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"

@@ -31,10 +31,12 @@ UNSEARCHED = frozenset(
         ReasonKind.GANG_INCOMPLETE,
         ReasonKind.SCHEDULING_GATE,
         ReasonKind.DRA,
+        ReasonKind.CONFIG_MAP,
         ReasonKind.PIPELINED,
     }
 )
-"""Reasons no change of quota, room or nodes can lift: an object to fix, a gate, a pod larger than any node…"""
+"""Reasons no change of quota, room or nodes can lift: an object to fix, a gate, a pod larger than any node, a
+ConfigMap to create…"""
 
 
 @dataclass(frozen=True)
