@@ -16,8 +16,8 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from kai.core.model import names
-from kai.core.model.disruption_budget import DisruptionBudget, parse_disruption_budget
 from kai.core.model.config_maps import parse_config_map
+from kai.core.model.disruption_budget import DisruptionBudget, parse_disruption_budget
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import Metadata, Raw, object_ref
