@@ -45,6 +45,8 @@ def main() -> None:
             print(f"batch {batch}: {str(error).splitlines()[0]}", file=sys.stderr)
             if args.verbose:  # the steps that led there (hypothesis's notes), to replay with the same hash seed
                 print("".join(traceback.format_exception(error)), file=sys.stderr)
+        elapsed = time.perf_counter() - start
+        print(f"after batch {batch}: {ClusterMachine.examples} examples, {elapsed:.0f} s", file=sys.stderr, flush=True)
         batch += 1
     seconds = time.perf_counter() - start
     print(f"bench properties examples={ClusterMachine.examples} violations={violations} seconds={seconds:.1f}")

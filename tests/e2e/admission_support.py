@@ -8,12 +8,14 @@ import base64
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from controlplane import REPO, ControlPlane, make_pki
+from controlplane import REPO, ControlPlane, free_port, make_pki
 from kai_support import Kai, wait_until
 
 from kai.components.admission import webhooks
@@ -28,13 +30,15 @@ class Admission:
     probe_port: int
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    extra: tuple[str, ...] = ()
+    """More flags for ``kai admission``."""
 
     def start(self) -> None:
         argv = [
             sys.executable, "-m", "kai", "admission", f"--kubeconfig={self.cp.kubeconfig_path}",
             f"--webhook-addr=127.0.0.1:{self.port}", f"--cert-dir={self.cert_dir}", "--metrics-bind-address=0",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}", "--gpu-sharing-enabled",
-            "--gpu-fraction-runtime-class-name=",
+            "--gpu-fraction-runtime-class-name=", *self.extra,
         ]  # fmt: skip
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
@@ -57,6 +61,27 @@ class Admission:
     def register(self, ca_bundle: str) -> None:
         client = webhooks.url_client(f"https://127.0.0.1:{self.port}", ca_bundle)
         self.cp.apply(*webhooks.configurations(client))
+
+
+@contextmanager
+def serving(cp: ControlPlane, tmp_path: Path, *extra: str) -> Iterator[Admission]:
+    """`kai admission` (with ``extra`` flags) serving the webhooks, registered for the block and removed after it (the
+    cluster is shared)."""
+    cert_dir = tmp_path / "certs"
+    cert_dir.mkdir()
+    server = Admission(cp, tmp_path, cert_dir, free_port(), free_port(), tmp_path / "admission.log", extra=extra)
+    ca = server.new_certificate("pki-1")
+    server.start()
+    server.register(ca)
+    try:
+        wait_until("the API server to call the queue webhook", lambda: kai_refuses(cp))
+        yield server
+    finally:
+        for kind, name in CONFIGURATIONS:
+            cp.kubectl("delete", kind, name, "--ignore-not-found")
+        server.stop()
+        if server.process is not None and server.process.returncode not in (0, None):
+            print(server.log.read_text())
 
 
 CONFIGURATIONS = tuple((kind.lower(), name) for name, kind in webhooks.CONFIGURATIONS.items())

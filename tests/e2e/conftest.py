@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import pytest
 import testcluster
-from admission_support import CONFIGURATIONS, Admission, kai_refuses
-from controlplane import ControlPlane, ControlPlaneError, find_binaries, free_port, install_crds, start
-from kai_support import Kai, kai_all, wait_until
+from admission_support import Admission, serving
+from controlplane import ControlPlane, ControlPlaneError, find_binaries, install_crds, start
+from kai_support import Kai, kai_all
 from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
@@ -134,18 +134,5 @@ def namespace(control_plane: ControlPlane, kube: Client) -> Iterator[str]:
 @pytest.fixture
 def admission(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Admission]:
     """`kai admission` serving the webhooks, registered for the test and removed after it (the cluster is shared)."""
-    cert_dir = tmp_path / "certs"
-    cert_dir.mkdir()
-    server = Admission(control_plane, tmp_path, cert_dir, free_port(), free_port(), tmp_path / "admission.log")
-    ca = server.new_certificate("pki-1")
-    server.start()
-    server.register(ca)
-    try:
-        wait_until("the API server to call the queue webhook", lambda: kai_refuses(control_plane))
+    with serving(control_plane, tmp_path) as server:
         yield server
-    finally:
-        for kind, name in CONFIGURATIONS:
-            control_plane.kubectl("delete", kind, name, "--ignore-not-found")
-        server.stop()
-        if server.process is not None and server.process.returncode not in (0, None):
-            print(server.log.read_text())

@@ -185,6 +185,39 @@ def queue(cp: ControlPlane, tmp_path: Path, name: str, gpu_limit: int = -1) -> N
     )
 
 
+def queue_tree(cp: ControlPlane, tmp_path: Path, parent: str, *children: tuple[str, dict[str, Any]]) -> None:
+    """A top-level queue of its own per test (so places in line do not depend on other tests) and its children (each
+    child's ``quota`` and ``limit`` of GPUs, ``annotations``, and other spec fields)."""
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+
+    def spec(gpu: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}, **extra}
+
+    queues = [
+        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent}, "spec": spec(unlimited)}
+    ]
+    for name, child in children:
+        gpu = {"quota": child.pop("quota", -1), "limit": child.pop("limit", -1), "overQuotaWeight": 1}
+        meta = {"name": name, "annotations": child.pop("annotations", {})}
+        body = spec(gpu, parentQueue=parent, **child)
+        queues.append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": meta, "spec": body})
+    apply(cp, tmp_path, *queues)
+
+
+def bound(cp: ControlPlane, namespace: str, pod: str) -> str:
+    return str(kubectl_json(cp, "get", "pod", pod, "-n", namespace)["spec"].get("nodeName") or "")
+
+
+def gang(namespace: str, name: str, queue: str, pool: str, size: int, gpus: int, **spec: Any) -> list[dict[str, Any]]:
+    podgroup = {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": size, "queue": queue, "priorityClassName": "train", **spec},
+    }
+    return [podgroup, *(gpu_pod(namespace, f"{name}-{i}", queue, pool, gpus, name) for i in range(size))]
+
+
 def gpu_pod(namespace: str, name: str, queue_name: str, pool: str, gpus: int, podgroup: str = "") -> dict[str, Any]:
     annotations = {"pod-group-name": podgroup} if podgroup else {}
     return {

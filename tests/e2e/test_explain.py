@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import ControlPlane
-from kai_support import REPO, SEED, Kai, apply, gpu_pod, kai_cli, kubectl_json, wait_until
+from kai_support import REPO, SEED, Kai, apply, bound, gang, gpu_pod, kai_cli, kubectl_json, queue_tree, wait_until
 from testcluster import Kwok
 
 from kai.core.model.meta import parse_time
-
-GANG_PRIORITY = "train"
 
 
 def explain_json(cp: ControlPlane, kai: Kai, namespace: str, name: str) -> dict[str, Any]:
@@ -28,41 +26,10 @@ def explain_json(cp: ControlPlane, kai: Kai, namespace: str, name: str) -> dict[
     return told
 
 
-def queue_tree(cp: ControlPlane, tmp_path: Path, parent: str, *children: tuple[str, dict[str, Any]]) -> None:
-    """A top-level queue of its own per test (so places in line do not depend on other tests) and its children."""
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-
-    def spec(gpu: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        return {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}, **extra}
-
-    queues = [
-        {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": parent}, "spec": spec(unlimited)}
-    ]
-    for name, child in children:
-        gpu = {"quota": child.pop("quota", -1), "limit": child.pop("limit", -1), "overQuotaWeight": 1}
-        body = spec(gpu, parentQueue=parent, **child)
-        queues.append({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": body})
-    apply(cp, tmp_path, *queues)
-
-
-def gang(namespace: str, name: str, queue: str, pool: str, size: int, gpus: int, **spec: Any) -> list[dict[str, Any]]:
-    podgroup = {
-        "apiVersion": "scheduling.run.ai/v2alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": size, "queue": queue, "priorityClassName": GANG_PRIORITY, **spec},
-    }
-    return [podgroup, *(gpu_pod(namespace, f"{name}-{i}", queue, pool, gpus, name) for i in range(size))]
-
-
 def condition_reason(cp: ControlPlane, namespace: str, name: str) -> str:
     group = kubectl_json(cp, "get", "podgroup", name, "-n", namespace)
     conditions = group.get("status", {}).get("schedulingConditions") or []
     return str(conditions[0]["reasons"][0]["reason"]) if conditions else ""
-
-
-def bound(cp: ControlPlane, namespace: str, pod: str) -> str:
-    return str(kubectl_json(cp, "get", "pod", pod, "-n", namespace)["spec"].get("nodeName") or "")
 
 
 def test_explain_a_gang_blocked_by_its_queue_limit(

@@ -1,7 +1,8 @@
 """The rest of a cluster for the e2e tests, beside kube-apiserver + etcd (controlplane.py): real parts, no mocks.
 
 - kube-controller-manager of the apiserver's release: the workload controllers, garbage collection, namespace
-  deletion and the node lifecycle controller (which lifts the not-ready taint once a node is Ready);
+  deletion, the node lifecycle controller (which lifts the not-ready taint once a node is Ready) and the disruption
+  controller (PodDisruptionBudgets' status, which the API server's eviction subresource judges by);
 - KWOK as the kubelet stand-in: nodes annotated `kwok.x-k8s.io/node: fake` get Ready and keep their lease, pods bound
   to them go Running, deleted pods go away; a pod annotated `kai.test/run-for: <duration>` (e.g. "2s") succeeds that
   long after it started, as KAI's scale tests make pods complete with a Stage;
@@ -62,6 +63,7 @@ CONTROLLERS = (
     "clusterrole-aggregation-controller",
     "endpoints-controller",
     "endpointslice-controller",
+    "disruption-controller",
 )
 
 # The training operator's webhook server reads its serving certificate from this fixed path (a mounted Secret in its

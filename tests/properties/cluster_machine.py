@@ -1,11 +1,19 @@
-"""A cluster over many cycles as a hypothesis state machine: arrivals, completions, node and queue changes between
-cycles, each cycle the real scheduler (``kai.components.sim.runner.Simulation``: the scheduler core, its writer, the
-binder and the simulated kubelets on the embedded cluster).
+"""A cluster over many cycles as a hypothesis state machine: arrivals (bare pods and PodGroups, or batch Jobs that
+ask to be suspended rather than have their pods deleted), completions, node and queue changes (quota and limit cuts
+under running work included), PodDisruptionBudgets over running jobs, between cycles; each cycle the real scheduler
+(``kai.components.sim.runner.Simulation``: the scheduler core, its writer, the binder, the simulated kubelets and
+workload controllers on the embedded cluster), with an eviction budget per cycle and per minute drawn at the start
+and, half the time, ``overlimiteviction``.
 
-After every cycle the single-cycle invariants hold (docs/architecture.md §6: no node over its resources or a GPU over
-its memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
-their queue's quota); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node and
-placed back on it, and the cycles end with nothing to do. A statement rolled back restores the session exactly.
+After every cycle the single-cycle invariants hold (docs/architecture.md §6: no node over its resources or a GPU
+over its memory, gangs all or nothing, at most one BindRequest per pod, nothing bound twice, non-preemptible jobs within
+their queue's quota), no more pods are evicted than the eviction budget allows, the API's eviction subresource
+never refuses an eviction (the scheduler chose within the PDBs), and no pod is lost (a pod made is there, or its
+suspended Job keeps it); left alone, the cluster settles: fair shares stop moving, nothing is evicted from a node
+and placed back on it, and the cycles end with nothing to do (after as many more cycles as the eviction budget
+holds evictions back); with ``overlimiteviction``, a queue still over a cut limit then holds only what cannot be
+taken (non-preemptible jobs, jobs their PDBs keep, gangs larger than a budget's cap). A statement rolled back
+restores the session exactly.
 
 ``ClusterMachine.examples`` counts the examples run (the bench prints it).
 """
@@ -22,12 +30,16 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kai.components.sim.runner import Simulation
 from kai.components.sim.scenario import ClockSpec, Runner, Scenario
+from kai.core.actions import overlimiteviction
 from kai.core.cycle import open_session
-from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.config import DEFAULT_ACTIONS, DisruptionConfig, SchedulerConfig
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
+from kai.core.framework.victims.victims import tasks_to_evict
 from kai.core.model import names
+from kai.core.model.suspension import is_stand_in
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
+from kai.core.state.reasons import ReasonKind
 from kai.core.state.resource_index import PODS_ROW
 
 NAMESPACE = "ns"
@@ -47,6 +59,11 @@ PRIORITIES = {"train": 50, "inference": 125}
 """KAI's defaults: below 100 preemptible, from 100 on not."""
 GPU_SHAPES = ("0", "1", "2", "0.5")
 """GPUs per pod: none, whole ones, or half a GPU (a fraction, shared)."""
+BUDGETS = ((0, 0), (2, 0), (0, 4), (1, 3))
+"""(per cycle, per minute) eviction budgets, 0: no cap."""
+BUDGET_CYCLES = 60
+"""At most this many more quiet cycles while the eviction budget holds evictions back."""
+ACTIONS = DEFAULT_ACTIONS
 
 
 def _queue(name: str, parent: str, quota: int, limit: int, weight: int = 1) -> dict[str, Any]:
@@ -74,6 +91,7 @@ def _node(name: str, gpus: int) -> dict[str, Any]:
 
 def _pod(job: str, index: int, gpus: str) -> dict[str, Any]:
     requests = {"cpu": "2", "memory": "4Gi"}
+    labels = {"job": job}
     annotations = {names.POD_GROUP_ANNOTATION: job}
     if gpus == "0.5":
         annotations[names.GPU_FRACTION_ANNOTATION] = gpus
@@ -86,6 +104,7 @@ def _pod(job: str, index: int, gpus: str) -> dict[str, Any]:
             "namespace": NAMESPACE,
             "uid": f"uid-{job}-{index}",
             "annotations": annotations,
+            "labels": labels,
         },
         "spec": {
             "schedulerName": "kai-scheduler",
@@ -137,10 +156,23 @@ class ClusterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         ClusterMachine.examples += 1
+        self._start(SchedulerConfig())
+        self.cycles = 0
+        self.jobs = 0
+        self.node_names = 0
+        self.binds: Counter[str] = Counter()
+        """Per pod key, how often it went from no node to a node since it was last created."""
+        self._nodes_of: dict[str, str] = {}
+        self.made: set[str] = set()
+        """Pods the machine made (each is in the cluster from then on: the world makes deleted ones again)."""
+        self.evicted_at: list[tuple[float, int]] = []
+        """(time, pods evicted) of every cycle."""
+
+    def _start(self, config: SchedulerConfig) -> None:
         scenario = Scenario(
             Path("<properties>"),
             "properties",
-            SchedulerConfig(),
+            config,
             0.0,
             [],
             {},
@@ -149,13 +181,7 @@ class ClusterMachine(RuleBasedStateMachine):
         )
         self.sim = Simulation(scenario, reuse_snapshots=self.reuse_snapshots)
         self.cluster = self.sim.cluster
-        self.cycles = 0
-        self.jobs = 0
-        self.node_names = 0
-        self.binds: Counter[str] = Counter()
-        """Per pod key, how often it went from no node to a node since it was last created."""
         self.cluster.subscribe(self._count_binds)
-        self._nodes_of: dict[str, str] = {}
 
     def _count_binds(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         if kind != "Pod":
@@ -180,8 +206,21 @@ class ClusterMachine(RuleBasedStateMachine):
             st.tuples(st.integers(0, 8), st.sampled_from([-1, 0, 4]), st.integers(1, 3)), min_size=2, max_size=2
         ),
         nodes=st.lists(st.sampled_from([0, 2, 4, 8]), min_size=1, max_size=4),
+        budget=st.sampled_from(BUDGETS),
+        overlimit=st.booleans(),
     )
-    def setup(self, dept: tuple[int, int], leaves: list[tuple[int, int, int]], nodes: list[int]) -> None:
+    def setup(
+        self,
+        dept: tuple[int, int],
+        leaves: list[tuple[int, int, int]],
+        nodes: list[int],
+        budget: tuple[int, int] = (0, 0),
+        overlimit: bool = False,
+    ) -> None:
+        actions = (*ACTIONS, overlimiteviction.NAME) if overlimit else ACTIONS
+        self._start(
+            SchedulerConfig(actions=actions, disruption=DisruptionConfig(per_cycle=budget[0], per_minute=budget[1]))
+        )
         for name, value in PRIORITIES.items():
             self.cluster.create("PriorityClass", {"kind": "PriorityClass", "metadata": {"name": name}, "value": value})
         self.cluster.create("Queue", _queue("dept", "", *dept))
@@ -210,6 +249,38 @@ class ClusterMachine(RuleBasedStateMachine):
         self.cluster.create("PodGroup", podgroup)
         for i in range(members):
             self.cluster.create("Pod", _pod(job, i, gpus))
+            self.made.add(f"{NAMESPACE}/{job}-{i}")
+
+    @rule(queue=st.sampled_from(LEAVES), parallelism=st.integers(1, 3), gpus=st.sampled_from(("1", "2")))
+    def arrive_suspendable(self, queue: str, parallelism: int, gpus: str) -> None:
+        """A batch Job that asks to be suspended, not have its pods deleted, when it is evicted whole."""
+        job = f"batch-{self.jobs}"
+        self.jobs += 1
+        template = _pod(job, 0, gpus)
+        template["metadata"] = {"labels": {"job": job, names.QUEUE_LABEL: queue}}
+        template["spec"] |= {"restartPolicy": "Never", "priorityClassName": "train"}
+        annotations = {names.EVICTION_STRATEGY_ANNOTATION: names.SUSPEND}
+        spec = {"parallelism": parallelism, "completions": parallelism, "template": template}
+        meta = {"name": job, "namespace": NAMESPACE, "uid": f"uid-{job}", "annotations": annotations}
+        made = self.cluster.create("Job", {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec})
+        for pod in self.sim.workloads.jobs.first_pods(made):  # the Job controller's stand-in makes its pods
+            self.cluster.create("Pod", pod)
+
+    @precondition(lambda self: self._running_jobs())
+    @rule(
+        data=st.data(),
+        spec=st.sampled_from(
+            [{"minAvailable": 1}, {"minAvailable": "50%"}, {"maxUnavailable": 0}, {"maxUnavailable": 1}]
+        ),
+    )
+    def protect(self, data: st.DataObject, spec: dict[str, Any]) -> None:
+        """A PodDisruptionBudget over a running job's pods."""
+        job = data.draw(st.sampled_from(self._running_jobs()), label="job")
+        name = f"pdb-{job}"
+        if self.cluster.get("PodDisruptionBudget", f"{NAMESPACE}/{name}") is None:
+            selector = {"matchLabels": {"job": job}}
+            budget = {"kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NAMESPACE}}
+            self.cluster.create("PodDisruptionBudget", {**budget, "spec": {"selector": selector, **spec}})
 
     @precondition(lambda self: self._running_jobs())
     @rule(data=st.data())
@@ -253,6 +324,18 @@ class ClusterMachine(RuleBasedStateMachine):
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         self.cluster.update("Queue", updated)
 
+    @precondition(lambda self: self._running_jobs())
+    @rule(queue=st.sampled_from(("dept", *LEAVES)), keep=st.integers(0, 4), limit=st.booleans())
+    def cut_queue(self, queue: str, keep: int, limit: bool) -> None:
+        """A quota cut under running work (KAI #1783): the queue's GPU quota down to at most ``keep``, and with
+        ``limit`` its limit to ``keep`` too."""
+        current = self.cluster.get("Queue", queue)
+        assert current is not None
+        gpu = current["spec"]["resources"]["gpu"]
+        quota = keep if gpu["quota"] < 0 else min(gpu["quota"], keep)
+        gpu |= {"quota": quota, "limit": keep if limit else gpu["limit"]}
+        self.cluster.update("Queue", current)
+
     # ------------------------------------------------------------------------------------------- cycles
 
     @rule()
@@ -261,12 +344,17 @@ class ClusterMachine(RuleBasedStateMachine):
 
     @rule()
     def quiet(self) -> None:
-        """Cycles with nothing changing outside: the scheduler settles, with no pod going back and forth."""
+        """Cycles with nothing changing outside: the scheduler settles, with no pod going back and forth (the
+        eviction budget may hold evictions back for a while: those cycles are added)."""
         evicted: Counter[tuple[str, str]] = Counter()
         activity = []
         shares = []
-        for _ in range(QUIET_CYCLES):
+        cycles, held = 0, 0
+        while cycles < QUIET_CYCLES + held:
+            cycles += 1
             session = self._cycle()
+            if held < BUDGET_CYCLES and _budget_held(session):
+                held += 1
             for eviction in session.result.evictions:
                 evicted[(eviction.pod_key, eviction.node)] += 1
             activity.append(len(session.result.binds) + len(session.result.evictions) + len(session.result.pipelined))
@@ -277,6 +365,8 @@ class ClusterMachine(RuleBasedStateMachine):
             f"not settled after {QUIET_CYCLES} quiet cycles: actions per cycle {activity}"
         )
         assert shares[-1] == shares[-2], f"fair share still moving in a steady cluster: {shares[-2]} -> {shares[-1]}"
+        if overlimiteviction.NAME in self.sim.scenario.config.actions:
+            _check_within_limits(session)
 
     @rule(data=st.data())
     def statement_rollback(self, data: st.DataObject) -> None:
@@ -310,6 +400,7 @@ class ClusterMachine(RuleBasedStateMachine):
         record = self.sim.cycle(self.cycles)
         session = record.session
         _check_session(session)
+        self._check_evictions(session)
         bound_or_requested = {br["spec"]["podName"] for br in self.cluster.list("BindRequest")} | {
             p["metadata"]["name"] for p in self.cluster.list("Pod") if p["spec"].get("nodeName")
         }
@@ -318,9 +409,42 @@ class ClusterMachine(RuleBasedStateMachine):
         again = sorted(set(decided) & bound_or_requested)
         assert not again, f"bind decided for pods already bound or with a BindRequest: {again}"
         self.sim.advance(record)
+        refused = [(e.pod_key, why) for e, why in self.sim.writer.evictor.last.refused]
+        assert not refused, f"evictions the PDBs did not allow were sent: {refused}"
         return session
 
+    def _check_evictions(self, session: Session) -> None:
+        """No more evictions than the eviction budget allows, per cycle and in any minute."""
+        budget = self.sim.scenario.config.disruption
+        count = len(session.result.evictions)
+        assert not budget.per_cycle or count <= budget.per_cycle, f"{count} evictions, {budget.per_cycle} allowed"
+        self.evicted_at.append((session.now, count))
+        minute = sum(n for at, n in self.evicted_at if session.now - 60 < at <= session.now)
+        assert not budget.per_minute or minute <= budget.per_minute, f"{minute} evictions in a minute"
+
     # ------------------------------------------------------------------------------------------- the cluster
+
+    @invariant()
+    def no_pod_lost(self) -> None:
+        """Every pod made is in the cluster (the world makes a deleted one again), and every unfinished Job has a pod
+        in the cluster or kept by its suspension; no stand-in of a suspended Job's pods is ever bound."""
+        pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in self.cluster.list("Pod")}
+        lost = sorted(self.made - pods.keys())
+        assert not lost, f"pods lost: {lost}"
+        kept = {key.split(" ", 1)[1] for key in self.sim.workloads.suspensions.kept}
+        for job in self.cluster.list("Job"):
+            key = f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+            owned = [
+                p
+                for p in pods.values()
+                if (p["metadata"].get("labels") or {}).get("job-name") == job["metadata"]["name"]
+            ]
+            finished = (job.get("status") or {}).get("completionTime") or (job.get("status") or {}).get("conditions")
+            assert finished or owned or key in kept, f"Job {key} has no pod and is not suspended"
+        stand_ins = [
+            br["spec"]["podName"] for br in self.cluster.list("BindRequest") if is_stand_in(br["spec"]["podName"])
+        ]
+        assert not stand_ins, f"stand-ins bound: {stand_ins}"
 
     @invariant()
     def at_most_one_bind_request_per_pod(self) -> None:
@@ -363,6 +487,41 @@ class ClusterMachine(RuleBasedStateMachine):
 
     def _running_jobs(self) -> list[str]:
         return sorted({_job_of(p) for p in self.cluster.list("Pod") if p["status"].get("phase") == "Running"})
+
+
+def _check_within_limits(ssn: Session) -> None:
+    """Settled with ``overlimiteviction``: a queue over a limit (a cut) holds only what cannot be taken from it, the
+    jobs of its subtree that are non-preemptible, hold none of the resource over the limit, whose PodDisruptionBudgets
+    keep their next pods, or whose next pods are more than an eviction budget's cap (a gang goes whole or not at
+    all)."""
+    budget = ssn.config.disruption
+    caps = [cap for cap in (budget.per_cycle, budget.per_minute) if cap]
+    for uid in ssn.queues:
+        over = overlimiteviction.excess(ssn, uid)
+        if not over:
+            continue
+        for job in ssn.jobs.values():
+            if not job.preemptible or not job.has_active_allocated() or not _under(ssn, job.queue, uid):
+                continue
+            if not overlimiteviction.over_above(ssn, job):
+                continue  # it holds none of what is over the limit: evicting it would not help
+            tasks, _ = tasks_to_evict(ssn, job)
+            if any(len(tasks) > cap for cap in caps):
+                continue
+            refused = ssn.disruption.refusal(tasks, overlimiteviction.NAME, capped=False)
+            assert refused is not None, f"{over} after quiet cycles, and {job.key} could still give pods back"
+
+
+def _under(ssn: Session, uid: str, ancestor: str) -> bool:
+    while uid in ssn.queues:
+        if uid == ancestor:
+            return True
+        uid = ssn.queues[uid].parent
+    return False
+
+
+def _budget_held(session: Session) -> bool:
+    return any(note.kind is ReasonKind.EVICTION_BUDGET for note in session.disruption.notes.values())
 
 
 def _job_of(pod: Mapping[str, Any]) -> str:

@@ -9,7 +9,8 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kai.cluster.port import AlreadyExists, Conflict, Listener, NotFound, Raw
+from kai.cluster.port import AlreadyExists, Conflict, EvictionRefused, Listener, NotFound, Raw
+from kai.core.model.disruption_budget import parse_disruption_budget
 from kai.core.state.cluster_state import object_key
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -62,6 +63,8 @@ def apply_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
 class MemoryCluster:
     def __init__(self, objects: Iterable[Raw] = (), clock: Callable[[], str] = lambda: "1970-01-01T00:00:00Z") -> None:
         self.clock = clock
+        self.admission: Callable[[str, Raw], Raw] | None = None
+        """A mutating admission step every create goes through (as an API server's webhooks), if any."""
         self._store: dict[str, dict[str, Raw]] = {}
         self._listeners: list[Listener] = []
         self._version = 0
@@ -88,7 +91,7 @@ class MemoryCluster:
         key = object_key(obj)
         if key in self._store.get(kind, {}):
             raise AlreadyExists(f"{kind} {key} already exists")
-        return self._write(kind, obj)
+        return self._write(kind, self.admission(kind, obj) if self.admission is not None else obj)
 
     def update(self, kind: str, obj: Raw) -> Raw:
         """Replaces the object; conditional on its ``resourceVersion`` when it carries one, as a PUT is."""
@@ -171,6 +174,48 @@ class MemoryCluster:
         if annotations:
             change["metadata"] = {"annotations": dict(annotations)}
         self.patch_merge("Pod", f"{namespace}/{name}", change)
+
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> None:
+        """The pods/eviction subresource as the API server judges it: a pod that is not Running (or already being
+        deleted) goes regardless; one covered by a PodDisruptionBudget goes only while its status allows a
+        disruption (then the PDB's status is charged with it until its controller sees the pod gone); one covered by
+        two or more is refused."""
+        key = f"{namespace}/{name}"
+        pod = self._store.get("Pod", {}).get(key)
+        if pod is None:
+            return
+        meta, labels = pod.get("metadata") or {}, (pod.get("metadata") or {}).get("labels") or {}
+        running = (pod.get("status") or {}).get("phase") == "Running" and not meta.get("deletionTimestamp")
+        budgets = [
+            raw
+            for raw in self._store.get("PodDisruptionBudget", {}).values()
+            if (raw.get("metadata") or {}).get("namespace") == namespace
+            and parse_disruption_budget(raw).covers(namespace, labels)
+        ]
+        if running and len(budgets) > 1:
+            raise EvictionRefused(
+                f"evict Pod {key}: This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                "does not support."
+            )
+        if running and budgets:
+            self._charge_budget(budgets[0], name, dry_run)
+        if not dry_run:
+            self.delete("Pod", key)
+
+    def _charge_budget(self, raw: Raw, pod: str, dry_run: bool) -> None:
+        budget = parse_disruption_budget(raw)
+        if budget.disruptions_allowed <= 0:
+            raise EvictionRefused(
+                f"evict Pod {budget.meta.namespace}/{pod}: Cannot evict pod as it would violate the pod's disruption "
+                f"budget. The disruption budget {budget.meta.name} needs {budget.desired_healthy} healthy pods and "
+                f"has {budget.current_healthy} currently"
+            )
+        if dry_run:
+            return
+        status = json_copy(raw.get("status") or {})
+        status["disruptionsAllowed"] = budget.disruptions_allowed - 1
+        status.setdefault("disruptedPods", {})[pod] = self.clock()
+        self.patch_status("PodDisruptionBudget", budget.key, status)
 
     def subscribe(self, listener: Listener) -> None:
         """Deliver every stored object as added, then every later change (list, then watch)."""

@@ -9,7 +9,8 @@ embedded cluster and from a real API server.
 raises ``Conflict``. ``patch_merge`` and ``patch_status`` are not (JSON merge patches, RFC 7386: maps such as labels
 merge key by key, ``None`` removes a key, lists are replaced; with ``strategic`` the lists of built-in kinds merge
 by their Kubernetes merge key, e.g. conditions by type), so a component that patches only the fields it owns never
-conflicts with another writer. Both adapters raise the errors below.
+conflicts with another writer. Both adapters raise the errors below. ``evict`` lets the API server judge the pod's
+PodDisruptionBudget (``EvictionRefused`` when it does not allow the eviction now).
 """
 
 from collections.abc import Callable, Mapping
@@ -29,6 +30,11 @@ class NotFound(ClusterError, LookupError):
 
 class AlreadyExists(ClusterError):
     """A create named an object that exists."""
+
+
+class EvictionRefused(ClusterError):
+    """The eviction subresource refused to let a pod go: a PodDisruptionBudget does not allow it now (or the pod is
+    covered by more than one, which the API does not support). The message names the budget."""
 
 
 class Conflict(ClusterError):
@@ -72,5 +78,10 @@ class ClusterClient(Protocol):
     def bind_pod(
         self, namespace: str, name: str, node: str, uid: str = "", annotations: Mapping[str, str] | None = None
     ) -> None: ...
+
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> None:
+        """The pods/eviction subresource: deletes the pod (gracefully) if its PodDisruptionBudget allows it, else
+        raises ``EvictionRefused``; a pod that is gone counts as evicted. ``dry_run``: only asks."""
+        ...
 
     def subscribe(self, listener: Listener) -> None: ...

@@ -7,7 +7,7 @@ Action and plugin names are checked against ``kai.core.registry``; a KAI plugin 
 from collections.abc import Mapping
 from typing import Any
 
-from kai.core.framework.config import PluginOption, SchedulerConfig, SearchBudgets
+from kai.core.framework.config import DisruptionConfig, PluginOption, SchedulerConfig, SearchBudgets
 from kai.core.framework.usage.usage_config import parse_usage_db_config
 from kai.core.model.duration import parse_duration
 from kai.core.model.errors import InvalidObject
@@ -17,10 +17,10 @@ from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 WHERE = "scheduler config"
 
 
-def _bool(raw: Mapping[str, Any], key: str, default: bool) -> bool:
+def _bool(raw: Mapping[str, Any], key: str, default: bool, prefix: str = "") -> bool:
     value = raw.get(key, default)
     if not isinstance(value, bool):
-        raise InvalidObject(WHERE, key, f"got {value!r}; expected true or false")
+        raise InvalidObject(WHERE, prefix + key, f"got {value!r}; expected true or false")
     return value
 
 
@@ -38,6 +38,37 @@ def _positive_duration(raw: Mapping[str, Any], key: str, default: float) -> floa
         return default
     seconds = parse_duration(str(value), WHERE, key)
     return seconds if seconds > 0 else default
+
+
+def _count(raw: Mapping[str, Any], key: str, field: str) -> int:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidObject(WHERE, field, f"got {value!r}; expected a whole number of pods (0: no cap)")
+    return value
+
+
+def _disruption(raw: object) -> DisruptionConfig:
+    key = "disruption"
+    if raw is None:
+        return DisruptionConfig()
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(WHERE, key, "expected a mapping with podDisruptionBudgets, evictionBudget, ...")
+    budget = raw.get("evictionBudget") or {}
+    if not isinstance(budget, Mapping):
+        raise InvalidObject(WHERE, f"{key}.evictionBudget", "expected a mapping with perCycle and perMinute")
+    reservation = raw.get("queueAdmissionReservation")
+    defaults = DisruptionConfig()
+    return DisruptionConfig(
+        pod_disruption_budgets=_bool(raw, "podDisruptionBudgets", True, f"{key}."),
+        per_cycle=_count(budget, "perCycle", f"{key}.evictionBudget.perCycle"),
+        per_minute=_count(budget, "perMinute", f"{key}.evictionBudget.perMinute"),
+        preemption_policy=_bool(raw, "preemptionPolicy", True, f"{key}."),
+        admission_reservation_s=(
+            defaults.admission_reservation_s
+            if reservation is None
+            else parse_duration(str(reservation), WHERE, f"{key}.queueAdmissionReservation")
+        ),
+    )
 
 
 def _search_budgets(raw: object) -> SearchBudgets:
@@ -145,5 +176,6 @@ def parse_config(raw: Mapping[str, Any]) -> SchedulerConfig:
         search_budgets=_search_budgets(raw.get("scenarioSearchBudgets")),
         feature_gates={str(k): bool(v) for k, v in gates.items()},
         usage_db=usage_db,
+        disruption=_disruption(raw.get("disruption")),
         warnings=(_plugin_warnings(tiers) if raw.get("tiers") is not None else ()) + usage_warnings,
     )

@@ -5,6 +5,7 @@ podgroups and every unschedulable podgroup with its reason, so "nothing happened
 """
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import Unschedulable
@@ -32,8 +33,10 @@ def open_session(
 
 
 def close_session(ssn: Session) -> None:
-    """Report every podgroup that still waits, with KAI's reason and messages and the typed reasons beside them."""
+    """Report every podgroup that still waits, with KAI's reason and messages and the typed reasons beside them;
+    the evictions of a victim podgroup the cycle evicted whole suspend its workload where it opted in."""
     result = ssn.result
+    _suspensions(ssn)
     result.bind_requests_to_delete.extend(ssn.cluster.bind_requests_to_delete)
     may_wait = ssn.cluster.may_wait()  # no other job has a pending or gated pod
     for job in may_wait:
@@ -62,6 +65,15 @@ def close_session(ssn: Session) -> None:
                 result.pod_reasons[task.key] = own if own is not None else reasons[0]
             if not job.podgroup.mark_unschedulable:
                 result.events_only.add(task.key)
+
+
+def _suspensions(ssn: Session) -> None:
+    """Decided once the cycle's evictions are all made: a podgroup may lose its pods to several preemptors."""
+    victims = {e.podgroup_key for e in ssn.result.evictions if e.podgroup_key in ssn.jobs}
+    owners = {key: owner for key in victims if (owner := ssn.disruption.suspension(ssn.jobs[key])) is not None}
+    if owners:
+        evictions = ssn.result.evictions
+        ssn.result.evictions = [replace(e, suspend=owners.get(e.podgroup_key)) for e in evictions]
 
 
 def typed_reasons(ssn: Session, job: PodGroupInfo) -> tuple[Reason, ...]:

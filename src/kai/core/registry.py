@@ -1,11 +1,13 @@
-"""Every action and every plugin name KAI v0.17 registers, with what kai runs for it: the one place to add one
-(KAI's ``pkg/scheduler/actions/factory.go`` and ``pkg/scheduler/plugins/factory.go``).
+"""Every action and every plugin name KAI v0.17 registers, with what kai runs for it, and kai's own two actions
+(``overlimiteviction``, ``ungate``: docs/deviations.md): the one place to add one (KAI's
+``pkg/scheduler/actions/factory.go`` and ``pkg/scheduler/plugins/factory.go``).
 
 Everything else that names actions or plugins is derived from these two tables: the names a scheduler config may
 use and the warnings for arguments kai reads its own way (``kai.core.config``), what a cycle runs (``kai.core.cycle``),
 the actions whose victim search has a budget (the scheduler's metrics), a SchedulingShard's default actions and
-plugins (the operator). The tables keep KAI's order, which is the order an error lists the allowed names in; KAI's
-built-in default config (``kai.core.framework.config``) is KAI's data and only names entries of these tables.
+plugins (the operator). The tables keep KAI's order (kai's own actions last), which is the order an error lists the
+allowed names in; KAI's built-in default config (``kai.core.framework.config``) is KAI's data and only names entries
+of these tables.
 """
 
 import enum
@@ -13,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kai.core.actions import allocate, consolidation, preempt, reclaim, stalegangeviction
+from kai.core.actions import allocate, consolidation, overlimiteviction, preempt, reclaim, stalegangeviction, ungate
 from kai.core.framework.session import Plugin, Session
 from kai.core.plugins import gpujoborder
 from kai.core.plugins.dynamicresources import DynamicResourcesPlugin
@@ -47,8 +49,9 @@ ArgumentCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
 class ActionEntry:
     name: str
     execute: Callable[[Session], None]
-    shard_priority: int
-    """Its place in a SchedulingShard's actions as KAI's operator renders them (higher first)."""
+    shard_priority: int | None = None
+    """Its place in a SchedulingShard's actions as KAI's operator renders them (higher first); None: kai's own
+    action, which the operator does not enable (a config names it to run it)."""
     searches_victims: bool = False
     """It searches for victims under ``scenarioSearchBudgets`` (its budget is exported as a metric)."""
 
@@ -93,6 +96,8 @@ ACTIONS: Mapping[str, ActionEntry] = {
         ActionEntry(reclaim.NAME, reclaim.execute, 300, searches_victims=True),
         ActionEntry(preempt.NAME, preempt.execute, 200, searches_victims=True),
         ActionEntry(stalegangeviction.NAME, stalegangeviction.execute, 100),
+        ActionEntry(overlimiteviction.NAME, overlimiteviction.execute),  # kai's: evicts down to a cut queue limit
+        ActionEntry(ungate.NAME, ungate.execute),  # kai's: lifts the queue-admission gate of pods a queue admits
     )
 }
 

@@ -64,6 +64,11 @@ from kai.core.model import names
     help="Refuse any in-place pod growth on a queue with a cpu/memory limit (=true/false).",
 )
 @click.option(
+    "--queue-admission-gating",
+    **GO_BOOL,
+    help="kai's: pods of queues annotated kai.scheduler/queue-admission-gating=true are created gated (=true/false).",
+)
+@click.option(
     "--block-nvidia-visible-devices",
     **GO_BOOL,
     help="Give containers without a GPU NVIDIA_VISIBLE_DEVICES=void; refuse one that picks GPUs with it (=true/false).",
@@ -85,6 +90,7 @@ def admission(
     strict_validation: bool,
     validate_pod_resize_quota: bool,
     block_upsize_on_bounded_queues: bool,
+    queue_admission_gating: bool,
     block_nvidia_visible_devices: bool,
     leader_elect: bool,
     qps: float,
@@ -106,6 +112,7 @@ def admission(
         strict_validation,
         validate_pod_resize_quota,
         block_upsize_on_bounded_queues,
+        queue_admission_gating,
         block_nvidia_visible_devices,
     )
     options = AdmissionOptions(

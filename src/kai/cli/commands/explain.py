@@ -110,6 +110,8 @@ def render(told: dict[str, Any], now: float, console: Console) -> None:
         f"(minMember {told['minMember']}) · priority {told['priority']} · {preemptible}"
     )
     console.print(f"State: [bold]{told['state']}[/bold]{_waiting(told.get('waitingSince'), now)}")
+    if told.get("lastEviction"):
+        console.print(f"Last eviction: {told['lastEviction']['text']}")
     if told["reasons"]:
         tree = Tree("[bold]Why it waits[/bold]")
         for reason in told["reasons"]:

@@ -268,6 +268,10 @@ class KubeCluster:
             if (pod.get("spec") or {}).get("nodeName") != node:
                 raise
 
+    def evict(self, namespace: str, name: str, *, dry_run: bool = False) -> None:
+        """pods/eviction: see ``port.ClusterClient.evict``; a refusal raises ``errors.EvictionRefused``."""
+        self.send(api.eviction_request(namespace, name, dry_run=dry_run, field_manager=self.component))
+
     def create_event(self, kind: str, involved: Raw, reason: str, message: str, *, event_type: str = "Normal") -> None:
         """Records a core/v1 Event about ``involved`` from this component (``kubectl describe`` shows it)."""
         now = self._clock()

@@ -37,6 +37,11 @@ class Conflict(ApiError, port.Conflict):
     """409 Conflict: the object changed since it was read (stale resourceVersion); re-read and retry."""
 
 
+class EvictionRefused(ApiError, port.EvictionRefused):
+    """429 with a ``DisruptionBudget`` cause (a PodDisruptionBudget allows no disruption now), or 500 for a pod of
+    several PodDisruptionBudgets: an answer, not a transient failure, so it is never retried."""
+
+
 class Gone(ApiError):
     """410 Gone / Expired: a resourceVersion or continue token is too old; the caller must re-list."""
 
@@ -60,4 +65,9 @@ def api_error(code: int, status: Mapping[str, Any] | None, *, what: str = "") ->
     cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or ApiError
     if reason == "Expired":
         cls = Gone
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    budget = [c for c in causes or [] if isinstance(c, Mapping) and c.get("type") == "DisruptionBudget"]
+    if (code == 429 and budget) or (code == 500 and "more than one PodDisruptionBudget" in message):
+        cls = EvictionRefused
+        message = "; ".join([message, *(str(c.get("message", "")) for c in budget)])
     return cls(code, reason or "Unknown", message, what=what, retry_after_s=float(retry) if retry else None)

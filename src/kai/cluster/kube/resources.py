@@ -67,6 +67,7 @@ KINDS: dict[str, Kind] = {
         Kind(
             "NodeResourceTopology", "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", False, optional=True
         ),
+        Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", namespaced=True),
     )
 }
 
@@ -276,6 +277,17 @@ def binding_request(
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     return Request("POST", pod.object_path(f"{namespace}/{name}", "binding"), _write_params(field_manager), body)
+
+
+def eviction_request(namespace: str, name: str, *, dry_run: bool = False, field_manager: str = "") -> Request:
+    """POST pods/eviction (policy/v1 Eviction): the API server deletes the pod if its PodDisruptionBudget allows it
+    (429 otherwise); a pod already gone counts as evicted. ``dry_run``: it only judges."""
+    params = dict(_write_params(field_manager))
+    if dry_run:
+        params["dryRun"] = "All"
+    body: Raw = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+    path = KINDS["Pod"].object_path(f"{namespace}/{name}", "eviction")
+    return Request("POST", path, params, body, accept=frozenset({"NotFound"}))
 
 
 def event_request(

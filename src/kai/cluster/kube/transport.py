@@ -29,7 +29,7 @@ from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube.decode import decode_status
-from kai.cluster.kube.errors import Unreachable, api_error
+from kai.cluster.kube.errors import EvictionRefused, Unreachable, api_error
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
 from kai.cluster.kube.ratelimit import Lane, TokenBucket, Window, purpose_of, resource_of
 from kai.cluster.kube.resources import Request
@@ -178,7 +178,8 @@ class Transport:
             if error is None:
                 return response.content
             failures += 1
-            delay = self._retry.delay_s(failures, retry_after_s) if error.code in RETRYABLE_CODES else None
+            retryable = error.code in RETRYABLE_CODES and not isinstance(error, EvictionRefused)
+            delay = self._retry.delay_s(failures, retry_after_s) if retryable else None
             if delay is None:
                 raise error
             log.warning("%s: %s%s; retry %d in %.2fs", what, error, _flow(response), failures, delay)

@@ -77,7 +77,7 @@ def decisions(
         return validate_queue(request, known, invalid, settings)
 
     return {
-        webhooks.MUTATE_POD: lambda request: mutate_pod(request, settings, token()),
+        webhooks.MUTATE_POD: lambda request: mutate_pod(request, settings, token(), queues.view("")[0]),
         webhooks.VALIDATE_POD: lambda request: validate_pod(request, settings),
         webhooks.VALIDATE_POD_RESIZE: lambda request: validate_pod_resize(request, settings, lookup),
         webhooks.VALIDATE_QUEUE: queue,

@@ -13,7 +13,9 @@ sets), a volume of that ConfigMap, the ``-evar`` ConfigMap as ``envFrom``, and t
 names none. The binder fills those ConfigMaps when it binds the pod. With ``--block-nvidia-visible-devices``, KAI's
 ``deviceaccess`` plugin after it: containers without a GPU get ``NVIDIA_VISIBLE_DEVICES=void`` (``device_access``).
 
-The mutation never refuses a pod: what is wrong with it is the validating webhook's to say (it sees the mutated pod).
+With ``--queue-admission-gating`` (kai's), a pod of a queue that opts in gets the queue-admission scheduling gate
+(``queue_gate``). The mutation never refuses a pod: what is wrong with it is the validating webhook's to say (it
+sees the mutated pod).
 """
 
 import copy
@@ -24,6 +26,7 @@ from typing import Any
 import jsonpatch
 
 from kai.components.admission.device_access import block_gpu_access
+from kai.components.admission.queue_gate import gates_pod, with_gate
 from kai.components.admission.review import Decision, Request, allow, as_stored
 from kai.components.admission.settings import AdmissionSettings
 from kai.components.shared.pod_gpu import (
@@ -38,7 +41,7 @@ from kai.components.shared.pod_gpu import (
 from kai.core.model import names
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import object_ref
-from kai.core.model.objects import GPU_MEMORY_EXAMPLE, gpu_fraction, whole_annotation
+from kai.core.model.objects import GPU_MEMORY_EXAMPLE, Queue, gpu_fraction, whole_annotation
 
 SHARED_GPU_SUFFIX = "shared-gpu"
 MAX_VOLUME_NAME = 63
@@ -46,9 +49,12 @@ SHARING_ENV = ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
 _NOT_IN_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
-def mutate_pod(request: Request, settings: AdmissionSettings, token: str) -> Decision:
+def mutate_pod(
+    request: Request, settings: AdmissionSettings, token: str, queues: Mapping[str, Queue] | None = None
+) -> Decision:
     """The JSON Patch and warnings for a pod being created; ``token`` is the random part of a new GPU-sharing
-    ConfigMap name (7 lowercase letters and digits, as KAI's)."""
+    ConfigMap name (7 lowercase letters and digits, as KAI's); ``queues``: the cluster's, for queue admission
+    gating (``queue_gate``)."""
     pod = request.object
     spec = pod.get("spec")
     if not isinstance(spec, Mapping) or spec.get("schedulerName") != settings.scheduler_name:
@@ -66,6 +72,8 @@ def mutate_pod(request: Request, settings: AdmissionSettings, token: str) -> Dec
             mutated["spec"]["runtimeClassName"] = settings.gpu_fraction_runtime_class
     if settings.block_nvidia_visible_devices:
         block_gpu_access(mutated, object_ref("Pod", as_stored(request)))
+    if settings.queue_admission_gating and queues is not None and gates_pod(mutated, queues):
+        with_gate(mutated)
     patch = jsonpatch.make_patch(dict(pod), mutated).patch
     return Decision(patch=tuple(patch), warnings=tuple(warnings))
 

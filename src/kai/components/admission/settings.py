@@ -28,6 +28,8 @@ class AdmissionSettings:
     block_upsize_on_bounded_queues: bool = False
     """``--block-upsize-on-bounded-queues``: refuse any in-place growth on a queue with a limit, or for a
     non-preemptible pod with a quota, whatever it uses now."""
+    queue_admission_gating: bool = False
+    """``--queue-admission-gating`` (kai's): pods of queues that opt in are created gated (``queue_gate``)."""
     block_nvidia_visible_devices: bool = False
     """``--block-nvidia-visible-devices`` (KAI's, off by default): containers without a GPU get
     ``NVIDIA_VISIBLE_DEVICES=void``, and a container setting it to choose GPUs is refused (``device_access``)."""

@@ -5,13 +5,15 @@ For a podgroup, at the moment the view shows (``inspect.Moment``): its pods and 
 KAI's reason and messages, the typed reasons (most decisive first), the fixes proven to start it (``fixes``; searched
 when a fix search is given) or what it needs that no such change gives, its place in line (in its queue, its queue
 among its siblings, up to the top, and in the whole cluster) with the order key that puts it there, since when it
-waits, an estimated start where one can be known, and what the last cycles did for it. The numbers are the view's
-(``pending``): ``kai queues`` and ``kai simulate`` show the same.
+waits, an estimated start where one can be known, what the last cycles did for it, and who last evicted its pods,
+why and when (the scheduler's record on the PodGroup). The numbers are the view's (``pending``): ``kai queues`` and
+``kai simulate`` show the same.
 """
 
 import difflib
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kai.components.insight.fixes.found import as_json as fixes_json
@@ -35,9 +37,11 @@ from kai.components.insight.workload_podgroups import (
 )
 from kai.components.scheduler.conditions import DEFAULT_NODE_POOL
 from kai.components.scheduler.history import outcome
+from kai.core.model import names
+from kai.core.model.meta import parse_time
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
-from kai.core.state.reason_text import as_json, fix_json
+from kai.core.state.reason_text import as_json, fix_json, when
 from kai.core.state.reasons import Reason, invalid_object
 from kai.core.state.task import TaskInfo
 
@@ -224,7 +228,27 @@ def _podgroup(
         "orderKey": order_key_json(row.order_key if row is not None else None),
         "estimatedStart": {"at": at, "basis": basis},
         "lastCycles": _last_cycles(ins, job.key, history),
+        "lastEviction": last_eviction(ins.cluster.get("PodGroup", job.key), now),
     }
+
+
+def last_eviction(podgroup: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
+    """The scheduler's record of the podgroup's last eviction (who, why, when), with kai's sentence for it; None
+    when it has none (or one kai cannot read)."""
+    annotations = ((podgroup or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        record = json.loads(annotations.get(names.EVICTION_RECORD_ANNOTATION, ""))
+        at = parse_time(record["at"], "PodGroup", names.EVICTION_RECORD_ANNOTATION)
+    except (ValueError, KeyError, TypeError):
+        return None
+    by = f" for {record['by']}" if record.get("by") else ""
+    why = f": {record['why']}" if record.get("why") else ""
+    pods = record.get("pods", 0)
+    suspended = f"; {record['suspended']} suspended" if record.get("suspended") else ""
+    text = (
+        f"evicted at {when(at, now)} by {record.get('action', '?')}{by}{why} ({pods} pod{'s' * (pods != 1)}){suspended}"
+    )
+    return {**record, "at": at, "text": text}
 
 
 def _moment(ins: Inspection) -> str:

@@ -12,6 +12,7 @@ from kai.components.operator import monitoring
 from kai.components.operator.objects import labelled
 from kai.components.operator.settings import Settings
 from kai.components.podgrouper.rules.hub import READ_KINDS
+from kai.core.model.suspension import SUSPEND_FIELDS
 
 Rule = dict[str, Any]
 READ = ("get", "list", "watch")
@@ -26,9 +27,19 @@ EVENTS = rule(CORE, ("events",), ("create", "update", "patch"))
 """The shared event recorder creates an Event and counts repeats on it."""
 LEASES = rule("coordination.k8s.io", ("leases",), ("get", "create", "update"))
 
+
+def _suspendable() -> list[Rule]:
+    """The scheduler suspends and resumes these workloads (``kai.core.model.suspension.SUSPEND_FIELDS``)."""
+    plurals: dict[str, set[str]] = {}
+    for api_version, kind in SUSPEND_FIELDS:
+        plurals.setdefault(api_version.rpartition("/")[0], set()).add(kind.lower() + "s")
+    return [rule(group, tuple(sorted(found)), ("get", "patch")) for group, found in plurals.items()]
+
+
 CLUSTER_RULES: dict[str, list[Rule]] = {
     "scheduler": [
         rule(CORE, ("pods",), (*READ, "delete", "update", "patch")),  # evictions; pod views are written by patch
+        rule(CORE, ("pods/eviction",), ("create",)),  # evictions through the Eviction API (PDBs enforced)
         rule(CORE, ("pods/status",), ("update", "patch")),  # PodScheduled conditions
         rule(CORE, ("nodes",), READ),
         rule(CORE, ("configmaps",), READ),  # the ConfigMap pre-predicate: a pod's ConfigMaps exist
@@ -41,6 +52,8 @@ CLUSTER_RULES: dict[str, list[Rule]] = {
         rule("scheduling.k8s.io", ("priorityclasses",), READ),
         rule("resource.k8s.io", ("resourceclaims", "resourceslices"), READ),  # the DynamicResourceAllocation gate
         rule("topology.node.k8s.io", ("noderesourcetopologies",), READ),  # the numa plugin
+        rule("policy", ("poddisruptionbudgets",), READ),  # victims within their PDBs
+        *_suspendable(),  # suspend instead of delete, and resume
         EVENTS,
     ],
     "binder": [

@@ -35,7 +35,7 @@ from kai.core.model.errors import InvalidObject
 from kai.core.registry import ACTIONS, PLUGINS
 
 PLUGIN_PRIORITIES = {name: entry.shard_priority for name, entry in PLUGINS.items() if entry.shard_priority is not None}
-ACTION_PRIORITIES = {name: entry.shard_priority for name, entry in ACTIONS.items()}
+ACTION_PRIORITIES = {name: entry.shard_priority for name, entry in ACTIONS.items() if entry.shard_priority is not None}
 STRATEGIES = ("binpack", "spread")
 CONFIG_PATH = "/etc/config/config.yaml"
 SCHEDULER_ACCOUNT = COMPONENTS["scheduler"].operand

@@ -80,6 +80,7 @@ class SchedulerLoop:
             on_bind_request=self.in_flight.created,
             node_pool=self.node_pool,
             on_bind_ms=metrics.task_bind_latency.observe if metrics is not None else None,
+            through_eviction_api=config.disruption.pod_disruption_budgets,
         )
         self.invalid = InvalidObjectReporter(cluster, recorder, clock, writes, self.node_pool.pool_of)
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
@@ -106,6 +107,7 @@ class SchedulerLoop:
             invalid = dict(self.state.invalid)
             warnings = dict(self.state.warnings)
         cluster.pipelined_before = self.pipelined
+        cluster.recent_evictions = self.writer.evictor.recent(now)
         session = cycle_with_usage(self.usage, cluster, self.config, now, time.perf_counter)
         self.pipelined = session.result.pipelined_podgroups()
         self.cycles += 1
@@ -113,7 +115,7 @@ class SchedulerLoop:
         self.writer.write(session.result, ChainMap(session.jobs, session.cluster.unschedulable_jobs))
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:
-            self.metrics.observe(session, (time.perf_counter() - started) * 1000)
+            self.metrics.observe(session, (time.perf_counter() - started) * 1000, self.writer.evictor.last.outcomes())
         return session
 
     def opened_session(self) -> Session:

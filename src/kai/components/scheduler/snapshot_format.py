@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kai.components.scheduler.node_pool import NodePool
-from kai.core.framework.config import SchedulerConfig
+from kai.core.framework.config import DisruptionConfig, SchedulerConfig
 from kai.core.model import names
 from kai.core.model.duration import format_duration
 from kai.core.model.errors import InvalidObject
@@ -42,8 +42,10 @@ LISTS: dict[str, tuple[str, str]] = {
     "deviceClasses": ("DeviceClass", "resource.k8s.io/v1"),
     "topologies": ("Topology", "kai.scheduler/v1alpha1"),
     "nodeResourceTopologies": ("NodeResourceTopology", "topology.node.k8s.io/v1alpha2"),
+    "podDisruptionBudgets": ("PodDisruptionBudget", "policy/v1"),
 }
-"""KAI's ``rawObjects`` lists, in its order, with the kind and API version of their objects."""
+"""KAI's ``rawObjects`` lists, in its order, with the kind and API version of their objects, and kai's one more
+(``podDisruptionBudgets``: its scheduler reads them; KAI's reader ignores a list it does not know)."""
 SCHEDULED_KINDS = frozenset(
     {
         "Pod",
@@ -56,6 +58,7 @@ SCHEDULED_KINDS = frozenset(
         "ResourceClaim",
         "ResourceSlice",
         "NodeResourceTopology",
+        "PodDisruptionBudget",
     }
 )
 """The kinds kai's scheduler reads; objects of the other lists are not used."""
@@ -148,6 +151,8 @@ def kai_config_of(config: SchedulerConfig, node_pool: NodePool | None = None) ->
     kai_config: dict[str, Any] = {"actions": ", ".join(config.actions), "tiers": tiers}
     if config.queue_depth_per_action:
         kai_config["queueDepthPerAction"] = dict(config.queue_depth_per_action)
+    if config.disruption != DisruptionConfig():
+        kai_config["disruption"] = config.disruption.document()  # kai's own; KAI's reader ignores it
     budgets = config.search_budgets
     kai_config["scenarioSearchBudgets"] = {
         "maxActionSearchDuration": {k: format_duration(v) for k, v in budgets.action_s.items()},
@@ -223,6 +228,8 @@ def config_from_kai(document: dict[str, Any], where: str) -> tuple[dict[str, Any
     merged: dict[str, Any] = {key: config[key] for key in ("actions", "tiers", "queueDepthPerAction") if key in config}
     if config.get("scenarioSearchBudgets"):
         merged["scenarioSearchBudgets"] = config["scenarioSearchBudgets"]
+    if config.get("disruption"):
+        merged["disruption"] = config["disruption"]
     if config.get("usageDBConfig"):
         notes.append(("config.usageDBConfig", "kai has no usage database (time-based fair share); not used"))
     for key in ("schedulerName", "queueLabelKey"):

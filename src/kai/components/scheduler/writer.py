@@ -1,11 +1,13 @@
 """Writing a cycle's decisions back to the cluster, as KAI's cache and status updater do (docs/kai-reference.md §3.5).
 
-Binds become BindRequests (the binder binds), evictions become pod deletions, podgroups get their start and
-staleness annotations, and every waiting podgroup gets KAI's scheduling condition, its pending pods the
-``PodScheduled=False`` condition and events. As in KAI, the events are recorded every cycle (the recorder counts
-repeats on one Event) and conditions are written only when they change; a podgroup's scheduling condition is
-cleared once none of its pods waits or awaits its bind (the API server sets ``PodScheduled=True`` when it binds a
-pod). Every write is idempotent: an existing BindRequest is left alone, an unchanged condition is not rewritten.
+Binds become BindRequests (the binder binds), evictions go through the Eviction API (``evictor``; KAI deletes pods),
+a suspended workload whose stand-in pods the cycle placed is resumed, pods the ``ungate`` action admitted lose
+their queue-admission gate, podgroups get their start and staleness annotations, and every waiting podgroup gets
+KAI's scheduling condition, its pending pods the ``PodScheduled=False`` condition and events. As in KAI, the events
+are recorded every cycle (the recorder counts repeats on one Event) and conditions are written only when they
+change; a podgroup's scheduling condition is cleared once none of its pods waits or awaits its bind (the API server
+sets ``PodScheduled=True`` when it binds a pod). Every write is idempotent: an existing BindRequest is left alone,
+an unchanged condition is not rewritten.
 
 A pod or podgroup that waits for many cycles is read once: the writer remembers what its condition says (and the
 object's resourceVersion, which a watch event changes), and while both hold it only records the cycle's event.
@@ -20,14 +22,16 @@ from typing import Any
 
 from kai.cluster.port import ClusterClient, Raw
 from kai.components.scheduler.conditions import clear_scheduling_conditions, set_condition, set_scheduling_condition
+from kai.components.scheduler.evictor import Evictor, workload
 from kai.components.scheduler.node_pool import SINGLE_SCHEDULING_BACKOFF, NodePool
 from kai.components.shared.events import EventRecorder, ObjectRef
 from kai.components.shared.parallel import Writes
-from kai.core.framework.decisions import Bind, CycleResult, Eviction, Pipeline, Unschedulable
+from kai.core.framework.decisions import Bind, CycleResult, Pipeline, Unschedulable
 from kai.core.model import names
 from kai.core.model.meta import format_time
 from kai.core.model.numa import ZonePlacement
 from kai.core.model.quantity import format_amount
+from kai.core.model.suspension import is_stand_in, is_suspended, suspend_patch
 from kai.core.state.cluster_state import object_key
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -57,10 +61,13 @@ class DecisionWriter:
         on_bind_request: Callable[[Raw], None] | None = None,
         node_pool: NodePool | None = None,
         on_bind_ms: Callable[[float], None] | None = None,
+        through_eviction_api: bool = True,
     ) -> None:
         """``on_bind_request``: given each BindRequest created, as the API server returned it; ``node_pool``: the
         scheduler's (its name in bind events, its label key for the pool of each podgroup's condition);
-        ``on_bind_ms``: how long each BindRequest took to write (KAI's task_bind_latency_milliseconds)."""
+        ``on_bind_ms``: how long each BindRequest took to write (KAI's task_bind_latency_milliseconds);
+        ``through_eviction_api``: evictions through ``pods/eviction`` (PodDisruptionBudgets enforced), else pod
+        deletions as KAI's."""
         self.cluster = cluster
         self.node_pool = node_pool or NodePool()
         self.on_bind_request = on_bind_request
@@ -68,6 +75,9 @@ class DecisionWriter:
         self.now = now
         self.writes = writes or Writes()
         self.recorder = recorder or EventRecorder(cluster, COMPONENT, now)
+        self.evictor = Evictor(cluster, self._event, now, through_eviction_api)
+        self._resumed: set[str] = set()
+        """Podgroups whose workload this writer resumed and whose pods are not back yet (the cache may lag)."""
         self._conditioned: set[str] = set()
         """PodGroups whose stored status has scheduling conditions (kept from watch events)."""
         self._settled_as: dict[tuple[str, str], _Condition] = {}
@@ -107,8 +117,16 @@ class DecisionWriter:
     def write(self, result: CycleResult, jobs: Mapping[str, PodGroupInfo] | None = None) -> None:
         """Apply every decision; a failure on one object is logged and the others still go out."""
         writes = self.writes
-        writes.each("bind", result.binds, self._bind_request)
-        writes.each("evict", result.evictions, self._evict)
+        jobs = jobs or {}
+        writes.each("bind", [b for b in result.binds if not is_stand_in(b.pod_key)], self._bind_request)
+        suspended = self.evictor.send(result.evictions, result.last_eviction, writes).suspended
+        with self._lock:
+            self._resumed -= suspended  # suspended again: resumed again once its pods fit
+        resumed = {b.podgroup_key for b in result.binds} | {p.podgroup_key for p in result.pipelined}
+        resuming = sorted(k for k in resumed - self._resumed if _suspended(jobs.get(k)))
+        writes.each("resume", resuming, lambda k: self._resume(jobs[k]))
+        writes.each("resumed", [job for job in jobs.values() if _back(job)], self._forget_suspension)
+        writes.each("ungate", result.ungated, self._ungate)
         writes.each(
             "start", result.started.items(), lambda item: self._annotate(item[0], names.LAST_START_ANNOTATION, item[1])
         )
@@ -116,14 +134,8 @@ class DecisionWriter:
             "stale", result.stale_since.items(), lambda item: self._annotate(item[0], names.STALE_ANNOTATION, item[1])
         )
         writes.each(
-            "last eviction",
-            result.last_eviction.items(),
-            lambda item: self._annotate(item[0], names.LAST_EVICTION_ANNOTATION, item[1]),
-        )
-        writes.each(
             "delete bind request", result.bind_requests_to_delete, lambda key: self.cluster.delete("BindRequest", key)
         )
-        jobs = jobs or {}
         prefixes, pod_prefixes = self._pool_prefixes(result, jobs)
         writes.each(
             "podgroup condition",
@@ -139,7 +151,7 @@ class DecisionWriter:
                 item[0], pod_prefixes.get(item[0], "") + item[1], mark=item[0] not in result.events_only
             ),
         )
-        writes.each("pipeline event", result.pipelined, self._pipelined)
+        writes.each("pipeline event", [p for p in result.pipelined if not is_stand_in(p.pod_key)], self._pipelined)
         writes.each("clear podgroup condition", self._settled(jobs), self._clear_podgroup_conditions)
         self.recorder.flush()
 
@@ -198,10 +210,49 @@ class DecisionWriter:
             f"Successfully assigned pod {bind.pod_key} to node {bind.node} at node-pool {self.node_pool.name}",
         )
 
-    def _evict(self, eviction: Eviction) -> None:
-        self._event("Pod", eviction.pod_key, "Normal", "Evict", eviction.message)
-        self._event("PodGroup", eviction.podgroup_key, "Normal", "Evict", eviction.message)
-        self.cluster.delete("Pod", eviction.pod_key)
+    def _resume(self, job: PodGroupInfo) -> None:
+        """A suspended workload whose stand-ins the cycle placed (or pipelined): unsuspended; its controller makes
+        its pods again, and the stand-ins hold their room until they are back."""
+        owner = job.podgroup.owner
+        patch = suspend_patch(owner.api_version, owner.kind, False) if owner is not None else None
+        if owner is None or patch is None:
+            return
+        found = workload(self.cluster, owner, job.namespace)
+        if found is None or not is_suspended(owner.api_version, owner.kind, found[1]):
+            return
+        self.cluster.patch_merge(found[0], f"{job.namespace}/{owner.name}", patch)
+        with self._lock:
+            self._resumed.add(job.key)
+        self._event("PodGroup", job.key, "Normal", "Resumed", f"{owner.kind} {owner.name} resumed: its pods fit again")
+
+    def _forget_suspension(self, job: PodGroupInfo) -> None:
+        """A resumed workload's pods are back: its PodGroup's suspension record goes. Pods of a workload still
+        suspended are the ones its controller has yet to delete: the record stays (it is what resumes it)."""
+        owner = job.podgroup.owner
+        found = workload(self.cluster, owner, job.namespace) if owner is not None else None
+        if owner is not None and found is not None and is_suspended(owner.api_version, owner.kind, found[1]):
+            return
+        self.cluster.patch_merge(
+            "PodGroup", job.key, {"metadata": {"annotations": {names.SUSPENDED_PODS_ANNOTATION: None}}}
+        )
+        with self._lock:
+            self._resumed.discard(job.key)
+
+    def _ungate(self, pod_key: str) -> None:
+        """The queue admits the pod: its queue-admission gate lifted (the only gate it has), and when, which its
+        reservation of the queue's quota runs from."""
+        pod = self.cluster.get("Pod", pod_key)
+        gates = ((pod or {}).get("spec") or {}).get("schedulingGates") or []
+        if pod is None or [g.get("name") for g in gates] != [names.QUEUE_ADMISSION_GATE]:
+            return
+        change = {
+            "metadata": {"annotations": {names.QUEUE_ADMITTED_ANNOTATION: format_time(self.now())}},
+            "spec": {"schedulingGates": None},
+        }
+        self.cluster.patch_merge("Pod", pod_key, change)
+        self._event(
+            "Pod", pod_key, "Normal", "Admitted", f"queue admits the pod: {names.QUEUE_ADMISSION_GATE} gate lifted"
+        )
 
     def _pipelined(self, pipeline: Pipeline) -> None:
         self._event("Pod", pipeline.pod_key, "Normal", "Pipelined", pipeline.message)
@@ -304,6 +355,17 @@ class DecisionWriter:
             reason,
             message,
         )
+
+
+def _suspended(job: PodGroupInfo | None) -> bool:
+    """A podgroup the scheduler keeps suspended: it has the record, and its pods are the stand-ins."""
+    return job is not None and bool(job.podgroup.suspended_pods) and all(is_stand_in(k) for k in job.tasks)
+
+
+def _back(job: PodGroupInfo) -> bool:
+    """A podgroup with a suspension record and pods of its own: resumed and back (its record is to go), or
+    suspended and not yet taken down by its controller."""
+    return bool(job.podgroup.suspended_pods) and any(not is_stand_in(k) for k in job.tasks)
 
 
 def _allocated(job: PodGroupInfo | None) -> bool:

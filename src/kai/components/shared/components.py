@@ -25,6 +25,8 @@ class Component:
     """Watched only with the DynamicResourceAllocation feature gate, so clusters without the DRA API still work."""
     numa_watches: tuple[str, ...] = ()
     """Watched only when the scheduler config runs the ``numa`` plugin (KAI's: only where the API is served)."""
+    disruption_watches: tuple[str, ...] = ()
+    """Watched unless the scheduler config turns PodDisruptionBudgets off (``disruption.podDisruptionBudgets``)."""
     wakes_on: frozenset[str] = frozenset()
     """Kinds whose change wakes its loop at once (the others run once a period)."""
     loop: bool = True
@@ -51,6 +53,7 @@ COMPONENTS: dict[str, Component] = {
             ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "BindRequest", "Topology", "ConfigMap"),
             dra_watches=("ResourceClaim", "ResourceSlice"),
             numa_watches=("NodeResourceTopology",),
+            disruption_watches=("PodDisruptionBudget",),
             in_all=True,
             operand="scheduler",
             per_shard=True,
@@ -119,13 +122,15 @@ IN_ALL = tuple(name for name, component in COMPONENTS.items() if component.in_al
 
 
 def kinds_for(components: set[str], config: SchedulerConfig | None = None) -> set[str]:
-    """The components' kinds, with the DRA and NUMA kinds ``config`` asks for (none without a config)."""
+    """The components' kinds, with the DRA, NUMA and disruption kinds ``config`` asks for (none without a config)."""
     chosen = [COMPONENTS[name] for name in components]
     kinds = {kind for component in chosen for kind in component.watches}
     if config is not None and config.dra:
         kinds.update(kind for component in chosen for kind in component.dra_watches)
     if config is not None and any(option.name == "numa" for option in config.plugins):
         kinds.update(kind for component in chosen for kind in component.numa_watches)
+    if config is not None and config.disruption.pod_disruption_budgets:
+        kinds.update(kind for component in chosen for kind in component.disruption_watches)
     return kinds
 
 

@@ -6,7 +6,7 @@ and each node's GPUs and GPUs held (``LastCycle``)."""
 import os
 import threading
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, UnknownMetricFamily
@@ -91,9 +91,25 @@ class SchedulerMetrics:
         self.generator_budget = gauge(
             "scenario_search_generator_budget_configured_seconds", "Configured generator search budget", ("generator",)
         )
+        self.evictions_sent = counter(
+            "evictions_sent",
+            "Pods the scheduler evicted (evicted: through the Eviction API or deleted; suspended: their workload was "
+            "suspended; refused: the API server refused the decision they were part of)",
+            ("action", "outcome"),
+        )
+        self.budget_left = gauge(
+            "eviction_budget_remaining", "Evictions the eviction budget still allowed after the cycle", ("window",)
+        )
+        self.held = gauge(
+            "eviction_held_podgroups",
+            "Pending podgroups the PodDisruptionBudgets or the eviction budget kept from evicting in the cycle",
+            ("reason",),
+        )
 
-    def observe(self, ssn: Session, cycle_ms: float) -> None:
+    def observe(self, ssn: Session, cycle_ms: float, evictions: Iterable[tuple[str, str]] = ()) -> None:
+        """``evictions``: (action, outcome) of each pod the writer evicted, suspended or saw refused."""
         self.e2e_latency.set(cycle_ms)
+        self._observe_evictions(ssn, evictions)
         result = ssn.result
         jobs = ssn.jobs
         for bind in result.binds:
@@ -124,6 +140,15 @@ class SchedulerMetrics:
             self.usage_memory.labels(*labels).set(usage["memory"])
             self.usage_gpu.labels(*labels).set(usage["gpu"])
         self._observe_search(ssn)
+
+    def _observe_evictions(self, ssn: Session, evictions: Iterable[tuple[str, str]]) -> None:
+        for action, outcome in evictions:
+            self.evictions_sent.labels(action, outcome).inc()
+        for window, _, left in ssn.disruption.caps:
+            self.budget_left.labels(window).set(left)
+        notes = [note.kind for note in ssn.disruption.notes.values()]
+        for kind in (ReasonKind.DISRUPTION_BUDGET, ReasonKind.EVICTION_BUDGET, ReasonKind.PREEMPTION_NEVER):
+            self.held.labels(kind.value).set(notes.count(kind))
 
     def _observe_search(self, ssn: Session) -> None:
         search, budgets = ssn.result.search, ssn.config.search_budgets

@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.memory import MemoryCluster
+from kai.cluster.memory import MemoryCluster, json_copy
+from kai.cluster.port import Raw
+from kai.components.admission.queue_gate import gates_pod, with_gate
 from kai.components.binder.component import Binder
 from kai.components.podgrouper import PodGrouper
 from kai.components.podgrouper.component import WARNING_REASON as GROUPER_WARNING
@@ -30,8 +32,10 @@ from kai.components.sim.outcome import Outcome, observe
 from kai.components.sim.problems import ERROR, WARNING, Problem
 from kai.components.sim.scenario import Scenario
 from kai.components.sim.stand_ins.dispatch import WorkloadControllers
+from kai.components.sim.stand_ins.disruption import update_budgets
 from kai.components.sim.timeline import TimelineSample, sample_of
 from kai.components.sim.world import run_workload
+from kai.core.actions import ungate
 from kai.core.cycle import open_session
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.session import Session
@@ -89,6 +93,8 @@ class Simulation:
         self.scenario = scenario
         self.clock = clock if clock is not None else SimClock(scenario.now, scenario.clock.period_s)
         self.cluster = MemoryCluster(clock=lambda: format_time(self.clock.now))
+        if ungate.NAME in scenario.config.actions:  # queue admission gating: kai's webhook gates pods at create
+            self.cluster.admission = self._gate
         self.state = ClusterState()
         config = scenario.config
         self.snapshots = (
@@ -100,7 +106,12 @@ class Simulation:
         self.partitioned = scenario.node_pool is not None
         for key in scenario.podgroups_elsewhere:
             self.state.mark_elsewhere(key)
-        self.writer = DecisionWriter(self.cluster, self._now, node_pool=self.pool)
+        self.writer = DecisionWriter(
+            self.cluster,
+            self._now,
+            node_pool=self.pool,
+            through_eviction_api=scenario.config.disruption.pod_disruption_budgets,
+        )
         self.binder = Binder(self.cluster, self._now)
         self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
         self.cluster.subscribe(self._on_change)
@@ -108,6 +119,7 @@ class Simulation:
         for obj in self.workloads.objects:
             self.cluster.create(obj["kind"], obj)
         self.workloads.run_cron_jobs(self.cluster, self.clock.now)
+        update_budgets(self.cluster, self.clock.now)
         self.lifecycle = WorkloadLifecycle(
             self.workloads.objects, self.clock.now, default_run_time_s, self.workloads.later_pods()
         )
@@ -121,6 +133,13 @@ class Simulation:
 
     def _now(self) -> float:
         return self.clock.now
+
+    def _gate(self, kind: str, obj: Raw) -> Raw:
+        """What kai's admission webhook does with ``--queue-admission-gating`` to a pod being created."""
+        if kind != "Pod" or (obj.get("spec") or {}).get("schedulerName") != self.scenario.config.scheduler_name:
+            return obj
+        gated = gates_pod(obj, self.state.queues, self.scenario.config.queue_label_key)
+        return with_gate(json_copy(obj)) if gated else obj
 
     def _on_change(self, kind: str, obj: Mapping[str, Any], deleted: bool) -> None:
         """As the scheduler takes objects: a shard's snapshot, its pool's; otherwise every one (one pool), but a
@@ -145,6 +164,7 @@ class Simulation:
             cluster_info = self._snapshot()
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
+        cluster_info.recent_evictions = self.writer.evictor.recent(now)
         session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
         self.pipelined = session.result.pipelined_podgroups()
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
@@ -169,6 +189,7 @@ class Simulation:
         self.clock.tick()
         self.lifecycle.step(self.cluster, self.clock.now)
         self.workloads.step(self.cluster, self.clock.now)
+        update_budgets(self.cluster, self.clock.now)
 
     def observe_cluster(self) -> Outcome:
         return observe(self._snapshot(), None)

@@ -90,7 +90,8 @@ def execute(ssn: Session) -> None:
         lambda task, _job: (
             f"Pod {task.namespace}/{task.name} was preempted and rescheduled due to bin packing "
             "(resource consolidation) procedure"
-        )
+        ),
+        lambda _task, _job: "moved to another node to make room (bin packing)",
     )
     run_solver_action(
         ssn,

@@ -87,7 +87,10 @@ def execute(ssn: Session) -> None:
     messages = each_task(
         lambda task, job: (
             f"Pod {task.namespace}/{task.name} was preempted by higher priority workload {job.namespace}/{job.name}"
-        )
+        ),
+        lambda task, job: (
+            f"its priority {ssn.jobs[task.job_key].priority} is below {job.priority} in queue {job.queue}"
+        ),
     )
     run_solver_action(
         ssn,

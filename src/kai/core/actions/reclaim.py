@@ -22,12 +22,14 @@ from kai.core.framework.queueing.job_index import JobIndex
 from kai.core.framework.queueing.job_queue import JobsOrderByQueues
 from kai.core.framework.session import Session
 from kai.core.framework.victims.hopeless import strictest
-from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, humanize
+from kai.core.model.text import BYTES_PER_GB, MILLI_CPU_PER_CORE, amount_of, humanize
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.task import TaskInfo
 
 NAME = "reclaim"
+AUDITED = (("gpu", "GPUs", 1.0), ("cpu", "cores", MILLI_CPU_PER_CORE), ("memory", "GB", BYTES_PER_GB))
+"""The resources an eviction's audit names, in the order it looks at them: (share key, unit, per unit)."""
 
 
 def _resources(shares: dict[str, float]) -> str:
@@ -47,28 +49,46 @@ def _queue_details(ssn: Session, uid: str) -> str:
 
 
 def messages(
-    ssn: Session, tasks: list[TaskInfo], reclaimer: PodGroupInfo, details: dict[tuple[str, str], str]
-) -> list[str]:
-    """Each victim's eviction message. The queue details of a (reclaimer queue, victim queue) pair are worked out
-    once into ``details``, which the caller empties when allocations change: a large gang's scenario evicts
-    thousands of pods of a few queues, and every simulation starts from the last commit."""
+    ssn: Session, tasks: list[TaskInfo], reclaimer: PodGroupInfo, details: dict[tuple[str, str], tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Each victim's eviction message and why. The queue details of a (reclaimer queue, victim queue) pair are
+    worked out once into ``details``, which the caller empties when allocations change: a large gang's scenario
+    evicts thousands of pods of a few queues, and every simulation starts from the last commit."""
     result = []
     for task in tasks:
         text = f"Pod {task.namespace}/{task.name} was preempted by workload {reclaimer.namespace}/{reclaimer.name}."
+        why = f"queue {reclaimer.queue} reclaims from queue {ssn.jobs[task.job_key].queue}"
         if ssn.queue_share_fns:
             pair = (reclaimer.queue, ssn.jobs[task.job_key].queue)
-            suffix = details.get(pair)
-            if suffix is None:
-                suffix = details[pair] = _details(ssn, ssn.queues[pair[0]], ssn.queues[pair[1]])
-            text += suffix
-        result.append(text)
+            found = details.get(pair)
+            if found is None:
+                found = details[pair] = _details(ssn, ssn.queues[pair[0]], ssn.queues[pair[1]])
+            text += found[0]
+            why = found[1]
+        result.append((text, why))
     return result
 
 
-def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
+def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> tuple[str, str]:
     if mine.parent != theirs.parent and mine.parent in ssn.queues and theirs.parent in ssn.queues:
         mine, theirs = ssn.queues[mine.parent], ssn.queues[theirs.parent]
-    return f"\n{_queue_details(ssn, theirs.uid)}\n{_queue_details(ssn, mine.uid)}"
+    text = f"\n{_queue_details(ssn, theirs.uid)}\n{_queue_details(ssn, mine.uid)}"
+    return text, _why(ssn, mine, theirs)
+
+
+def _why(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
+    """The audit's reason: how far the victim's queue is over its fair share (in the first resource it is over
+    in, GPUs first), else how far the reclaimer's is below its quota."""
+    victim, reclaimer = ssn.queue_share_fns[0](theirs.uid), ssn.queue_share_fns[0](mine.uid)
+    for resource, unit, scale in AUDITED:
+        over = victim["allocated"][resource] - victim["fairShare"][resource]
+        if over > 1e-9:
+            return f"{theirs.name} over its fair share by {amount_of(over, unit, scale)}"
+    for resource, unit, scale in AUDITED:
+        below = reclaimer["deserved"][resource] - reclaimer["allocated"][resource]
+        if below > 1e-9:
+            return f"{mine.name} below its quota by {amount_of(below, unit, scale)}"
+    return f"{mine.name} reclaims its fair share from {theirs.name}"
 
 
 def execute(ssn: Session) -> None:
@@ -110,10 +130,10 @@ def execute(ssn: Session) -> None:
         make = indexed if len(scoped) + len(by_queue) == len(filters) else scan
         return cached_victims(lambda: make(reclaimer))
 
-    details: dict[tuple[str, str], str] = {}
+    details: dict[tuple[str, str], tuple[str, str]] = {}
     commits = [len(ssn.committed)]
 
-    def eviction_messages(tasks: list[TaskInfo], reclaimer: PodGroupInfo) -> list[str]:
+    def eviction_messages(tasks: list[TaskInfo], reclaimer: PodGroupInfo) -> list[tuple[str, str]]:
         if commits[0] != len(ssn.committed):  # simulations start from the last commit: only a commit changes shares
             details.clear()
             commits[0] = len(ssn.committed)

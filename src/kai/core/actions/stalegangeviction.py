@@ -4,12 +4,14 @@ A job is stale when it has running pods but some pod set is below its gang size 
 first cycle that sees it stale records since when; once the grace period has passed, every remaining pod is
 evicted so the gang can start again whole. The grace period is the podgroup's ``stalenessGracePeriod``, else the
 scheduler's global default; a negative one never evicts. These evictions do not re-arm the podgroup's preemption
-delay (KAI evicts them outside a statement).
+delay (KAI evicts them outside a statement). kai evicts only the pods its PodDisruptionBudgets and the eviction
+budget allow; the others go in a later cycle (a stale gang runs nothing useful, so taking it in parts harms none).
 """
 
 from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.model import names
+from kai.core.model.meta import format_time
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, ACTIVE_USED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.task import TaskInfo
@@ -58,6 +60,10 @@ def execute(ssn: Session) -> None:
         if grace < 0 or ssn.now - job.stale_ts < grace:
             continue
         stmt = Statement(ssn)
+        taken: list[TaskInfo] = []
+        why = f"the gang has been below its minimum since {format_time(job.stale_ts)}"
         for task in [t for t in job.tasks.values() if t.status in ACTIVE_ALLOCATED]:
-            stmt.evict(task, eviction_message(task, job))
+            if ssn.disruption.refusal([*taken, task], NAME) is None:  # the rest go in a later cycle
+                taken.append(task)
+                stmt.evict(task, eviction_message(task, job), why=why)
         stmt.commit(NAME, rearm_preemption_delay=False)

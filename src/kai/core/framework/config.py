@@ -11,6 +11,7 @@ from typing import Any
 
 from kai.core.framework.usage.usage_config import UsageDBConfig
 from kai.core.model import names
+from kai.core.model.duration import format_duration
 from kai.core.model.errors import InvalidObject
 from kai.core.state.snapshot import STUCK_IN_RELEASING_S
 
@@ -80,6 +81,35 @@ class SearchBudgets:
 
 
 @dataclass(frozen=True, slots=True)
+class DisruptionConfig:
+    """kai's own settings (``disruption:``; KAI has none of them) for what the scheduler may do to running work."""
+
+    pod_disruption_budgets: bool = True
+    """Victims only as their PodDisruptionBudgets allow, evicted through ``pods/eviction`` (false: KAI's deletes)."""
+    per_cycle: int = 0
+    """At most this many pods evicted per cycle (0: no cap, as KAI)."""
+    per_minute: int = 0
+    """At most this many pods evicted in any minute (0: no cap, as KAI)."""
+    preemption_policy: bool = True
+    """A PriorityClass's ``preemptionPolicy: Never`` is honoured: its podgroups never make others be evicted."""
+    admission_reservation_s: float = 600.0
+    """Queue admission gating: how long an ungated pod that is still pending holds its queue's quota."""
+
+    @property
+    def capped(self) -> bool:
+        return bool(self.per_cycle or self.per_minute)
+
+    def document(self) -> dict[str, Any]:
+        """The ``disruption`` section that parses back to this (what a snapshot or ``/get-cycles`` carries)."""
+        return {
+            "podDisruptionBudgets": self.pod_disruption_budgets,
+            "evictionBudget": {"perCycle": self.per_cycle, "perMinute": self.per_minute},
+            "preemptionPolicy": self.preemption_policy,
+            "queueAdmissionReservation": format_duration(self.admission_reservation_s),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     actions: tuple[str, ...] = DEFAULT_ACTIONS
     tiers: tuple[tuple[PluginOption, ...], ...] = (tuple(PluginOption(n, a) for n, a in DEFAULT_PLUGINS),)
@@ -104,6 +134,7 @@ class SchedulerConfig:
     without one (set by the component, not the config file)."""
     warnings: tuple[InvalidObject, ...] = ()
     """What the config asks for that kai reads its own way (plugin arguments); reported, not fatal."""
+    disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
 
     @property
     def plugins(self) -> tuple[PluginOption, ...]:

@@ -4,6 +4,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kai.core.model.numa import NumaPlacement
+from kai.core.model.objects import OwnerRef
 from kai.core.state.numa_ledger import NumaLedger
 from kai.core.state.reasons import Fix, Reason, nearest_fix
 
@@ -42,7 +43,21 @@ class Eviction:
     node: str
     action: str
     message: str
+    """KAI's text (its Evict event's message)."""
     evictor: str
+    """The podgroup the pod is evicted for ("" for stale-gang eviction)."""
+    why: str = ""
+    """kai's account of why, for the audit: "team-vision over its fair share by 6 GPUs"."""
+    budgets: tuple[str, ...] = ()
+    """The PodDisruptionBudgets covering the pod, as the cycle saw them: the writer evicts those pods first."""
+    suspend: OwnerRef | None = None
+    """The workload to suspend instead of deleting the pod (its podgroup is evicted whole and opted in)."""
+
+    @property
+    def audit(self) -> str:
+        """Who and why, one line: "evicted by reclaim for team-llm/llama-finetune: team-vision over ..."."""
+        by = f"evicted by {self.action}" + (f" for {self.evictor}" if self.evictor else "")
+        return f"{by}: {self.why}" if self.why else by
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,5 +136,7 @@ class CycleResult:
     close_ms: float = 0.0
     skipped: list[str] = field(default_factory=list)
     """Configured plugins and actions kai does not implement yet; they were not run."""
+    ungated: list[str] = field(default_factory=list)
+    """Pods whose queue-admission gate the ``ungate`` action lifts (their queue admits them)."""
     numa: dict[str, NumaLedger] = field(default_factory=dict)
     """The ``numa`` plugin's NUMA zones per node, as the cycle leaves them (what it predicts they hold)."""

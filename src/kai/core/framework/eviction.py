@@ -23,11 +23,13 @@ from kai.core.state.task import TaskInfo
 JobFilter = Callable[[PodGroupInfo], bool]
 
 
-def each_task(message: Callable[[TaskInfo, PodGroupInfo], str]) -> EvictionMessages:
-    """Eviction messages made one victim task at a time."""
+def each_task(
+    message: Callable[[TaskInfo, PodGroupInfo], str], why: Callable[[TaskInfo, PodGroupInfo], str]
+) -> EvictionMessages:
+    """Eviction messages (KAI's) and reasons (kai's audit) made one victim task at a time."""
 
-    def messages(tasks: list[TaskInfo], preemptor: PodGroupInfo) -> list[str]:
-        return [message(task, preemptor) for task in tasks]
+    def messages(tasks: list[TaskInfo], preemptor: PodGroupInfo) -> list[tuple[str, str]]:
+        return [(message(task, preemptor), why(task, preemptor)) for task in tasks]
 
     return messages
 
@@ -164,7 +166,10 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
     jobs.initialize({job.key: job for job in ssn.pending_jobs()} if action.pending.filter_non_pending else ssn.jobs)
     failures: dict[str, MinimalFailedJobs] = {}
     budget = ActionBudget(ssn.config.search_budgets, action.name, ssn.clock)
-    solver = ScenarioSolver(ssn, action.validator, action.messages)
+    validator = action.validator
+    if ssn.disruption.active:
+        validator = all_of([validator, _within_disruption_budgets(ssn, action.name)])
+    solver = ScenarioSolver(ssn, validator, action.messages)
     proofs = Proofs(ssn, action.yields) if action.yields is not None else None
     while not jobs.empty():
         job = jobs.pop()
@@ -173,7 +178,9 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
         if eligible is not None and not eligible(job):
             continue
         failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
-        if ssn.config.use_scheduling_signatures and not failed.worth_trying(job):
+        like = failed.no_easier_than(job) if ssn.config.use_scheduling_signatures else None
+        if like is not None:
+            ssn.disruption.skipped_like(job, like)
             continue
         if _blocked_for_good(ssn, job):
             continue
@@ -192,6 +199,16 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
         if result.stops_action:
             return
         failed.failed(job)
+
+
+def _within_disruption_budgets(ssn: Session, action: str) -> Validator:
+    """A validator: the scenario's evictions fit the PodDisruptionBudgets and the eviction budget left."""
+
+    def valid(scenario: Scenario) -> bool:
+        victims = (task for tasks in scenario.victims.values() for task in tasks)
+        return ssn.disruption.admits(scenario.preemptor, victims, action)
+
+    return valid
 
 
 def _blocked_for_good(ssn: Session, job: PodGroupInfo) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
+from kai.core.framework.disruption import Disruption, Protected
 from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.model.numa import NumaPlacement
 from kai.core.state.fit_errors import JobFitError
@@ -122,6 +123,8 @@ class Session:
         self.reclaim_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
         self.preempt_victim_filters: list[Callable[[PodGroupInfo, PodGroupInfo], bool]] = []
         self.job_solution_start_fns: list[Callable[[], None]] = []
+        self.eviction_guards: list[Callable[[PodGroupInfo, list[TaskInfo]], bool]] = []
+        """May these tasks of a job be evicted with no preemptor (kai's ``overlimiteviction``)? All must agree."""
         self.subset_nodes_fns: list[SubsetNodes] = []
         self.pre_job_allocation_fns: list[Callable[[PodGroupInfo], None]] = []
         self.wait_reason_fns: list[WaitReasonFn] = []
@@ -144,6 +147,12 @@ class Session:
         structures kept across commits read to catch up (``job_index``)."""
         self.order_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         """Each session job's order key (``job_queue.order_key``), with the job's ``status_version`` it holds for."""
+        self.disruption = Disruption(cluster, config.disruption, now)
+        """PodDisruptionBudgets and the eviction budget: what the session may still evict (kai's)."""
+        if self.disruption.by_namespace:
+            self.reclaim_victim_filters.append(Protected(self.disruption, "reclaim"))
+            self.preempt_victim_filters.append(Protected(self.disruption, "preempt"))
+        self.wait_reason_fns.append(self.disruption.wait_reasons)
         self._placed_pods: PlacedPods | None = None
 
     @property

@@ -72,9 +72,10 @@ class MinimalFailedJobs:
     def __init__(self) -> None:
         self.representatives: dict[Hashable, PodGroupInfo] = {}
 
-    def worth_trying(self, job: PodGroupInfo) -> bool:
+    def no_easier_than(self, job: PodGroupInfo) -> PodGroupInfo | None:
+        """The failed job ``job`` is no easier to place than (None when it is worth trying)."""
         representative = self.representatives.get(job_signature(job))
-        return representative is None or easier(job, representative)
+        return None if representative is None or easier(job, representative) else representative
 
     def failed(self, job: PodGroupInfo) -> None:
         key = job_signature(job)

@@ -33,6 +33,7 @@ class Operation:
     undo: Callable[[], None]
     """Moves the task back, whatever happened since (out-of-order undo)."""
     evictor: str = ""
+    why: str = ""
     valid: bool = True
     restore: Callable[[], None] | None = None
     """Puts the session back as it was before the operation, once every later operation is undone."""
@@ -186,7 +187,7 @@ class Statement:
         message = f"Pod {task.namespace}/{task.name} was pipelined to node {node_name}"
         self._placement("pipeline", task, node_name, message, previous)
 
-    def evict(self, task: TaskInfo, message: str, evictor: str = "") -> None:
+    def evict(self, task: TaskInfo, message: str, evictor: str = "", why: str = "") -> None:
         """Virtually evict a placed task. Evicting a task that is already releasing does nothing: KAI would free
         its resources from the queue a second time; a pipelined task (placed by this session, nothing runs) goes
         back to pending instead: made releasing, it would hold room it never had (docs/deviations.md)."""
@@ -195,7 +196,7 @@ class Statement:
         if task.status is PodStatus.PIPELINED:
             self._unpipeline(task)
             return
-        self._release("evict", task, PodStatus.RELEASING, task.node_name, message, evictor)
+        self._release("evict", task, PodStatus.RELEASING, task.node_name, message, evictor, why=why)
 
     def _unpipeline(self, task: TaskInfo) -> None:
         """The pipelined task pending again; its pipeline decision is withdrawn at commit."""
@@ -210,6 +211,7 @@ class Statement:
         message: str,
         evictor: str = "",
         gpu_groups: tuple[str, ...] | None = None,
+        why: str = "",
     ) -> None:
         """Journals a task let go (evicted, or un-pipelined): its queue is no longer charged for it; undone, it is
         charged again."""
@@ -226,7 +228,7 @@ class Statement:
             self._put_back(task, previous)
             self.ssn.allocated(task)
 
-        op = Operation(kind, task, on_node, message, undo, evictor, restore=restore)
+        op = Operation(kind, task, on_node, message, undo, evictor, why=why, restore=restore)
         self.operations.append(op)
         if kind == "evict":
             self.evictions.setdefault(id(task), []).append(op)
@@ -273,13 +275,25 @@ class Statement:
         ssn = self.ssn
         result = ssn.result
         ssn.committed.extend(op.task.job_key for op in self.operations)
+        evicted = [op for op in self.operations if op.valid and op.kind == "evict"]
+        disruption = ssn.disruption
+        disruption.consume(op.task for op in evicted)
         for op in self.operations:
             task = op.task
             if not op.valid or op.kind == "undo":
                 continue
             if op.kind == "evict":
                 result.evictions.append(
-                    Eviction(task.key, task.job_key, task.node_name, action, op.message, op.evictor)
+                    Eviction(
+                        task.key,
+                        task.job_key,
+                        task.node_name,
+                        action,
+                        op.message,
+                        op.evictor,
+                        op.why,
+                        disruption.budgets_of(task),
+                    )
                 )
                 if rearm_preemption_delay:
                     ssn.jobs[task.job_key].last_eviction_ts = ssn.now

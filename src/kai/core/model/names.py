@@ -51,3 +51,20 @@ UNLIMITED = -1.0
 DEFAULT_GPU_MEMORY_MIB = 100
 MEGABYTE = 1_000_000
 DEFAULT_SUBGROUP = "default"
+
+EVICTION_RECORD_ANNOTATION = "kai.scheduler/eviction-record"
+"""kai's: the last eviction of a PodGroup's pods, who did it, why and when (JSON; ``kai explain`` shows it)."""
+EVICTION_STRATEGY_ANNOTATION = "kai.scheduler/eviction-strategy"
+"""``suspend`` (on a workload, its PodGroup or its Queue): evicted whole, the workload is suspended instead of its
+pods deleted (KAI #1386 / PR #1401's name); ``delete`` (the default) deletes the pods."""
+SUSPEND, DELETE = "suspend", "delete"
+SUSPENDED_PODS_ANNOTATION = "kai.scheduler/suspended-pods"
+"""kai's: on a PodGroup whose workload the scheduler suspended, the pods it had (JSON), so that the scheduler can
+tell when they fit again and resume it."""
+QUEUE_ADMISSION_GATE = "kai.scheduler/queue-admission"
+"""The scheduling gate on pods of a queue that opted in to admission gating (KAI's design #1932)."""
+QUEUE_ADMISSION_GATING_ANNOTATION = "kai.scheduler/queue-admission-gating"
+"""``"true"`` on a Queue: its pods are created gated and the scheduler ungates them once the queue admits them."""
+QUEUE_ADMITTED_ANNOTATION = "kai.scheduler/queue-admitted-timestamp"
+"""When the scheduler ungated a pod: its reservation of its queue's quota runs from then."""
+PREEMPTION_POLICY_NEVER = "Never"

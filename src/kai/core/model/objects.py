@@ -4,6 +4,7 @@ Each ``parse_*`` reads only the fields the scheduler needs (docs/architecture.md
 the object, the field and what is allowed. Units are the scheduler's: millicores, bytes, GPU devices, POSIX seconds.
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -20,6 +21,7 @@ from kai.core.model.meta import (
     number,
     object_ref,
     optional_time,
+    parse_time,
     sequence,
     string,
 )
@@ -70,6 +72,8 @@ class Pod:
     """The ConfigMaps of its namespace it cannot start without (``config_maps``)."""
     warnings: tuple[InvalidObject, ...] = ()
     """Problems the scheduler works around (the pod is used as parsed); reported, never fatal."""
+    scheduling_gates: tuple[str, ...] = ()
+    """The names of its ``spec.schedulingGates`` (``gated`` while there is any)."""
 
     @property
     def key(self) -> str:
@@ -194,13 +198,14 @@ def parse_pod(raw: Raw) -> Pod:
     observed = _numa_record(annotations, names.NUMA_PLACEMENT_OBSERVED_ANNOTATION, obj, warnings)
     predicted = _numa_record(annotations, names.NUMA_PLACEMENT_PREDICTED_ANNOTATION, obj, warnings)
     legacy_mig = any(mig_gpu_portion(name) for name in annotations)
+    gates = _gate_names(spec, obj)
     return Pod(
         meta=meta,
         scheduler_name=string(spec, "schedulerName", obj, "spec.schedulerName", "default-scheduler"),
         priority_class_name=string(spec, "priorityClassName", obj, "spec.priorityClassName"),
         node_name=string(spec, "nodeName", obj, "spec.nodeName"),
         phase=string(status, "phase", obj, "status.phase", "Pending"),
-        gated=bool(sequence(spec, "schedulingGates", obj, "spec.schedulingGates")),
+        gated=bool(gates),
         podgroup_name=annotations.get(names.POD_GROUP_ANNOTATION, ""),
         subgroup_name=meta.labels.get(names.SUBGROUP_LABEL, ""),
         request=request,
@@ -220,6 +225,15 @@ def parse_pod(raw: Raw) -> Pod:
         numa_predicted=predicted,
         config_maps=required_config_maps(spec, annotations, obj),
         warnings=tuple(warnings),
+        scheduling_gates=gates,
+    )
+
+
+def _gate_names(spec: Raw, obj: str) -> tuple[str, ...]:
+    gates = sequence(spec, "schedulingGates", obj, "spec.schedulingGates")
+    return tuple(
+        string(gate, "name", obj, f"spec.schedulingGates[{i}].name") if isinstance(gate, Mapping) else str(gate)
+        for i, gate in enumerate(gates)
     )
 
 
@@ -341,6 +355,10 @@ class Queue:
     reclaim_min_runtime_s: float | None = None
     warnings: tuple[InvalidObject, ...] = ()
     """Values used as written but reported (a negative over-quota weight)."""
+    eviction_strategy: str = ""
+    """kai's ``kai.scheduler/eviction-strategy`` annotation: how its workloads are evicted unless theirs says."""
+    admission_gating: bool = False
+    """kai's ``kai.scheduler/queue-admission-gating: "true"``: its pods wait gated until the queue admits them."""
 
     @property
     def name(self) -> str:
@@ -385,6 +403,8 @@ def parse_queue(raw: Raw) -> Queue:
     gpu = _queue_resource(resources, "gpu", obj, 1.0, warnings)
     cpu = _queue_resource(resources, "cpu", obj, 1.0, warnings)
     memory = _queue_resource(resources, "memory", obj, float(names.MEGABYTE), warnings)
+    strategy = eviction_strategy(meta.annotations, obj, warnings)
+    gating = _flag(meta.annotations, names.QUEUE_ADMISSION_GATING_ANNOTATION, obj, warnings)
     return Queue(
         meta=meta,
         display_name=string(spec, "displayName", obj, "spec.displayName"),
@@ -396,7 +416,28 @@ def parse_queue(raw: Raw) -> Queue:
         preempt_min_runtime_s=_optional_duration(spec, "preemptMinRuntime", obj),
         reclaim_min_runtime_s=_optional_duration(spec, "reclaimMinRuntime", obj),
         warnings=tuple(warnings),
+        eviction_strategy=strategy,
+        admission_gating=gating,
     )
+
+
+def eviction_strategy(annotations: Mapping[str, str], obj: str, warnings: list[InvalidObject]) -> str:
+    """The ``kai.scheduler/eviction-strategy`` annotation: ``suspend``, ``delete`` or "" (not set, or a value kai
+    cannot use: ignored with a warning, as the annotation is kai's own and the object is otherwise fine)."""
+    value = annotations.get(names.EVICTION_STRATEGY_ANNOTATION, "")
+    if value in ("", names.SUSPEND, names.DELETE):
+        return value
+    field = f"metadata.annotations.{names.EVICTION_STRATEGY_ANNOTATION}"
+    warnings.append(InvalidObject(obj, field, f"got {value!r}; allowed: {names.SUSPEND}, {names.DELETE}; ignored"))
+    return ""
+
+
+def _flag(annotations: Mapping[str, str], key: str, obj: str, warnings: list[InvalidObject]) -> bool:
+    value = annotations.get(key, "false")
+    if value.lower() not in ("true", "false"):
+        text = f'got {value!r}; allowed: "true", "false"; read as "false"'
+        warnings.append(InvalidObject(obj, f"metadata.annotations.{key}", text))
+    return value.lower() == "true"
 
 
 def _optional_duration(spec: Raw, key: str, obj: str) -> float | None:
@@ -439,10 +480,44 @@ class PodGroup:
     stale_grace_s: float | None = None
     """Per-podgroup staleness grace period; None: the scheduler's global default."""
     last_eviction_ts: float | None = None
+    owner: "OwnerRef | None" = None
+    """Its workload (the pod-grouper makes the top owner the PodGroup's owner): what a suspension suspends."""
+    eviction_strategy: str = ""
+    """Its ``kai.scheduler/eviction-strategy`` annotation (``suspend``, ``delete``; "": its queue's)."""
+    suspended_pods: str = ""
+    """kai's ``kai.scheduler/suspended-pods`` record (JSON) while the scheduler keeps its workload suspended."""
+    recent_evictions: tuple[tuple[float, int], ...] = ()
+    """(time, pods) of the scheduler's evictions of its pods in the minute before the last (its eviction record):
+    the per-minute eviction budget counts them, whoever looks (a restarted scheduler, ``kai explain``)."""
+    warnings: tuple[InvalidObject, ...] = ()
 
     @property
     def key(self) -> str:
         return self.meta.key
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+def _owner(raw: Raw, obj: str) -> OwnerRef | None:
+    """The controlling owner reference, else the first one."""
+    field = "metadata.ownerReferences"
+    refs = [ref for ref in sequence(mapping(raw, "metadata", obj, "metadata"), "ownerReferences", obj, field) if ref]
+    controlling = (ref for ref in refs if isinstance(ref, Mapping) and ref.get("controller"))
+    chosen = next(controlling, refs[0] if refs else None)
+    if not isinstance(chosen, Mapping):
+        return None
+    return OwnerRef(
+        string(chosen, "apiVersion", obj, f"{field}.apiVersion"),
+        string(chosen, "kind", obj, f"{field}.kind"),
+        string(chosen, "name", obj, f"{field}.name"),
+        string(chosen, "uid", obj, f"{field}.uid"),
+    )
 
 
 def _topology_constraint(raw: Raw, key: str, obj: str, field: str) -> TopologyConstraint | None:
@@ -499,6 +574,7 @@ def parse_podgroup(raw: Raw) -> PodGroup:
             )
     _check_subgroup_cycles(subgroups, obj)
     annotations = meta.annotations
+    warnings: list[InvalidObject] = []
     backoff = integer(spec, "schedulingBackoff", obj, "spec.schedulingBackoff", -1)
     return PodGroup(
         meta=meta,
@@ -516,7 +592,24 @@ def parse_podgroup(raw: Raw) -> PodGroup:
         preemption_delay_s=_optional_duration(spec, "preemptionDelay", obj),
         stale_grace_s=_optional_duration(spec, "stalenessGracePeriod", obj),
         last_eviction_ts=optional_time(annotations, names.LAST_EVICTION_ANNOTATION, obj, "metadata.annotations"),
+        owner=_owner(raw, obj),
+        eviction_strategy=eviction_strategy(annotations, obj, warnings),
+        suspended_pods=annotations.get(names.SUSPENDED_PODS_ANNOTATION, ""),
+        recent_evictions=recent_evictions(annotations.get(names.EVICTION_RECORD_ANNOTATION, "")),
+        warnings=tuple(warnings),
     )
+
+
+def recent_evictions(record: str) -> tuple[tuple[float, int], ...]:
+    """The ``recent`` evictions of kai's eviction record; () when there is none kai can read (the record is kai's:
+    an unreadable one only loses the per-minute budget those evictions)."""
+    if not record:
+        return ()
+    try:
+        entries = json.loads(record).get("recent") or []
+        return tuple((parse_time(at, "", ""), int(pods)) for at, pods in entries)
+    except (ValueError, TypeError, AttributeError):
+        return ()
 
 
 def _check_subgroup_cycles(subgroups: list[SubGroupSpec], obj: str) -> None:
@@ -546,6 +639,8 @@ class PriorityClass:
     name: str
     value: int
     global_default: bool
+    preemption_policy: str = "PreemptLowerPriority"
+    """``Never``: its pods wait for free room and never make others be evicted (Kubernetes' non-preempting class)."""
 
 
 def parse_priority_class(raw: Raw) -> PriorityClass:
@@ -554,7 +649,10 @@ def parse_priority_class(raw: Raw) -> PriorityClass:
     value = integer(raw, "value", obj, "value")
     if value is None:
         raise InvalidObject(obj, "value", "is required (an integer priority)")
-    return PriorityClass(meta.name, value, raw.get("globalDefault") is True)
+    policy = string(raw, "preemptionPolicy", obj, "preemptionPolicy", "PreemptLowerPriority")
+    if policy not in ("PreemptLowerPriority", names.PREEMPTION_POLICY_NEVER):
+        raise InvalidObject(obj, "preemptionPolicy", f"got {policy!r}; allowed: PreemptLowerPriority, Never")
+    return PriorityClass(meta.name, value, raw.get("globalDefault") is True, policy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,5 +16,11 @@ def humanize(value: float, unit: float = 1.0) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def amount_of(value: float, unit: str, per_unit: float = 1.0) -> str:
+    """A humanized amount with its unit, singular for one: "1 GPU", "6 GPUs", "2.5 cores"."""
+    text = humanize(value, per_unit)
+    return f"{text} {unit.removesuffix('s') if text == '1' else unit}"
+
+
 MILLI_CPU_PER_CORE = 1000.0
 BYTES_PER_GB = 1e9

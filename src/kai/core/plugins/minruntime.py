@@ -22,6 +22,7 @@ from kai.core.model.errors import InvalidObject
 from kai.core.state.pod_status import ACTIVE_ALLOCATED
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.reasons import Fix, FixKind, Reason, ReasonKind
+from kai.core.state.task import TaskInfo
 
 WHERE = "scheduler config"
 METHODS = ("lca", "queue")
@@ -49,6 +50,7 @@ class MinRuntimePlugin:
         ssn.preempt_validators.append(self.preempt_valid)
         ssn.reclaim_validators.append(self.reclaim_valid)
         ssn.wait_reason_fns.append(self.wait_reasons)
+        ssn.eviction_guards.append(self.may_evict)
         self.protected: dict[str, dict[str, tuple[float, str, float, str]]] = {}
         """Per pending job, the victims protection kept from it: (protected until, queue, GPUs, action)."""
         self.reclaim_mins: dict[tuple[str, str], float] = {}
@@ -189,6 +191,17 @@ class MinRuntimePlugin:
             if any(ps.count(ACTIVE_ALLOCATED) < ps.min_available for ps in job.pod_sets.values()):
                 return False
         return True
+
+    def may_evict(self, job: PodGroupInfo, tasks: list[TaskInfo]) -> bool:
+        """kai's ``overlimiteviction`` asks: a job within its preempt min runtime (its queue's own decision, as a
+        preemption is) loses no pod, but an elastic one may lose pods above its gang sizes."""
+        if not self._protected(job, self._preempt_min(job)):
+            return True
+        taken = {task.key for task in tasks}
+        return all(
+            sum(1 for t in ps.tasks.values() if t.status in ACTIVE_ALLOCATED and t.key not in taken) >= ps.min_available
+            for ps in job.pod_sets.values()
+        )
 
     def preempt_valid(self, scenario: Scenario) -> bool:
         return self._keeps_gangs(scenario, self._preempt_min)

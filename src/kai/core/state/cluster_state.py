@@ -17,6 +17,7 @@ from typing import Any
 
 from kai.core.model import names
 from kai.core.model.config_maps import parse_config_map
+from kai.core.model.disruption_budget import DisruptionBudget, parse_disruption_budget
 from kai.core.model.dra import ResourceClaim, ResourceSlice, parse_resource_claim, parse_resource_slice
 from kai.core.model.errors import InvalidObject
 from kai.core.model.meta import Metadata, Raw, object_ref
@@ -37,6 +38,7 @@ from kai.core.model.objects import (
     parse_queue,
     parse_topology,
 )
+from kai.core.model.suspension import is_stand_in, stand_ins
 from kai.core.state.queue_tree import queue_tree_problems
 from kai.core.state.resource_index import Vector
 
@@ -52,6 +54,7 @@ KINDS: dict[str, Callable[[Raw], Any]] = {
     "BindRequest": parse_bind_request,
     "Topology": parse_topology,
     "NodeResourceTopology": parse_node_topology,
+    "PodDisruptionBudget": parse_disruption_budget,
 }
 
 
@@ -100,6 +103,7 @@ class ClusterState:
         self.resource_claims: dict[str, ResourceClaim] = {}
         self.node_topologies: dict[str, NodeTopology] = {}
         """NUMA zones per node name, from NodeResourceTopology objects (the ``numa`` plugin reads them)."""
+        self.disruption_budgets: dict[str, DisruptionBudget] = {}
         self.config_maps: dict[str, Metadata] = {}
         """ConfigMaps by ``namespace/name`` (the ConfigMap pre-predicate asks whether a pod's exist)."""
         self.invalid: dict[tuple[str, str], InvalidObject] = {}
@@ -116,6 +120,10 @@ class ClusterState:
         changes): the snapshot's per-pod arithmetic, done once per pod version rather than every cycle."""
         self.vector_names: list[str] = []
         self._pods_by_podgroup: dict[str, set[str]] = {}
+        self._stand_ins: dict[str, list[Raw]] = {}
+        """The stand-in pods of each PodGroup whose workload the scheduler suspended (``suspension``)."""
+        self._suspended: dict[str, list[Raw]] = {}
+        """PodGroups with a suspended-pods record: the stand-ins it makes."""
         self._trackers: list[Changes] = []
         self._podgroup_of_pod: dict[str, str] = {}
         self._stores: Mapping[str, dict[str, Any]] = {
@@ -129,6 +137,7 @@ class ClusterState:
             "ResourceSlice": self.resource_slices,
             "ResourceClaim": self.resource_claims,
             "NodeResourceTopology": self.node_topologies,
+            "PodDisruptionBudget": self.disruption_budgets,
             "ConfigMap": self.config_maps,
         }
 
@@ -172,10 +181,20 @@ class ClusterState:
             self._count_resources(before, store.get(key))
         if kind == "Pod":
             self.pod_vectors.pop(key, None)
+            podgroup_before = self._podgroup_of_pod.get(key)
             self._index_pod(key)
+            if not is_stand_in(key):
+                for podgroup_key in {podgroup_before, self._podgroup_of_pod.get(key)} - {None}:
+                    self._sync_stand_ins(str(podgroup_key))
         elif kind == "PodGroup":
             for pod_key in self._pods_by_podgroup.get(key, ()):
                 self._check_podgroup_of(pod_key)
+            parsed_group = store.get(key)
+            if parsed_group is not None and parsed_group.suspended_pods:
+                self._suspended[key] = stand_ins(raw, parsed_group.suspended_pods)
+            else:
+                self._suspended.pop(key, None)
+            self._sync_stand_ins(key)
         elif kind == "Queue":
             if self._parent_of(kind, key) != parent_before:  # a status update leaves the tree as it is
                 self._check_queue_tree()
@@ -221,6 +240,31 @@ class ClusterState:
             self._podgroup_of_pod[key] = podgroup_key
             self._pods_by_podgroup.setdefault(podgroup_key, set()).add(key)
             self._check_podgroup_of(key)
+
+    def _sync_stand_ins(self, podgroup_key: str) -> None:
+        """A suspended workload's stand-in pods exist while its PodGroup has the record and none of its own pods is
+        alive; its real pods, once back, replace them."""
+        if podgroup_key not in self._suspended and podgroup_key not in self._stand_ins:
+            return  # nearly every podgroup: nothing to look at
+        wanted = self._suspended.get(podgroup_key, [])
+        real_alive = any(
+            not is_stand_in(pod_key) and pod.phase not in ("Succeeded", "Failed")
+            for pod_key in self._pods_by_podgroup.get(podgroup_key, ())
+            if (pod := self.pods.get(pod_key)) is not None
+        )
+        if real_alive:
+            wanted = []
+        have = self._stand_ins.get(podgroup_key, [])
+        if wanted == have:
+            return
+        for stand_in in have:
+            self.apply("Pod", stand_in, deleted=True)
+        for stand_in in wanted:
+            self.apply("Pod", stand_in)
+        if wanted:
+            self._stand_ins[podgroup_key] = wanted
+        else:
+            self._stand_ins.pop(podgroup_key, None)
 
     def mark_elsewhere(self, podgroup_key: str) -> None:
         """A PodGroup known to be another scheduler's that the state is given no object of (a shard's snapshot lists

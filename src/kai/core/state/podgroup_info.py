@@ -131,6 +131,7 @@ class PodGroupInfo:
         "pod_sets",
         "podgroup",
         "preemptible",
+        "preemption_policy",
         "priority",
         "queue",
         "root",
@@ -151,6 +152,8 @@ class PodGroupInfo:
         self.namespace = podgroup.meta.namespace
         self.queue = podgroup.queue
         self.priority = priority
+        self.preemption_policy = ""
+        """Its priority class's ``preemptionPolicy`` ("" without a class)."""
         self.creation_ts = podgroup.meta.creation_ts
         if podgroup.preemptibility:
             self.preemptible = podgroup.preemptibility == "preemptible"
@@ -176,6 +179,7 @@ class PodGroupInfo:
         """
         clone = PodGroupInfo(self.podgroup, self.priority)
         clone.last_start_ts, clone.stale_ts = self.last_start_ts, self.stale_ts
+        clone.preemption_policy = self.preemption_policy
         for task in tasks:
             clone.add_task(task)
         return clone

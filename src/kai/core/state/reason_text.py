@@ -174,6 +174,30 @@ def _protected(e: Evidence, now: float | None) -> str:
     return f"the jobs it could {e['victims'][0]['action']} from are protected by their min runtime: {victims}"
 
 
+def _disruption_budgets(e: Evidence, now: float | None) -> str:
+    budgets = ", ".join(
+        f"{b['budget']} ({b['spec']}: {b['allowed']} more disruption{'' if b['allowed'] == 1 else 's'} allowed, "
+        f"{b['wanted']} wanted)"
+        for b in e["budgets"]
+    )
+    return f"the pods it could {e['action']} are protected by their PodDisruptionBudgets: {budgets}"
+
+
+def _eviction_budget(e: Evidence, now: float | None) -> str:
+    window = "this cycle" if e["window"] == "cycle" else "in the last minute"
+    return (
+        f"the scheduler's eviction budget is spent: {e['used']} of {e['cap']} evictions {window}; "
+        f"{e['wanted']} more wanted to {e['action']} for it"
+    )
+
+
+def _suspended(e: Evidence, now: float | None) -> str:
+    return (
+        f"its {e['kind']} {e['workload']} is suspended (evicted by {e['action'] or 'the scheduler'}); "
+        "kai resumes it once its pods fit again"
+    )
+
+
 def _fair_share(e: Evidence, now: float | None) -> str:
     return (
         f"queue {e['queue']} may not reclaim: its {_n(e['allocated'])} {e['unit']} allocated plus "
@@ -213,6 +237,16 @@ _REASONS: Mapping[ReasonKind, Callable[[Evidence, float | None], str]] = {
     ReasonKind.RECLAIMABLE_AFTER_DELAY: _reclaimable,
     ReasonKind.PREEMPTION_DELAY: _delay,
     ReasonKind.MIN_RUNTIME: _protected,
+    ReasonKind.DISRUPTION_BUDGET: _disruption_budgets,
+    ReasonKind.EVICTION_BUDGET: _eviction_budget,
+    ReasonKind.PREEMPTION_NEVER: lambda e, now: (
+        f"its priority class {e['priorityClass']} has preemptionPolicy: Never: it waits for free room and never makes "
+        "others be evicted"
+    ),
+    ReasonKind.QUEUE_ADMISSION: lambda e, now: (
+        f"held at the {e['gate']} gate: {e['why']}" if e.get("why") else f"held at the {e['gate']} gate"
+    ),
+    ReasonKind.SUSPENDED: _suspended,
     ReasonKind.FAIR_SHARE: _fair_share,
     ReasonKind.GANG_SHORT: _gang_short,
     ReasonKind.GPU_SHARING: _node_fit,
@@ -286,4 +320,11 @@ _FIXES: Mapping[FixKind, Callable[[Evidence, float | None], str]] = {
     ),
     FixKind.RESOLVE_ON_NODE: lambda e, now: f"on node {e['node']}, which has room: {e['text']}",
     FixKind.WAIT_FOR_EVICTIONS: lambda e, now: f"wait for the evicted pods on {', '.join(e['nodes'])} to terminate",
+    FixKind.WAIT_FOR_DISRUPTIONS: lambda e, now: (
+        f"wait until PodDisruptionBudget {e['budget']} allows another disruption (its pods healthy again), or relax it"
+    ),
+    FixKind.WAIT_FOR_EVICTION_BUDGET: lambda e, now: (
+        "wait for the next cycle" if e["window"] == "cycle" else "wait until fewer evictions fall in the last minute"
+    ),
+    FixKind.WAIT_FOR_ROOM: lambda e, now: "wait for room to free up (or give it a priority class that may preempt)",
 }

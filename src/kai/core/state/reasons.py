@@ -20,6 +20,8 @@ class ReasonKind(StrEnum):
     QUEUE_UNUSABLE = "QueueUnusable"
     TOO_LARGE = "TooLargeForAnyNode"
     GANG_INCOMPLETE = "GangIncomplete"
+    SUSPENDED = "Suspended"
+    QUEUE_ADMISSION = "WaitingForQueueAdmission"
     SCHEDULING_GATE = "SchedulingGate"
     DRA = "DynamicResources"
     CONFIG_MAP = "ConfigMapMissing"
@@ -28,7 +30,10 @@ class ReasonKind(StrEnum):
     TOPOLOGY = "TopologyDomain"
     RECLAIMABLE_AFTER_DELAY = "ReclaimableAfterDelay"
     PREEMPTION_DELAY = "PreemptionDelay"
+    PREEMPTION_NEVER = "PreemptionPolicyNever"
     MIN_RUNTIME = "VictimsProtectedByMinRuntime"
+    DISRUPTION_BUDGET = "VictimsProtectedByDisruptionBudget"
+    EVICTION_BUDGET = "EvictionBudgetSpent"
     FAIR_SHARE = "FairShareBelowRequest"
     GANG_SHORT = "GangShort"
     GPU_SHARING = "GpuSharingFit"
@@ -68,6 +73,9 @@ class FixKind(StrEnum):
     WAIT_FOR_NODE = "WaitForNodeReady"
     RESOLVE_ON_NODE = "ResolveOnNode"
     WAIT_FOR_EVICTIONS = "WaitForEvictions"
+    WAIT_FOR_DISRUPTIONS = "WaitForDisruptionBudget"
+    WAIT_FOR_EVICTION_BUDGET = "WaitForEvictionBudget"
+    WAIT_FOR_ROOM = "WaitForFreeRoom"
 
 
 class Predicate(StrEnum):

@@ -18,6 +18,7 @@ from itertools import chain
 from typing import Any
 
 from kai.core.model import names
+from kai.core.model.disruption_budget import DisruptionBudget
 from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.numa import NodeTopology
 from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology, parse_queue, with_level_labels
@@ -56,6 +57,10 @@ class ClusterInfo:
     """DRA devices per node name, from ResourceSlices."""
     numa: Mapping[str, NodeTopology] = field(default_factory=dict)
     """NUMA zones per node name, from NodeResourceTopology objects (read-only)."""
+    disruption_budgets: Mapping[str, DisruptionBudget] = field(default_factory=dict)
+    """PodDisruptionBudgets by key (read-only)."""
+    recent_evictions: int = 0
+    """Evictions the scheduler sent in the minute before the cycle (its memory): the per-minute eviction budget."""
     config_maps: Mapping[str, object] = field(default_factory=dict)
     """The ConfigMaps that exist, by ``namespace/name`` (read-only)."""
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
@@ -133,14 +138,15 @@ def _status(pod: Pod, bind_request: BindRequest | None, stuck_before: float) -> 
     return PodStatus.UNKNOWN
 
 
-def _priority(state: ClusterState, class_name: str) -> int:
+def _priority(state: ClusterState, class_name: str) -> tuple[int, str]:
+    """The priority and the preemption policy of a podgroup's priority class (else the global default's)."""
     pc = state.priority_classes.get(class_name)
     if pc is not None:
-        return pc.value
+        return pc.value, pc.preemption_policy
     for candidate in state.priority_classes.values():
         if candidate.global_default:
-            return candidate.value
-    return names.DEFAULT_PRIORITY
+            return candidate.value, candidate.preemption_policy
+    return names.DEFAULT_PRIORITY, ""
 
 
 TOP_QUEUE = parse_queue(
@@ -553,12 +559,16 @@ class Snapshots:
 
     def _job(self, podgroup: PodGroup) -> PodGroupInfo:
         resolved = with_level_labels(podgroup, self.state.topologies)
-        return PodGroupInfo(resolved, _priority(self.state, podgroup.priority_class_name), self._journal)
+        priority, policy = _priority(self.state, podgroup.priority_class_name)
+        job = PodGroupInfo(resolved, priority, self._journal)
+        job.preemption_policy = policy
+        return job
 
     def _info(self, table: NodeTable, queues: dict[str, QueueInfo]) -> ClusterInfo:
         state = self.state
         info = ClusterInfo(table, dict(self._usable), queues, state.topologies, dict(self._unusable))
         info.claims, info.devices, info.numa = state.resource_claims, self._devices, state.node_topologies
+        info.disruption_budgets = state.disruption_budgets
         info.config_maps = state.config_maps
         info.min_node_gpu_memory, info.max_node_gpu_memory = self._gpu_memory
         info.bind_requests_to_delete = [

@@ -1,5 +1,6 @@
 """TaskInfo: one pod as a scheduling cycle sees it; mutable per cycle, pointing at the immutable parsed Pod."""
 
+from kai.core.model import names
 from kai.core.model.dra import Device
 from kai.core.model.numa import NumaPlacement
 from kai.core.model.objects import Pod
@@ -81,3 +82,9 @@ class TaskInfo:
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.value}, node={self.node_name or '-'})"
+
+
+def admission_gated(task: TaskInfo) -> bool:
+    """Held by the queue-admission gate and no other (kai's ``ungate`` action lifts it): its demand counts as a
+    pending pod's, so fair shares are the same with and without gating."""
+    return task.status is PodStatus.GATED and task.pod.scheduling_gates == (names.QUEUE_ADMISSION_GATE,)

@@ -227,3 +227,16 @@ def test_an_event_refers_to_its_object_and_cluster_scoped_objects_get_events_in_
     assert queue_event.path == "/api/v1/namespaces/default/events"
     assert queue_event.body is not None
     assert queue_event.body["involvedObject"] == {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "name": "q"}
+
+
+def test_an_eviction_is_a_policy_v1_eviction_posted_to_the_pods_subresource_a_missing_pod_counts_as_evicted():
+    request = api.eviction_request("ns", "web-0", field_manager="kai-scheduler")
+    assert (request.method, request.path) == ("POST", "/api/v1/namespaces/ns/pods/web-0/eviction")
+    assert request.body == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "web-0", "namespace": "ns"},
+    }
+    assert request.accept == frozenset({"NotFound"})
+    assert "dryRun" not in request.params
+    assert api.eviction_request("ns", "web-0", dry_run=True).params["dryRun"] == "All"

@@ -12,7 +12,17 @@ import httpx2 as httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kai.cluster.kube.errors import AlreadyExists, ApiError, Conflict, Gone, NotFound, Unreachable, api_error
+from kai.cluster import port
+from kai.cluster.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    EvictionRefused,
+    Gone,
+    NotFound,
+    Unreachable,
+    api_error,
+)
 from kai.cluster.kube.resources import KINDS, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
 from kai.components.shared.metrics import RestClientMetrics
@@ -148,3 +158,28 @@ def test_every_try_is_counted_by_method_and_code_and_exported_as_client_gos_metr
     registry.register(RestClientMetrics(lambda: transport.requests, transport.host))
     labels = {"code": "503", "host": "api:6443", "method": "GET"}
     assert registry.get_sample_value("rest_client_requests_total", labels) == 1
+
+
+def test_an_eviction_a_disruption_budget_refuses_is_an_answer_not_a_throttle_and_is_not_retried():
+    cause = {
+        "type": "DisruptionBudget",
+        "message": "The disruption budget web needs 3 healthy pods and has 3 currently",
+    }
+    refusal = {
+        "kind": "Status",
+        "code": 429,
+        "reason": "TooManyRequests",
+        "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+        "details": {"causes": [cause]},
+    }
+    error, waits, calls = run([httpx.Response(429, content=json.dumps(refusal).encode())])
+    assert isinstance(error, EvictionRefused) and isinstance(error, port.EvictionRefused)
+    assert "budget web needs 3 healthy pods" in str(error)
+    assert (waits, len(calls)) == ([], 1)
+
+
+def test_a_pod_of_two_disruption_budgets_cannot_be_evicted_and_is_not_retried():
+    message = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    body = {"kind": "Status", "code": 500, "reason": "InternalError", "message": message}
+    error, waits, calls = run([httpx.Response(500, content=json.dumps(body).encode())])
+    assert isinstance(error, EvictionRefused) and (waits, len(calls)) == ([], 1)

@@ -416,7 +416,8 @@ def test_each_deployed_component_has_a_role_that_may_list_and_watch_what_its_inf
     deployed = {component.operand: component for component in COMPONENTS.values() if component.operand}
     assert set(CLUSTER_RULES) == set(deployed)
     for role, component in deployed.items():
-        for name in (*component.watches, *component.dra_watches, *component.numa_watches):
+        gated = (*component.dra_watches, *component.numa_watches, *component.disruption_watches)
+        for name in (*component.watches, *gated):
             kind = kind_of(name)
             for verb in ("list", "watch"):
                 assert _allows(CLUSTER_RULES[role], kind.group, kind.plural, verb), (role, name, verb)

@@ -115,6 +115,7 @@ def test_kai_snapshots_round_trip(tmp_path: Path) -> None:
             "scenarioSearchBudgets": {"maxJobSearchDuration": "30s"},
             "globalDefaultStalenessGracePeriod": "90s",
             "featureGates": {"DynamicResourceAllocation": True},
+            "disruption": {"evictionBudget": {"perCycle": 4}},
         }
     )
     objects = {
@@ -137,6 +138,7 @@ def test_kai_snapshots_round_trip(tmp_path: Path) -> None:
         90.0,
     )
     assert again.search_budgets.job_s == 30.0 and again.feature_gates == {"DynamicResourceAllocation": True}
+    assert again.disruption == config.disruption
     assert sorted((o["kind"], o["metadata"]["name"]) for o in scenario.objects) == [
         ("Node", "n0"),
         ("Pod", "p-0"),

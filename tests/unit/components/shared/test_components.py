@@ -49,7 +49,15 @@ def test_informers_watch_the_gated_kinds_only_when_the_config_asks() -> None:
         {"featureGates": {"DynamicResourceAllocation": True}, "tiers": [{"plugins": [{"name": "numa"}]}]}
     )
     assert kinds_for({"binder"}, gated) - plain == {"ResourceClaim"}
-    assert kinds_for({"scheduler"}, gated) - plain == {"ResourceClaim", "ResourceSlice", "NodeResourceTopology"}
+    assert kinds_for({"scheduler"}, gated) - plain == {
+        "ResourceClaim",
+        "ResourceSlice",
+        "NodeResourceTopology",
+        "PodDisruptionBudget",
+    }
+    assert "PodDisruptionBudget" not in kinds_for(
+        {"scheduler"}, parse_config({"disruption": {"podDisruptionBudgets": False}})
+    )
 
 
 def test_a_change_wakes_only_the_loops_that_wait_for_it() -> None:

@@ -2,8 +2,9 @@
 
 import pytest
 
+from kai.core.model.disruption_budget import parse_disruption_budget
 from kai.core.model.errors import InvalidObject
-from kai.core.model.objects import parse_node, parse_pod, parse_podgroup, parse_queue
+from kai.core.model.objects import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from kai.core.model.resources import GpuRequestKind
 
 
@@ -64,3 +65,53 @@ def test_native_sidecars_add_to_the_pod_request() -> None:
     # steady state: 1 + 0.5 CPU, 2G + 1G; "setup" peaks at 3 CPU; "migrate" at 2 + 0.5 CPU and 1G + 1G
     assert pod.request.milli_cpu == 3000
     assert pod.request.memory_bytes == 3e9
+
+
+def test_a_pdb_reads_what_the_api_servers_eviction_check_reads() -> None:
+    raw = {
+        "metadata": {"name": "web", "namespace": "ns", "generation": 2},
+        "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
+        "status": {
+            "observedGeneration": 2,
+            "disruptionsAllowed": 1,
+            "disruptedPods": {"web-0": "2026-01-01T00:00:00Z"},
+        },
+    }
+    budget = parse_disruption_budget(raw)
+    assert (budget.disruptions_allowed, budget.disrupted_pods, budget.spec_text()) == (
+        1,
+        {"web-0"},
+        "maxUnavailable: 25%",
+    )
+    assert budget.covers("ns", {"app": "web", "x": "y"}) and not budget.covers("other", {"app": "web"})
+    raw["status"]["observedGeneration"] = 1  # the API server refuses every eviction until the controller catches up
+    assert parse_disruption_budget(raw).disruptions_allowed == 0
+
+
+def test_a_pdb_kai_cannot_read_names_the_field() -> None:
+    raw = {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"minAvailable": "half"}}
+    with pytest.raises(InvalidObject, match=r"spec.minAvailable: got 'half'; allowed: a whole number or a percentage"):
+        parse_disruption_budget(raw)
+
+
+def test_a_priority_class_preemption_policy_is_read_and_checked() -> None:
+    raw = {"metadata": {"name": "urgent"}, "value": 10, "preemptionPolicy": "Never"}
+    assert parse_priority_class(raw).preemption_policy == "Never"
+    with pytest.raises(InvalidObject, match="allowed: PreemptLowerPriority, Never"):
+        parse_priority_class({**raw, "preemptionPolicy": "Sometimes"})
+
+
+def test_kais_eviction_strategy_and_gating_annotations_that_cannot_be_used_are_warnings_not_errors() -> None:
+    queue = {
+        "metadata": {
+            "name": "q",
+            "annotations": {"kai.scheduler/eviction-strategy": "pause", "kai.scheduler/queue-admission-gating": "yes"},
+        },
+        "spec": {"resources": {}},
+    }
+    parsed = parse_queue(queue)
+    assert (parsed.eviction_strategy, parsed.admission_gating) == ("", False)
+    assert [w.field for w in parsed.warnings] == [
+        "metadata.annotations.kai.scheduler/eviction-strategy",
+        "metadata.annotations.kai.scheduler/queue-admission-gating",
+    ]

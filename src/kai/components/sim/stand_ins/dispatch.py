@@ -21,6 +21,7 @@ from kai.components.sim.stand_ins.context import Context, create_new, owned_by, 
 from kai.components.sim.stand_ins.cron_job import CronJobStandIn
 from kai.components.sim.stand_ins.job import JobStandIn
 from kai.components.sim.stand_ins.ray_job import RayJobStandIn
+from kai.components.sim.stand_ins.suspension import SuspensionStandIn
 from kai.components.sim.workload_makers import API_GROUPS, EXPANDED, MAKERS, AfterRunning, api_group
 from kai.components.sim.workload_objects import Invalid, link_owners, owner_refs
 from kai.core.model import names
@@ -36,6 +37,7 @@ class WorkloadControllers:
     jobs: JobStandIn
     cron_jobs: CronJobStandIn
     ray_jobs: RayJobStandIn
+    suspensions: SuspensionStandIn = field(default_factory=SuspensionStandIn)
     after_running: list[AfterRunning] = field(default_factory=list)
     """What is made once a pod runs (``step``)."""
 
@@ -104,7 +106,9 @@ class WorkloadControllers:
 
     def step(self, cluster: MemoryCluster, now: float) -> None:
         """What waited for pods to run is made once they all run; then each stand-in takes its turn: Jobs make their
-        next pods, RayJobs whose submitter is done end, CronJobs make the Jobs their schedule asks for by ``now``."""
+        next pods, RayJobs whose submitter is done end, CronJobs make the Jobs their schedule asks for by ``now``;
+        first, suspended workloads lose their pods and resumed ones get them back."""
+        self.suspensions.step(cluster)
         waiting = []
         for item in self.after_running:
             if all(

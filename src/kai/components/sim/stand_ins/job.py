@@ -1,7 +1,8 @@
 """The Job controller's stand-in: a Job makes its next pods as earlier ones succeed, up to its completions, and is
 Complete then; a failed pod is made again after the Kubernetes back-off until more than ``backoffLimit`` failed, and
-the Job is Failed then (BackoffLimitExceeded). A Job of the input that owns pods (a cluster's capture) goes on from
-them, counting what its status says of pods no longer there."""
+the Job is Failed then (BackoffLimitExceeded). A suspended Job makes nothing (its pods are ``suspension``'s). A Job
+of the input that owns pods (a cluster's capture) goes on from them, counting what its status says of pods no
+longer there."""
 
 from dataclasses import dataclass, field
 
@@ -122,8 +123,8 @@ class JobStandIn:
         have succeeded as its completions ask), after its back-off once a pod failed."""
         for key, made in self.jobs.items():
             job = None if key in self.complete else cluster.peek("Job", key)
-            if job is None:
-                continue
+            if job is None or (job.get("spec") or {}).get("suspend") is True:
+                continue  # a suspended Job makes nothing (``suspension`` keeps its pods)
             pods = {one: pod for one in made if (pod := cluster.peek("Pod", one))}
             for one in made:
                 self._note_end(one, pods.get(one), now)

@@ -19,6 +19,7 @@ from typing import TypeVar
 from kai.core.framework.queueing.go_heap import GoHeap
 from kai.core.framework.queueing.sorted_jobs import Key, SortedJobs
 from kai.core.framework.session import Session
+from kai.core.model import names
 from kai.core.model.duration import format_duration
 from kai.core.model.meta import format_time
 from kai.core.state.fit_errors import PREEMPTION_DELAY_NOT_ELAPSED, JobFitError
@@ -115,7 +116,7 @@ class JobsOrderByQueues:
         if opts.filter_within_preemption_delay and job.within_preemption_delay(self.ssn.now):
             _record_preemption_delay(job)
             return False
-        return True
+        return not (opts.filter_within_preemption_delay and never_preempts(self.ssn, job))
 
     def _build(self, jobs: list[PodGroupInfo]) -> None:
         """What pushing ``jobs`` in turn builds: each leaf sorted once, the links replayed (``assemble``)."""
@@ -360,6 +361,19 @@ def _heap(less: Callable[[T, T], bool], max_size: int, items: list[T]) -> GoHeap
     heap = GoHeap(less, max_size)
     heap.items = items
     return heap
+
+
+def never_preempts(ssn: Session, job: PodGroupInfo) -> bool:
+    """A podgroup whose priority class says ``preemptionPolicy: Never`` (honoured unless the config says not): it
+    waits for free room and never makes others be evicted (Kubernetes' non-preempting priority classes; KAI's
+    design of #1032 as an endless preemption delay). It is noted as the reason it waits."""
+    if not ssn.config.disruption.preemption_policy or job.preemption_policy != names.PREEMPTION_POLICY_NEVER:
+        return False
+    note = Reason(
+        ReasonKind.PREEMPTION_NEVER, {"priorityClass": job.podgroup.priority_class_name}, (Fix(FixKind.WAIT_FOR_ROOM),)
+    )
+    ssn.disruption.notes[job.key] = note
+    return True
 
 
 def _record_preemption_delay(job: PodGroupInfo) -> None:

@@ -22,9 +22,9 @@ from kai.core.state.resource_index import GPU_ROW
 from kai.core.state.task import TaskInfo
 
 Validator = Callable[[Scenario], bool]
-EvictionMessages = Callable[[list[TaskInfo], PodGroupInfo], list[str]]
-"""The eviction message of each victim task for a preemptor, asked at a simulation's start: the state of the last
-commit."""
+EvictionMessages = Callable[[list[TaskInfo], PodGroupInfo], list[tuple[str, str]]]
+"""The eviction message (KAI's) and why (kai's audit) of each victim task for a preemptor, asked at a simulation's
+start: the state of the last commit."""
 
 
 @dataclass
@@ -107,8 +107,8 @@ class ScenarioSolver:
 
     def _evict(self, tasks: list[TaskInfo], preemptor: PodGroupInfo, statement: Statement) -> None:
         messages = self.messages(tasks, preemptor)
-        for task, message in zip(tasks, messages, strict=True):
-            statement.evict(task, message, preemptor.key)
+        for task, (message, why) in zip(tasks, messages, strict=True):
+            statement.evict(task, message, preemptor.key, why)
 
     def _simulate(
         self, scenario: Scenario, statement: Statement, feasible: Mask, victims: list[TaskInfo]

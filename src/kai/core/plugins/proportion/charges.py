@@ -14,7 +14,7 @@ from kai.core.plugins.proportion.attributes import Quantities
 from kai.core.state.pod_status import ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.snapshot import ClusterInfo
-from kai.core.state.task import TaskInfo
+from kai.core.state.task import TaskInfo, admission_gated
 
 CARRY_KEY = "proportion.charges"
 UNITS = (1.0, 1.0, 2.0**20)
@@ -65,7 +65,7 @@ def job_charge(job: PodGroupInfo, min_gpu_memory: int) -> JobCharge:
         if task.status in ALLOCATED:
             amounts = task_quantities(task)
             _add(allocated, amounts, 1.0)
-        elif task.status is PodStatus.PENDING:
+        elif task.status is PodStatus.PENDING or admission_gated(task):
             amounts = pending_quantities(task, min_gpu_memory)
         else:
             continue

@@ -32,7 +32,7 @@ from kai.core.state.pod_status import ACTIVE_ALLOCATED, ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
 from kai.core.state.queue_info import QueueInfo
 from kai.core.state.resource_index import CPU_ROW, MEMORY_ROW
-from kai.core.state.task import TaskInfo
+from kai.core.state.task import TaskInfo, admission_gated
 
 ALLOCATED_JOBS_LIMIT = 1 << 16
 """Jobs (and partial representatives) whose holdings are remembered at most, before starting afresh."""
@@ -138,7 +138,7 @@ class ProportionPlugin:
                 if task.status in ALLOCATED:
                     used = task_quantities(task)
                     self._walk(job.queue, used, allocated=True, non_preemptible=not job.preemptible)
-                elif task.status is PodStatus.PENDING:
+                elif task.status is PodStatus.PENDING or admission_gated(task):
                     self._walk(job.queue, pending_quantities(task, min_memory), allocated=False)
 
     def _walk(self, leaf: str, amounts: Quantities, allocated: bool, non_preemptible: bool = False) -> None:
