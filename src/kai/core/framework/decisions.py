@@ -106,6 +106,8 @@ class ScenarioSearchStats:
 @dataclass
 class CycleResult:
     binds: list[Bind] = field(default_factory=list)
+    bound: set[str] = field(default_factory=set)
+    """The pods of ``binds``: placed by this cycle, nothing of them runs yet."""
     evictions: list[Eviction] = field(default_factory=list)
     pipelined: list[Pipeline] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)

@@ -190,11 +190,16 @@ class Statement:
     def evict(self, task: TaskInfo, message: str, evictor: str = "", why: str = "") -> None:
         """Virtually evict a placed task. Evicting a task that is already releasing does nothing: KAI would free
         its resources from the queue a second time; a pipelined task (placed by this session, nothing runs) goes
-        back to pending instead: made releasing, it would hold room it never had (docs/deviations.md)."""
+        back to pending instead: made releasing, it would hold room it never had (docs/deviations.md). So does a
+        task an earlier action of this cycle placed (its bind not written yet): deleted, a pod that never ran would
+        be made again by its controller, placed, and taken again, every cycle."""
         if task.status is PodStatus.RELEASING:
             return
         if task.status is PodStatus.PIPELINED:
             self._unpipeline(task)
+            return
+        if task.status is PodStatus.BINDING and task.key in self.ssn.result.bound:
+            self._release("unbind", task, PodStatus.PENDING, "", "", gpu_groups=())
             return
         self._release("evict", task, PodStatus.RELEASING, task.node_name, message, evictor, why=why)
 
@@ -302,9 +307,13 @@ class Statement:
                 result.pipelined.append(Pipeline(task.key, op.node, op.message, task.job_key))
             elif op.kind == "unpipeline":
                 result.pipelined = [p for p in result.pipelined if p.pod_key != task.key]
+            elif op.kind == "unbind":
+                result.binds = [b for b in result.binds if b.pod_key != task.key]
+                result.bound.discard(task.key)
             else:
                 request = task.request
                 self._set_status(task, PodStatus.BINDING)
+                result.bound.add(task.key)
                 result.binds.append(
                     Bind(
                         pod_key=task.key,

@@ -65,6 +65,26 @@ def test_a_pipelined_task_chosen_as_victim_goes_back_to_pending() -> None:
     assert ssn.result.pipelined == [] and ssn.result.evictions == []
 
 
+def test_a_task_this_cycle_placed_chosen_as_victim_goes_back_to_pending() -> None:
+    """Its bind is not written yet: deleting the pod would only have its controller make it again (a loop the
+    property machine found); it gives its room back, its bind is withdrawn, and a rollback binds it again."""
+    ssn = open_session(take_snapshot(_state(), "kai-scheduler"), SchedulerConfig(), 0.0)
+    task = ssn.jobs["d/g"].tasks["d/p"]
+    idle = ssn.nodes.idle.copy()
+    placed = Statement(ssn)
+    placed.allocate(task, "n0")
+    placed.commit("allocate")
+    assert [b.pod_key for b in ssn.result.binds] == ["d/p"] and task.status is PodStatus.BINDING
+    victim = Statement(ssn)
+    victim.evict(task, "consolidated")
+    assert task.status is PodStatus.PENDING and task.node_name == "" and np.array_equal(ssn.nodes.idle, idle)
+    victim.discard()
+    assert task.status is PodStatus.BINDING and ssn.nodes.idle[2, 0] == 1.0
+    victim.evict(task, "consolidated")
+    victim.commit("consolidation")
+    assert ssn.result.binds == [] and ssn.result.evictions == [] and ssn.result.bound == set()
+
+
 def test_the_pending_jobs_index_follows_every_statement() -> None:
     """``Session.pending_jobs`` (indexed, so the victim search need not test every job) equals a scan of every job
     after a commit, an un-pipeline and a rollback, and keeps the jobs' order."""
