@@ -177,8 +177,10 @@ def test_owners_kai_cannot_read_and_refused_podgroups_are_told_on_their_pods(
         wait_until(
             "the readable pods grouped", lambda: all(grouped_as(cp, namespace)[p] for p in ("widget-0", "plain"))
         )
-        told = wait_until(
-            "the others told", lambda: (w := warning_events(cp, namespace)).keys() >= {"ray-head", long_name} and w
+        told = wait_until(  # events are written in the background, behind binds and status writes: a loaded run
+            "the others told",
+            lambda: (w := warning_events(cp, namespace)).keys() >= {"ray-head", long_name} and w,
+            timeout=90.0,
         )
     podgroups = {pg["metadata"]["name"]: pg for pg in get(cp, "podgroups", "-n", namespace)["items"]}
     by_widget = podgroups[f"pg-w-{widget['metadata']['uid']}"]
