@@ -168,6 +168,10 @@ class Transport:
                 log.warning("%s: %s; retry %d in %.2fs", what, e, failures, delay)
                 await self._sleep(delay)
                 continue
+            except BaseException:  # cancelled (its component stopping) or failed otherwise: its place is free again
+                if windowed:
+                    self.window.leave()
+                raise
             lane.took(time.perf_counter() - sent)
             self._count(lane, request, str(response.status_code))
             code = response.status_code
