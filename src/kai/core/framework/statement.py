@@ -196,16 +196,17 @@ class Statement:
         if task.status is PodStatus.RELEASING:
             return
         if task.status is PodStatus.PIPELINED:
-            self._unpipeline(task)
+            self._withdraw("unpipeline", task)
             return
         if task.status is PodStatus.BINDING and task.key in self.ssn.result.bound:
-            self._release("unbind", task, PodStatus.PENDING, "", "", gpu_groups=())
+            self._withdraw("unbind", task)
             return
         self._release("evict", task, PodStatus.RELEASING, task.node_name, message, evictor, why=why)
 
-    def _unpipeline(self, task: TaskInfo) -> None:
-        """The pipelined task pending again; its pipeline decision is withdrawn at commit."""
-        self._release("unpipeline", task, PodStatus.PENDING, "", "", gpu_groups=())
+    def _withdraw(self, kind: str, task: TaskInfo) -> None:
+        """A task this session placed (pipelined, or bound by an earlier action) pending again; its decision is
+        withdrawn at commit (``kind``: unpipeline or unbind)."""
+        self._release(kind, task, PodStatus.PENDING, "", "", gpu_groups=())
 
     def _release(
         self,
