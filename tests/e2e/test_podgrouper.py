@@ -159,17 +159,19 @@ def test_owners_kai_cannot_read_and_refused_podgroups_are_told_on_their_pods(
         {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": namespace}},
     )
     widget = get(cp, "widget", "w", "-n", namespace)
-    raycluster = {  # the RayCluster CRD is not installed: the pod names an owner that cannot exist
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": "rc", "uid": str(uuid.uuid4())},
+    # no test installs the LeaderWorkerSet CRD, so the pod names an owner that cannot exist (where an owner's kind
+    # is served, as RayCluster is once a test of the session has started KubeRay, the garbage collector deletes it)
+    leaderworkerset = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "uid": str(uuid.uuid4())},
     }
     long_name = "x" * 240
     apply(
         cp,
         tmp_path,
         pod(namespace, "widget-0", widget, **{QUEUE: "equipe-inference"}),
-        pod(namespace, "ray-head", raycluster),
+        pod(namespace, "lws-leader", leaderworkerset),
         pod(namespace, long_name),
         pod(namespace, "plain"),
     )
@@ -177,21 +179,19 @@ def test_owners_kai_cannot_read_and_refused_podgroups_are_told_on_their_pods(
         wait_until(
             "the readable pods grouped", lambda: all(grouped_as(cp, namespace)[p] for p in ("widget-0", "plain"))
         )
-        told = wait_until(  # events are written in the background, behind binds and status writes: a loaded run
-            "the others told",
-            lambda: (w := warning_events(cp, namespace)).keys() >= {"ray-head", long_name} and w,
-            timeout=90.0,
+        told = wait_until(
+            "the others told", lambda: (w := warning_events(cp, namespace)).keys() >= {"lws-leader", long_name} and w
         )
     podgroups = {pg["metadata"]["name"]: pg for pg in get(cp, "podgroups", "-n", namespace)["items"]}
     by_widget = podgroups[f"pg-w-{widget['metadata']['uid']}"]
     assert by_widget["spec"] == {"minMember": 1, "queue": "equipe-inference", "priorityClassName": "train"}
     assert by_widget["metadata"]["ownerReferences"][0]["kind"] == "Widget"
-    uid = raycluster["metadata"]["uid"]
-    assert told["ray-head"] == [
-        f"Pod {namespace}/ray-head: field metadata.ownerReferences[0]: names RayCluster {namespace}/rc (uid {uid}), "
-        "which does not exist"
+    uid = leaderworkerset["metadata"]["uid"]
+    assert told["lws-leader"] == [
+        f"Pod {namespace}/lws-leader: field metadata.ownerReferences[0]: names LeaderWorkerSet {namespace}/lws "
+        f"(uid {uid}), which does not exist"
     ]
     [refused] = told[long_name]
     assert refused.startswith(f"its PodGroup {namespace}/pg-{long_name}-") and "must be no more than 253" in refused
-    assert "PodGrouperWarning" in cp.kubectl("describe", "pod", "ray-head", "-n", namespace).stdout
+    assert "PodGrouperWarning" in cp.kubectl("describe", "pod", "lws-leader", "-n", namespace).stdout
     assert no_tracebacks(caplog) == []
