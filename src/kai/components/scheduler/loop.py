@@ -16,7 +16,6 @@ import gc
 import logging
 import threading
 import time
-from collections import ChainMap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -112,7 +111,8 @@ class SchedulerLoop:
         self.pipelined = session.result.pipelined_podgroups()
         self.cycles += 1
         self.history.add(self.cycles, now, session.result)
-        self.writer.write(session.result, ChainMap(session.jobs, session.cluster.unschedulable_jobs))
+        # one dict (the session's job where both have one): the writer scans every job, slowly through a ChainMap
+        self.writer.write(session.result, {**session.cluster.unschedulable_jobs, **session.jobs})
         self.invalid.report(invalid, warnings)
         if self.metrics is not None:
             self.metrics.observe(session, (time.perf_counter() - started) * 1000, self.writer.evictor.last.outcomes())

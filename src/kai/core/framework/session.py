@@ -14,6 +14,7 @@ import numpy as np
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
 from kai.core.framework.disruption import Disruption, Protected
+from kai.core.framework.signatures import Footprints
 from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.model.numa import NumaPlacement
 from kai.core.state.fit_errors import JobFitError
@@ -147,6 +148,8 @@ class Session:
         structures kept across commits read to catch up (``job_index``)."""
         self.order_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         """Each session job's order key (``job_queue.order_key``), with the job's ``status_version`` it holds for."""
+        self.footprints = Footprints()
+        """Each job's scheduling signature and pending requests, for every evicting action's ``MinimalFailedJobs``."""
         self.disruption = Disruption(cluster, config.disruption, now)
         """PodDisruptionBudgets and the eviction budget: what the session may still evict (kai's)."""
         if self.disruption.by_namespace:

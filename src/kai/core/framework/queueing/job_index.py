@@ -39,8 +39,15 @@ class JobIndex:
         self.generation = 0
         """Bumped by each ``sync`` that changes the runs."""
         pairs: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
+        admits: dict[str, bool] = {}
+        """Whether each queue admits jobs, asked once per queue and of members only (most jobs are not)."""
         for job in ssn.jobs.values():
-            if queue_admits(ssn, job) and member(job):
+            if not member(job):
+                continue
+            admitted = admits.get(job.queue)
+            if admitted is None:
+                admitted = admits[job.queue] = queue_admits(ssn, job)
+            if admitted:
                 key = self.keys[job.key] = order_key(ssn, job)
                 pairs.setdefault(job.queue, []).append((key, job))
                 self.positions.setdefault(job.queue, []).append(self.position[job.key])
