@@ -7,6 +7,7 @@ for strictly less in some pod (resource vectors compared in sorted order) or has
 """
 
 from collections.abc import Hashable
+from operator import le
 
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
@@ -42,7 +43,7 @@ def _requests(job: PodGroupInfo) -> Requests:
 
 
 def _less_equal(left: tuple[float, ...], right: tuple[float, ...]) -> bool:
-    return all(a <= b for a, b in zip(left, right, strict=True))
+    return all(map(le, left, right))
 
 
 def easier(mine: Requests, theirs: Requests) -> bool:

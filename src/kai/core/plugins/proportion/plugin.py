@@ -38,6 +38,16 @@ ALLOCATED_JOBS_LIMIT = 1 << 16
 """Jobs (and partial representatives) whose holdings are remembered at most, before starting afresh."""
 
 
+def _request(ssn: Session, job: PodGroupInfo | None) -> Request:
+    """``init_request``, its cache read here first (a queue comparison asks for two)."""
+    if job is None:
+        return _NO_REQUEST
+    return job.init_request_cache or init_request(ssn, job)
+
+
+_NO_REQUEST: Request = (0.0, 0.0, 0.0)
+
+
 def _no_victims() -> list[Request]:
     return []
 
@@ -185,8 +195,8 @@ class ProportionPlugin:
         return queue_order(
             lattr,
             rattr,
-            init_request(self.ssn, left_job),
-            init_request(self.ssn, right_job),
+            _request(self.ssn, left_job),
+            _request(self.ssn, right_job),
             (lambda: self._allocated(left_victims)) if left_victims else _no_victims,
             (lambda: self._allocated(right_victims)) if right_victims else _no_victims,
             self.standings,
