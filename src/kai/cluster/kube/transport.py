@@ -31,7 +31,7 @@ from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube.aiohttp_transport import AiohttpTransport
 from kai.cluster.kube.decode import decode_status
-from kai.cluster.kube.errors import EvictionRefused, Unreachable, api_error
+from kai.cluster.kube.errors import EvictionRefused, Unreachable, api_error, client_closed
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
 from kai.cluster.kube.ratelimit import Lane, TokenBucket, Window, purpose_of, resource_of
 from kai.cluster.kube.resources import Request
@@ -154,6 +154,8 @@ class Transport:
         what = f"{request.method} {request.path}"
         failures = 0
         while True:
+            if self._http.is_closed:  # closed while this request waited to be sent or tried again
+                raise client_closed()
             windowed = await self._take(request, lane)
             sent = time.perf_counter()
             try:

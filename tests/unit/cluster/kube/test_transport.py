@@ -90,6 +90,26 @@ def test_connection_errors_are_retried_and_reported_as_unreachable_when_the_trie
     assert (waits, len(calls)) == ([0.1, 0.2, 0.3], 4)
 
 
+def test_a_request_retried_after_its_client_closed_is_unreachable_not_a_crash():
+    """A process stopping closes its client while a request waits for its retry: the request gets the one-line
+    ``Unreachable`` of a closed client, not httpx's RuntimeError (a traceback in every component's log)."""
+    calls = []
+
+    async def go():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: calls.append(r) or status(503, "Busy")))
+
+        async def close_meanwhile(_seconds):
+            await client.aclose()
+
+        transport = Transport(client, RETRY, close_meanwhile)
+        with pytest.raises(Unreachable) as raised:
+            await transport.send(REQUEST)
+        return raised.value
+
+    error = asyncio.run(go())
+    assert (error.reason, error.what, len(calls)) == ("Closed", "a request at shutdown", 1)
+
+
 def test_client_errors_are_raised_at_once_with_the_servers_words():
     result, waits, _ = run([status(404, "NotFound", 'queues.scheduling.run.ai "q" not found')])
     assert isinstance(result, NotFound)
