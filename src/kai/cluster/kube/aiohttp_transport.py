@@ -1,10 +1,10 @@
 """httpx's transport on aiohttp: the sockets, TLS and HTTP/1.1 framing of every request and watch to the API server.
 
-Why: httpx's own transport (httpcore on anyio) cost ~1.6 ms of the I/O thread per request against a local API server,
-where aiohttp, whose HTTP parser is compiled, cost ~0.25 ms; the requests of ``kai all`` were three quarters of its
-CPU (bench/e2e_bench.py). httpx stays the client on top (lightkube configures it: credentials and their refresh,
-the CA, client certificates, proxies from the environment), so only the wire changes; ``faults`` wraps this
-transport as it wrapped httpx's.
+Why: with httpx's own transport (httpcore on anyio) a request cost ~1.6 ms of the I/O thread against a local API
+server, on aiohttp (whose HTTP parser is compiled) ~0.5 ms; the requests of ``kai all`` were three quarters of its
+CPU in a burst (bench/e2e_bench.py). httpx stays the client on top (lightkube configures it: credentials and their
+refresh, the CA, client certificates), so only the wire changes; ``faults`` wraps this transport as it wrapped
+httpx's. A proxy from the environment (``HTTPS_PROXY``) is still reached through httpx's own transport, as before.
 
 aiohttp's failures become httpx's (``httpx.TransportError``), as the transport's retries and the informers'
 resumption expect: a connection that cannot be made ``ConnectError``/``ConnectTimeout``, an answer that does not come
