@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 import httpx2 as httpx
 import msgspec
@@ -105,6 +106,9 @@ class Transport:
         self.window = window if window is not None else Window()
         url = http.base_url
         self.host = f"{url.host}:{url.port}" if url.port else url.host
+        self._base = str(url).rstrip("/")
+        self._headers = {name.lower(): value for name, value in http.headers.items()}
+        """The client's own headers (Accept-Encoding, User-Agent), which every request carries, by lower-case name."""
         self.requests: Counter[tuple[str, str]] = Counter()
         """Requests sent, by (method, HTTP status code or "<error>" when no answer came): client-go's
         ``rest_client_requests_total``, every try counted (a watch counts once, when it opens)."""
@@ -124,18 +128,21 @@ class Transport:
         lane.requests[(request.method, resource_of(request.path), code)] += 1
 
     def _build(self, request: Request, timeout: httpx.Timeout | None = None) -> httpx.Request:
-        headers = {"Accept": "application/json"}
+        """The request httpx's ``build_request`` makes (the client's headers and timeout), from the whole URL at once:
+        httpx parsed and checked a URL three times per request (path, base URL joined, query added), character by
+        character in Python, a quarter of the I/O thread's time per request."""
+        headers = self._headers | {"accept": "application/json"}
         content = None
         if request.body is not None:
-            headers["Content-Type"] = request.content_type
+            headers["content-type"] = request.content_type
             content = msgspec.json.encode(request.body)
-        return self._http.build_request(
+        query = f"?{urlencode(request.params)}" if request.params else ""
+        return httpx.Request(
             request.method,
-            request.path,
-            params=dict(request.params),
+            f"{self._base}{request.path}{query}",
             headers=headers,
             content=content,
-            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            extensions={"timeout": (timeout or self._http.timeout).as_dict()},
         )
 
     async def _take(self, request: Request, lane: Lane) -> bool:
