@@ -88,7 +88,7 @@ class _Body(httpx.AsyncByteStream):
 
 
 def _transport_error(error: BaseException, request: httpx.Request) -> httpx.TransportError:
-    message = f"{type(error).__name__}: {error}"
+    message = str(error) or type(error).__name__  # httpx's error names the kind already
     if isinstance(error, aiohttp.ConnectionTimeoutError):
         return httpx.ConnectTimeout(message, request=request)
     if isinstance(error, aiohttp.ClientConnectorError):
