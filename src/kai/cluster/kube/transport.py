@@ -6,7 +6,7 @@ client certificates, exec plugins) as a configured ``httpx2.AsyncClient``. Its `
 models or generic wrappers, re-watches from "now" on 410 (losing deletions), and decodes whole objects; kai needs
 plain dicts, subset decoding of hot kinds (``decode``) and its own informer. So lightkube opens the connection and
 kai speaks the protocol — the smallest surface of the library we depend on. Under that client, aiohttp carries the
-bytes (``aiohttp_transport``: a sixth of httpx's own transport's CPU per request).
+bytes (``aiohttp_transport``: a third of httpx's own transport's CPU per request).
 
 Retries: connection errors, 429 and 5xx are retried with exponential backoff (honouring the server's
 ``retryAfterSeconds`` or ``Retry-After``), a bounded number of times; everything else is raised at once as an
