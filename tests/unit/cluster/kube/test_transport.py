@@ -227,10 +227,12 @@ def test_a_pod_of_two_disruption_budgets_cannot_be_evicted_and_is_not_retried():
     ],
     ids=["get", "list with a continue token", "watch", "patch", "delete", "a PromQL query through the proxy"],
 )
-def test_a_request_is_built_as_httpxs_build_request_builds_it(request_):
+@pytest.mark.parametrize("server", ["https://api:6443", "https://rancher.example/k8s/clusters/c-1/"])
+def test_a_request_is_built_as_httpxs_build_request_builds_it(request_, server):
     """The transport builds each request from its whole URL at once (httpx parsed it three times): the same method,
-    URL, headers, body and timeout as the client's ``build_request``, its slow twin."""
-    client = httpx.AsyncClient(base_url="https://api:6443", headers={"User-Agent": "kai"}, timeout=httpx.Timeout(7.0))
+    URL, headers, body and timeout as the client's ``build_request``, its slow twin (a server behind a proxy's path
+    too)."""
+    client = httpx.AsyncClient(base_url=server, headers={"User-Agent": "kai"}, timeout=httpx.Timeout(7.0))
     built = Transport(client)._build(request_)
     body = None if request_.body is None else json.dumps(request_.body, separators=(",", ":")).encode()
     twin = client.build_request(
