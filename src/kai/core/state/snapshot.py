@@ -66,9 +66,10 @@ class ClusterInfo:
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
-    pipelined_before: frozenset[str] = frozenset()
-    """Podgroups the previous cycle pipelined (the scheduler's memory, not the cluster's): allocate tries them first,
-    so that what their victims free goes to them (see docs/deviations.md)."""
+    pipelined_before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Podgroups the previous cycle pipelined, with the node of each pod it pipelined (the scheduler's memory, not the
+    cluster's): allocate tries them first, and places their pods on those nodes where they fit, so that what their
+    victims free goes to them (see docs/deviations.md)."""
     job_order: Mapping[str, int] = field(default_factory=dict)
     """A number per job (at least every job of ``jobs``) that sorts jobs in ``jobs`` order: a few are put in order
     without a walk over all of them."""
