@@ -124,9 +124,7 @@ def test_a_reclaim_a_pdb_allows_one_disruption_evicts_one_pod_the_rest_wait_sayi
     assert allowed(control_plane, namespace) == 0
     [evicted] = [e for e in events(control_plane, namespace, "Evict") if e["involvedObject"]["kind"] == "Pod"]
     assert evicted["message"].startswith(f"evicted by reclaim for {namespace}/")
-    # the audit's why: vision over its fair share when the scheduler saw the three llm pods in one cycle, else (seen
-    # one at a time on a loaded machine, vision's fair share is 3 and the eviction brings it there) llm below quota
-    assert any(why in evicted["message"] for why in (f"{vision} over its fair share by", f"{llm} below its quota by"))
+    assert f": {llm} below its quota by 4 GPUs, {vision} over its quota by 4 GPUs\n" in evicted["message"]
     waiting = next(p for p in ("llm-0", "llm-1", "llm-2") if phases(control_plane, namespace).get(p) == "Pending")
     told = explain(control_plane, kai, namespace, waiting)
     kinds = [reason["kind"] for reason in told["reasons"]]

@@ -77,17 +77,22 @@ def _details(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> tuple[str, str
 
 
 def _why(ssn: Session, mine: QueueInfo, theirs: QueueInfo) -> str:
-    """The audit's reason: how far the victim's queue is over its fair share (in the first resource it is over
-    in, GPUs first), else how far the reclaimer's is below its quota."""
+    """The audit's reason, from the shares before the eviction, in the first resource it holds for (GPUs first): the
+    reclaimer below its quota and the victim's queue over its own (KAI's guarantee of deserved quota, which holds
+    whatever else the cluster has free), else the victim's queue over its fair share (which depends on all of it)."""
     victim, reclaimer = ssn.queue_share_fns[0](theirs.uid), ssn.queue_share_fns[0](mine.uid)
+    for resource, unit, scale in AUDITED:
+        below = reclaimer["deserved"][resource] - reclaimer["allocated"][resource]
+        over = victim["allocated"][resource] - victim["deserved"][resource]
+        if min(reclaimer["deserved"][resource], victim["deserved"][resource]) >= 0 and min(below, over) > 1e-9:
+            return (
+                f"{mine.name} below its quota by {amount_of(below, unit, scale)}, "
+                f"{theirs.name} over its quota by {amount_of(over, unit, scale)}"
+            )
     for resource, unit, scale in AUDITED:
         over = victim["allocated"][resource] - victim["fairShare"][resource]
         if over > 1e-9:
             return f"{theirs.name} over its fair share by {amount_of(over, unit, scale)}"
-    for resource, unit, scale in AUDITED:
-        below = reclaimer["deserved"][resource] - reclaimer["allocated"][resource]
-        if below > 1e-9:
-            return f"{mine.name} below its quota by {amount_of(below, unit, scale)}"
     return f"{mine.name} reclaims its fair share from {theirs.name}"
 
 
