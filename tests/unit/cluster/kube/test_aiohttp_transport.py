@@ -35,6 +35,16 @@ def serve(routes, test, timeout=TIMEOUT):
     return asyncio.run(go())
 
 
+async def read_lines(client, path, on_line=lambda: None):
+    """The lines of a streamed answer, as a watch reads them (``on_line`` after each)."""
+    lines = []
+    async with client.stream("GET", path) as answer:
+        async for line in answer.aiter_lines():
+            lines.append(line)
+            on_line()
+    return lines
+
+
 def test_a_request_and_its_answer_go_through_whole():
     seen = {}
 
@@ -81,12 +91,7 @@ def test_a_watch_is_read_as_it_arrives():
         return response
 
     async def test(client):
-        lines = []
-        async with client.stream("GET", "/watch") as answer:
-            async for line in answer.aiter_lines():
-                lines.append(line)
-                first_read.set()
-        return lines
+        return await read_lines(client, "/watch", on_line=first_read.set)
 
     assert serve([web.get("/watch", watch)], test) == ['{"type":"ADDED"}', '{"type":"MODIFIED"}']
 
@@ -130,11 +135,7 @@ def test_a_connection_lost_in_the_middle_of_a_watch_is_a_read_error():
         return response
 
     async def test(client):
-        lines = []
-        async with client.stream("GET", "/cut") as answer:
-            async for line in answer.aiter_lines():
-                lines.append(line)
-        return lines
+        return await read_lines(client, "/cut")
 
     with pytest.raises(httpx.ReadError):
         serve([web.get("/cut", cut)], test)
