@@ -330,15 +330,30 @@ def test_a_suspended_rayjob_resumes_and_its_ray_cluster_runs_again(
 # ------------------------------------------------------------------------------------------- gating
 
 
-def test_a_pod_its_queue_limit_blocks_carries_the_gate_and_loses_it_when_the_queue_admits_it(
-    control_plane: ControlPlane, namespace: str, kwok: Kwok, tmp_path: Path
+@pytest.mark.parametrize(
+    ("held_by", "priority_class"),
+    [({"limit": 1}, ""), ({"quota": 1}, "inference")],
+    ids=["limit", "quota-non-preemptible"],
+)
+def test_a_pod_its_queue_quota_or_limit_blocks_carries_the_gate_and_loses_it_when_the_queue_admits_it(
+    control_plane: ControlPlane,
+    namespace: str,
+    kwok: Kwok,
+    tmp_path: Path,
+    held_by: dict[str, int],
+    priority_class: str,
 ) -> None:
+    """The queue holds one of the two 1-GPU pods: by its limit, or, for pods that are not preemptible, by its quota
+    (a preemptible pod may run over its quota: only a limit holds it)."""
     pool, parent, team = f"gate-{namespace}", f"p-{namespace}", f"team-{namespace}"
     gating = {names.QUEUE_ADMISSION_GATING_ANNOTATION: "true"}
-    queue_tree(control_plane, tmp_path, parent, (team, {"limit": 1, "annotations": gating}))
+    queue_tree(control_plane, tmp_path, parent, (team, {**held_by, "annotations": gating}))
     kwok.node(f"{pool}-gpu", 4, {"pool": pool})
+    control_plane.kubectl("apply", "-f", str(PRIORITY_CLASSES))  # before the pods: the API server checks the name
     with serving(control_plane, tmp_path, "--queue-admission-gating=true"):
         made = [labelled(gpu_pod(namespace, name, team, pool, 1), **{RUN_FOR_ANNOTATION: "4s"}) for name in ("a", "b")]
+        for pod in made:
+            pod["spec"] |= {"priorityClassName": priority_class} if priority_class else {}
         apply(control_plane, tmp_path, *made)  # created together: either may be admitted first
     pods = {p["metadata"]["name"]: p for p in kubectl_json(control_plane, "get", "pods", "-n", namespace)["items"]}
     assert all(p["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}] for p in pods.values())
@@ -348,7 +363,7 @@ def test_a_pod_its_queue_limit_blocks_carries_the_gate_and_loses_it_when_the_que
         [second] = {"a", "b"} - {first}
         wait_cycles(kai, 10)
         held = kubectl_json(control_plane, "get", "pod", second, "-n", namespace)
-        assert held["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}]  # the queue's limit is used
+        assert held["spec"]["schedulingGates"] == [{"name": names.QUEUE_ADMISSION_GATE}]  # the queue's cap is used
         assert not [c for c in held["status"].get("conditions", []) if c.get("reason") == "Unschedulable"]
         wait_until("the first pod to finish", lambda: phases(control_plane, namespace)[first] == "Succeeded")
         wait_until("the second pod to lose the gate and run", lambda: running(control_plane, namespace, second))

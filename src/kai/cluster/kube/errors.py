@@ -50,6 +50,12 @@ class Unreachable(ApiError):
     """No answer at all (connection refused or reset, timeout) after the retries; code 0."""
 
 
+def client_closed() -> Unreachable:
+    """What a request gets once its client is closed (its process stopping): one line in the log, as any
+    unreachable server, not a traceback."""
+    return Unreachable(0, "Closed", "the API client was closed", what="a request at shutdown")
+
+
 _BY_REASON: dict[str, type[ApiError]] = {"AlreadyExists": AlreadyExists, "Conflict": Conflict}
 _BY_CODE: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Gone}
 

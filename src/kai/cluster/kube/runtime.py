@@ -17,7 +17,7 @@ import threading
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-from kai.cluster.kube.errors import Unreachable
+from kai.cluster.kube.errors import client_closed
 from kai.cluster.port import Listener, Raw
 
 log = logging.getLogger(__name__)
@@ -44,16 +44,16 @@ class LoopThread:
             future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         except RuntimeError as error:  # the loop is closed
             coro.close()
-            raise _closed() from error
+            raise client_closed() from error
         while True:
             try:
                 return future.result(timeout=CHECK_EVERY_S)
             except concurrent.futures.CancelledError as error:
-                raise _closed() from error
+                raise client_closed() from error
             except TimeoutError:
                 if not self._thread.is_alive():  # stopped before it ran the coroutine
                     future.cancel()
-                    raise _closed() from None
+                    raise client_closed() from None
 
     def stop(self) -> None:
         """Cancels what is under way (its callers get ``Unreachable``, so no thread waits on for it), then stops."""
@@ -69,10 +69,6 @@ class LoopThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join()
         self.loop.close()
-
-
-def _closed() -> Unreachable:
-    return Unreachable(0, "Closed", "the API client was closed", what="a request at shutdown")
 
 
 _Item = tuple[tuple[Listener, ...], str, Raw, bool] | threading.Event

@@ -87,7 +87,7 @@ class SchedulerLoop:
         on_query = metrics.usage_query_latency.observe if metrics is not None else None
         self.usage = usage or usage_source(config.usage_db, cluster, config.scheduler_name, on_query)
         self.cycles = 0
-        self.pipelined: frozenset[str] = frozenset()
+        self.pipelined: Mapping[str, tuple[str, ...]] = {}
         """Podgroups the last cycle pipelined (allocate tries them first next cycle)."""
         self.history = CycleHistory()
         cluster.subscribe(self._on_change)

@@ -125,7 +125,7 @@ class Simulation:
         )
         usage_db = scenario.config.usage_db
         self.usage = BuiltinUsage(usage_db.params) if usage_db is not None else None
-        self.pipelined: frozenset[str] = frozenset()
+        self.pipelined: Mapping[str, tuple[str, ...]] = {}
         """Podgroups the last cycle pipelined (allocate tries them first next cycle, as the scheduler does)."""
         self.timeline: list[TimelineSample] = []
         self.settled = 0

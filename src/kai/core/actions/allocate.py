@@ -6,7 +6,9 @@ it is bound until all of it can be. A job that still has pending pods (elastic g
 
 Jobs the previous cycle pipelined are tried first (kai's, not KAI's: kube-scheduler's nominated pods play the same
 part). Their victims' resources were freed for them; in fair-share order a job of a queue ahead (its own head job
-too big to fit, say) would take them back, be reclaimed again, and so on every cycle.
+too big to fit, say) would take them back, be reclaimed again, and so on every cycle. Their pods go back to the nodes
+they were pipelined onto where they fit (``nominatednode``): a pod a consolidation moved, placed by binpack, went back
+to the node it had left.
 """
 
 from kai.core.framework.job_allocation import allocate_job

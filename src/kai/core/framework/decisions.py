@@ -123,9 +123,13 @@ class CycleResult:
     pod_reasons: dict[str, Reason] = field(default_factory=dict)
     """The typed form of ``pod_errors``: the pod's own reason where it has one, else its podgroup's headline."""
 
-    def pipelined_podgroups(self) -> frozenset[str]:
-        """The podgroups this cycle pipelined: the next cycle's ``ClusterInfo.pipelined_before``."""
-        return frozenset(p.podgroup_key for p in self.pipelined)
+    def pipelined_podgroups(self) -> dict[str, tuple[str, ...]]:
+        """The podgroups this cycle pipelined, each with the nodes of its pipelined pods (one a pod): the next
+        cycle's ``ClusterInfo.pipelined_before``."""
+        nodes: dict[str, list[str]] = {}
+        for pipeline in self.pipelined:
+            nodes.setdefault(pipeline.podgroup_key, []).append(pipeline.node)
+        return {key: tuple(names) for key, names in nodes.items()}
 
     events_only: set[str] = field(default_factory=set)
     """Pods of podgroups with ``markUnschedulable: false``: they get the event but no PodScheduled condition."""

@@ -293,7 +293,7 @@ class Statement:
                     Eviction(
                         task.key,
                         task.job_key,
-                        task.node_name,
+                        op.node,  # where it runs: a victim moved (pipelined elsewhere) is on its new node by now
                         action,
                         op.message,
                         op.evictor,

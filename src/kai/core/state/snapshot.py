@@ -23,6 +23,7 @@ from kai.core.model.dra import GPU_DRIVERS, Device, ResourceClaim
 from kai.core.model.numa import NodeTopology
 from kai.core.model.objects import BindRequest, Pod, PodGroup, Topology, parse_queue, with_level_labels
 from kai.core.model.resources import GpuRequestKind
+from kai.core.model.suspension import is_stand_in
 from kai.core.state.cluster_state import ClusterState
 from kai.core.state.fit_errors import QUEUE_DOES_NOT_EXIST, JobFitError
 from kai.core.state.node_table import NodeInfo, NodeTable, accepted_gpus
@@ -36,6 +37,8 @@ from kai.core.state.task import TaskInfo
 STUCK_IN_RELEASING_S = 120.0
 """KAI's default ``--stuck-in-releasing-threshold`` (2m)."""
 WAITING = frozenset({PodStatus.PENDING, PodStatus.GATED})
+ON_NODE = frozenset({PodStatus.BOUND, PodStatus.RUNNING})
+"""A pod bound to its node and not being deleted."""
 
 
 @dataclass
@@ -66,9 +69,10 @@ class ClusterInfo:
     queue_usage: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Time-based fair share: each queue's historical usage (cpu, memory, gpu), a share of the cluster's capacity
     (0..1), by queue name; empty when it is off."""
-    pipelined_before: frozenset[str] = frozenset()
-    """Podgroups the previous cycle pipelined (the scheduler's memory, not the cluster's): allocate tries them first,
-    so that what their victims free goes to them (see docs/deviations.md)."""
+    pipelined_before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Podgroups the previous cycle pipelined, with the node of each pod it pipelined (the scheduler's memory, not the
+    cluster's): allocate tries them first, and places their pods on those nodes where they fit, so that what their
+    victims free goes to them (see docs/deviations.md)."""
     job_order: Mapping[str, int] = field(default_factory=dict)
     """A number per job (at least every job of ``jobs``) that sorts jobs in ``jobs`` order: a few are put in order
     without a walk over all of them."""
@@ -249,6 +253,8 @@ class Snapshots:
         """BindRequests by pod key."""
         self._terminating: set[str] = set()
         """Running pods being deleted: whether they are stuck in releasing depends on the time."""
+        self._suspending: set[str] = set()
+        """PodGroups with a suspension record (``suspension``): their own pods still on a node are on their way out."""
         self._with_claims: set[str] = set()
         self._devices: dict[str, list[Device]] = {}
         self._dra_gpus: dict[str, float] = {}
@@ -392,7 +398,11 @@ class Snapshots:
         state = self.state
         dirty: dict[str, bool] = dict(changes.get("Pod", {}))
         for key, inserted in changes.get("PodGroup", {}).items():
-            if inserted or key not in state.podgroups:  # a pod's job exists or not: its task's job changes
+            podgroup = state.podgroups.get(key)
+            suspending = podgroup is not None and bool(podgroup.suspended_pods)
+            # a pod's job exists or not: its task's job changes; a suspension recorded or gone: its status does
+            if inserted or podgroup is None or suspending != (key in self._suspending):
+                _mark(self._suspending, key, suspending)
                 for pod_key in state.pods_of(key):
                     dirty.setdefault(pod_key, False)
         if "BindRequest" in changes:
@@ -463,6 +473,8 @@ class Snapshots:
         job_key = f"{pod.meta.namespace}/{pod.podgroup_name}" if pod.podgroup_name else ""
         if job_key not in state.podgroups or pod.scheduler_name != self.scheduler_name:
             job_key = ""  # another scheduler's pod, a reservation pod or one of no podgroup: it only occupies its node
+        if status in ON_NODE and job_key in self._suspending and not is_stand_in(key):
+            status = PodStatus.RELEASING  # its workload is being suspended: its controller is to delete it
         task = TaskInfo(pod, status, node_name, job_key, vec, key)
         task.dra_gpus = dra_gpus
         task.dra_devices = dra_devices

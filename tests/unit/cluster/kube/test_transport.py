@@ -23,7 +23,15 @@ from kai.cluster.kube.errors import (
     Unreachable,
     api_error,
 )
-from kai.cluster.kube.resources import KINDS, get_request
+from kai.cluster.kube.resources import (
+    KINDS,
+    Request,
+    delete_request,
+    get_request,
+    list_request,
+    patch_request,
+    watch_request,
+)
 from kai.cluster.kube.transport import RetryPolicy, Transport
 from kai.components.shared.metrics import RestClientMetrics
 
@@ -88,6 +96,26 @@ def test_connection_errors_are_retried_and_reported_as_unreachable_when_the_trie
         "GET /apis/scheduling.run.ai/v2/queues/q",
     )
     assert (waits, len(calls)) == ([0.1, 0.2, 0.3], 4)
+
+
+def test_a_request_retried_after_its_client_closed_is_unreachable_not_a_crash():
+    """A process stopping closes its client while a request waits for its retry: the request gets the one-line
+    ``Unreachable`` of a closed client, not httpx's RuntimeError (a traceback in every component's log)."""
+    calls = []
+
+    async def go():
+        client = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: calls.append(r) or status(503, "Busy")))
+
+        async def close_meanwhile(_seconds):
+            await client.aclose()
+
+        transport = Transport(client, RETRY, close_meanwhile)
+        with pytest.raises(Unreachable) as raised:
+            await transport.send(REQUEST)
+        return raised.value
+
+    error = asyncio.run(go())
+    assert (error.reason, error.what, len(calls)) == ("Closed", "a request at shutdown", 1)
 
 
 def test_client_errors_are_raised_at_once_with_the_servers_words():
@@ -183,3 +211,41 @@ def test_a_pod_of_two_disruption_budgets_cannot_be_evicted_and_is_not_retried():
     body = {"kind": "Status", "code": 500, "reason": "InternalError", "message": message}
     error, waits, calls = run([httpx.Response(500, content=json.dumps(body).encode())])
     assert isinstance(error, EvictionRefused) and (waits, len(calls)) == ([], 1)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        get_request(KINDS["Pod"], "ml/train-0"),
+        list_request(KINDS["Pod"], limit=500, continue_token="eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIz+/9="),
+        watch_request(KINDS["PodGroup"], "12345", timeout_s=300, namespace="ml"),
+        patch_request(KINDS["Pod"], "ml/train-0", {"metadata": {"labels": {"a": "b"}}}, field_manager="kai-binder"),
+        delete_request(KINDS["Pod"], "ml/train-0", grace_period_s=0),
+        Request(
+            "GET", "/api/v1/namespaces/kai/services/p:web/proxy/api/v1/query", {"query": 'sum(rate(x{a="b c"}[5m]))'}
+        ),
+    ],
+    ids=["get", "list with a continue token", "watch", "patch", "delete", "a PromQL query through the proxy"],
+)
+@pytest.mark.parametrize("server", ["https://api:6443", "https://rancher.example/k8s/clusters/c-1/"])
+def test_a_request_is_built_as_httpxs_build_request_builds_it(request_, server):
+    """The transport builds each request from its whole URL at once (httpx parsed it three times): the same method,
+    URL, headers, body and timeout as the client's ``build_request``, its slow twin (a server behind a proxy's path
+    too)."""
+    client = httpx.AsyncClient(base_url=server, headers={"User-Agent": "kai"}, timeout=httpx.Timeout(7.0))
+    built = Transport(client)._build(request_)
+    body = None if request_.body is None else json.dumps(request_.body, separators=(",", ":")).encode()
+    twin = client.build_request(
+        request_.method,
+        request_.path,
+        params=dict(request_.params),
+        headers={"Accept": "application/json"} | ({"Content-Type": request_.content_type} if body else {}),
+        content=body,
+    )
+    assert (built.method, built.url, built.content, built.extensions) == (
+        twin.method,
+        twin.url,
+        twin.content,
+        twin.extensions,
+    )
+    assert sorted(built.headers.multi_items()) == sorted(twin.headers.multi_items())
