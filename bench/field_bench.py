@@ -21,7 +21,8 @@ out of the steady figures); read it with ``python -m pstats FILE``. ``--each`` p
 messages), one JSON line a cycle: two runs decide alike when the files are equal (unless the victim search ran out
 of its time budget: ``--frozen-clock`` gives it none, as reclaim_bench's frozen clock does, the phases still timed).
 ``--actions`` runs other actions than KAI's default list.
-RSS is the process's resident set now (not its peak), so growth across cycles shows.
+RSS is the process's resident set now (not its peak), so growth across cycles shows. A cycle runs without the last
+one's session held, as the scheduler's loop runs it (its second cycle freezes what lives on out of the cyclic GC).
 """
 
 import argparse
@@ -285,6 +286,7 @@ def main() -> None:
                 + (" profiled" if profiling is not None else ""),
                 flush=True,
             )
+        del session, result  # the next cycle runs without this one, as the scheduler's loop runs it
     if decisions is not None:
         decisions.close()
     steady = cycles[1:] or cycles

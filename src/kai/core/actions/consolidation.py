@@ -80,7 +80,12 @@ def execute(ssn: Session) -> None:
             """Every job with a live pod that may lose pods but the preemptor, from the index kept across commits."""
             nonlocal index
             if index is None:
-                index = JobIndex(ssn, lambda job: may_lose_pods(job) and has_live_pod(ssn, job), worst_first=True)
+                index = JobIndex(
+                    ssn,
+                    lambda job: may_lose_pods(job) and has_live_pod(ssn, job),
+                    worst_first=True,
+                    pool=ssn.preemptible_jobs(),
+                )
             index.sync()  # a victims queue is made between simulations: only commits are in force
             return index.queue(VICTIMS, skip_jobs=[preemptor.key])
 

@@ -35,9 +35,7 @@ NAME = "preempt"
 def execute(ssn: Session) -> None:
     filters = ssn.preempt_victim_filters
     scoped = [keep for keep in filters if isinstance(keep, ScopedVictimFilter)]
-    by_queue: dict[str, list[PodGroupInfo]] = {}
-    for candidate in ssn.jobs.values():  # victims come from the preemptor's own queue only
-        by_queue.setdefault(candidate.queue, []).append(candidate)
+    by_queue: dict[str, list[PodGroupInfo]] | None = None
     index: JobIndex | None = None
     involved: dict[str, list[PodGroupInfo]] = {}
 
@@ -59,6 +57,11 @@ def execute(ssn: Session) -> None:
 
     def scan(preemptor: PodGroupInfo) -> JobsOrderByQueues:
         """KAI's: the jobs of the preemptor's queue that it may take pods from."""
+        nonlocal by_queue
+        if by_queue is None:  # victims come from the preemptor's own queue only
+            by_queue = {}
+            for candidate in ssn.jobs.values():
+                by_queue.setdefault(candidate.queue, []).append(candidate)
         return candidates_queue(ssn, victim_candidates(ssn, acceptor(preemptor), by_queue.get(preemptor.queue, [])))
 
     def indexed(preemptor: PodGroupInfo) -> JobsOrderByQueues:
@@ -67,7 +70,12 @@ def execute(ssn: Session) -> None:
         refuse."""
         nonlocal index
         if index is None:
-            index = JobIndex(ssn, lambda job: may_lose_pods(job) and has_live_pod(ssn, job), worst_first=True)
+            index = JobIndex(
+                ssn,
+                lambda job: may_lose_pods(job) and has_live_pod(ssn, job),
+                worst_first=True,
+                pool=ssn.preemptible_jobs(),
+            )
         asked = involved.get(preemptor.queue)
         if asked is None:
             keys = sorted(

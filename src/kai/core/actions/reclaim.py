@@ -118,7 +118,7 @@ def execute(ssn: Session) -> None:
         accept without a trace)."""
         nonlocal index
         if index is None:
-            index = JobIndex(ssn, may_lose_pods, worst_first=True)
+            index = JobIndex(ssn, may_lose_pods, worst_first=True, pool=ssn.preemptible_jobs())
         index.sync()  # a victims queue is made between simulations: only commits are in force
         others = [uid for uid in index.runs if uid != reclaimer.queue]
         skipped = {reclaimer.queue, *(uid for keep in by_queue for uid in keep.refused(reclaimer, others))}

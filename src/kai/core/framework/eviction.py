@@ -177,7 +177,7 @@ def run_solver_action(ssn: Session, action: SolverAction) -> None:
             break
         if eligible is not None and not eligible(job):
             continue
-        failed = failures.setdefault(signature_scope(job), MinimalFailedJobs())
+        failed = failures.setdefault(signature_scope(job), MinimalFailedJobs(ssn.footprints))
         like = failed.no_easier_than(job) if ssn.config.use_scheduling_signatures else None
         if like is not None:
             ssn.disruption.skipped_like(job, like)

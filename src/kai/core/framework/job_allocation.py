@@ -286,7 +286,7 @@ def _explain(
     resource (KAI checks resources first); any other node reports the first filter that excluded it. Then the
     typed reason with its nearest fix."""
     nodes = ssn.nodes
-    lacking = (task.req_vec[:, None] > nodes.non_allocated() + 1e-9) & candidates
+    lacking = nodes.short_of(task) & candidates
     short = lacking.any(axis=0)
     for row in np.flatnonzero(lacking.any(axis=1)):
         reason = _SHORT_REASONS.get(int(row)) or _short(nodes.index.names[row])

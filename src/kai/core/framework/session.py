@@ -14,6 +14,7 @@ import numpy as np
 from kai.core.framework.config import SchedulerConfig
 from kai.core.framework.decisions import ClaimAllocation, CycleResult
 from kai.core.framework.disruption import Disruption, Protected
+from kai.core.framework.signatures import Footprints
 from kai.core.framework.usage.usage_store import AllocationSample
 from kai.core.model.numa import NumaPlacement
 from kai.core.state.fit_errors import JobFitError
@@ -147,6 +148,8 @@ class Session:
         structures kept across commits read to catch up (``job_index``)."""
         self.order_keys: dict[str, tuple[int, tuple[Any, ...]]] = {}
         """Each session job's order key (``job_queue.order_key``), with the job's ``status_version`` it holds for."""
+        self.footprints = Footprints()
+        """Each job's scheduling signature and pending requests, for every evicting action's ``MinimalFailedJobs``."""
         self.disruption = Disruption(cluster, config.disruption, now)
         """PodDisruptionBudgets and the eviction budget: what the session may still evict (kai's)."""
         if self.disruption.by_namespace:
@@ -154,6 +157,11 @@ class Session:
             self.preempt_victim_filters.append(Protected(self.disruption, "preempt"))
         self.wait_reason_fns.append(self.disruption.wait_reasons)
         self._placed_pods: PlacedPods | None = None
+        self._positions: tuple[list[str], dict[str, int]] | None = None
+        self.allocation_version = 0
+        """Counts allocate and deallocate events: what queue order reads changes only with them (and with a job's
+        own ``status_version``)."""
+        self._preemptible: list[PodGroupInfo] | None = None
 
     @property
     def placed_pods(self) -> PlacedPods:
@@ -184,6 +192,21 @@ class Session:
         if len(pending) < len(self._may_pend):  # a job leaves pending only by allocation; it returns via mark_pending
             self._may_pend = {job.key: None for job in pending}
         return pending
+
+    def job_positions(self) -> tuple[list[str], dict[str, int]]:
+        """The job keys in ``jobs`` order and each one's place in it, worked out once (every victim index reads them;
+        not to be changed)."""
+        if self._positions is None:
+            order = list(self.jobs)
+            self._positions = order, {key: i for i, key in enumerate(order)}
+        return self._positions
+
+    def preemptible_jobs(self) -> list[PodGroupInfo]:
+        """The preemptible jobs in ``jobs`` order, found once (a job's preemptibility is fixed): the only jobs that
+        may lose pods, of some ten thousand among a hundred thousand."""
+        if self._preemptible is None:
+            self._preemptible = [job for job in self.jobs.values() if job.preemptible]
+        return self._preemptible
 
     def mark_pending(self, job_key: str) -> None:
         """A statement set one of the job's tasks back to pending (an un-pipeline or a rollback)."""
@@ -286,9 +309,11 @@ class Session:
         return scores
 
     def allocated(self, task: TaskInfo) -> None:
+        self.allocation_version += 1
         for handler in self.allocate_handlers:
             handler(task)
 
     def deallocated(self, task: TaskInfo) -> None:
+        self.allocation_version += 1
         for handler in self.deallocate_handlers:
             handler(task)

@@ -7,12 +7,11 @@ for strictly less in some pod (resource vectors compared in sorted order) or has
 """
 
 from collections.abc import Hashable
-
-import numpy as np
+from operator import le
 
 from kai.core.state.pod_status import PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
-from kai.core.state.resource_index import GPU_ROW, Vector
+from kai.core.state.resource_index import GPU_ROW
 from kai.core.state.task import TaskInfo
 
 
@@ -29,22 +28,25 @@ def job_signature(job: PodGroupInfo) -> Hashable:
     return (repr(job.root.topology), tuple(sorted(sets)))
 
 
-def _requests(job: PodGroupInfo) -> list[Vector]:
+Requests = list[tuple[float, ...]]
+"""A job's pending pods' resource vectors (GPUs as quota plus GPU memory), sorted."""
+
+
+def _requests(job: PodGroupInfo) -> Requests:
     vectors = []
     for task in job.tasks.values():
         if task.status is PodStatus.PENDING:
             vec = task.req_vec.copy()
             vec[GPU_ROW] = task.gpus_quota + task.request.gpu_memory_mib
-            vectors.append(vec)
-    return sorted(vectors, key=lambda v: tuple(v))
+            vectors.append(tuple(vec.tolist()))
+    return sorted(vectors)
 
 
-def _less_equal(left: Vector, right: Vector) -> bool:
-    return bool(np.all(left <= right))
+def _less_equal(left: tuple[float, ...], right: tuple[float, ...]) -> bool:
+    return all(map(le, left, right))
 
 
-def easier(job: PodGroupInfo, than: PodGroupInfo) -> bool:
-    mine, theirs = _requests(job), _requests(than)
+def easier(mine: Requests, theirs: Requests) -> bool:
     if not mine or not theirs:
         return False
     if len(theirs) > len(mine):
@@ -59,26 +61,52 @@ def easier(job: PodGroupInfo, than: PodGroupInfo) -> bool:
     return False
 
 
-def _smaller_footprint(job: PodGroupInfo, than: PodGroupInfo) -> bool:
-    mine, theirs = _requests(job), _requests(than)
+def _smaller_footprint(mine: Requests, theirs: Requests) -> bool:
     if not mine or not theirs or len(mine) > len(theirs):
         return False
     return all(_less_equal(vec, theirs[i]) for i, vec in enumerate(mine))
 
 
+class Footprints:
+    """Each job's signature and pending requests, worked out once per session, the requests again once a task of
+    the job changes status (``status_version``): every evicting action compares its pending jobs with the same
+    few failed ones, and at 2,000 waiting jobs working them out at each comparison was a tenth of a cycle."""
+
+    def __init__(self) -> None:
+        self._signatures: dict[int, tuple[PodGroupInfo, Hashable]] = {}
+        self._requests: dict[int, tuple[PodGroupInfo, int, Requests]] = {}
+
+    def signature(self, job: PodGroupInfo) -> Hashable:
+        known = self._signatures.get(id(job))
+        if known is None or known[0] is not job:
+            known = self._signatures[id(job)] = (job, job_signature(job))
+        return known[1]
+
+    def requests(self, job: PodGroupInfo) -> Requests:
+        known = self._requests.get(id(job))
+        if known is None or known[0] is not job or known[1] != job.status_version:
+            known = self._requests[id(job)] = (job, job.status_version, _requests(job))
+        return known[2]
+
+
 class MinimalFailedJobs:
     """The smallest failed job per signature; a later job of that signature is tried only if it is easier."""
 
-    def __init__(self) -> None:
+    def __init__(self, footprints: Footprints) -> None:
+        self.footprints = footprints
         self.representatives: dict[Hashable, PodGroupInfo] = {}
 
     def no_easier_than(self, job: PodGroupInfo) -> PodGroupInfo | None:
         """The failed job ``job`` is no easier to place than (None when it is worth trying)."""
-        representative = self.representatives.get(job_signature(job))
-        return None if representative is None or easier(job, representative) else representative
+        footprints = self.footprints
+        representative = self.representatives.get(footprints.signature(job))
+        if representative is None or easier(footprints.requests(job), footprints.requests(representative)):
+            return None
+        return representative
 
     def failed(self, job: PodGroupInfo) -> None:
-        key = job_signature(job)
+        footprints = self.footprints
+        key = footprints.signature(job)
         current = self.representatives.get(key)
-        if current is None or _smaller_footprint(job, current):
+        if current is None or _smaller_footprint(footprints.requests(job), footprints.requests(current)):
             self.representatives[key] = job

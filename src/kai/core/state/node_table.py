@@ -55,6 +55,8 @@ class NodeInfo:
 
 
 NO_TASKS: frozenset[str] = frozenset()
+SHORT_CACHE_LIMIT = 256
+"""Requests whose ``NodeTable.short_of`` is kept at most (each a resources x nodes matrix)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,8 @@ class NodeTable:
         self._changes: list[int] = []
         """The column each placement change touched, in order; its length is the table's version."""
         self._non_allocated: tuple[int, Matrix] | None = None
+        self._short_cache: dict[bytes, tuple[int, npt.NDArray[np.bool_]]] = {}
+        """Per request: the version it holds for and ``short_of``'s matrix."""
         self._fit_cache: dict[tuple[bytes, bool], tuple[int, Mask, npt.NDArray[np.intp]]] = {}
         """Per request and kind of room: the version it holds for, the mask, and the request's resource rows (as a
         column, to index the changed columns' rows with)."""
@@ -162,6 +166,7 @@ class NodeTable:
         table._changes = []
         table._non_allocated = None
         table._fit_cache = {}
+        table._short_cache = {}
         table.idle, table.used, table.releasing = self.idle.copy(), self.used.copy(), self.releasing.copy()
         return table
 
@@ -359,6 +364,18 @@ class NodeTable:
         if self._non_allocated is None or self._non_allocated[0] != self.version:
             self._non_allocated = (self.version, self.idle + self.releasing)
         return self._non_allocated[1]
+
+    def short_of(self, task: TaskInfo) -> npt.NDArray[np.bool_]:
+        """Per resource row and node, whether the task asks for more than the node's idle and releasing amount: what
+        a task that fits nowhere is told, for each of the thousands that wait, on a table that mostly stays as it
+        is (kept per request until the table changes)."""
+        key = task.req_vec.tobytes()
+        cached = self._short_cache.get(key)
+        if cached is None or cached[0] != self.version:
+            if len(self._short_cache) >= SHORT_CACHE_LIMIT:
+                self._short_cache.clear()
+            cached = self._short_cache[key] = (self.version, task.req_vec[:, None] > self.non_allocated() + 1e-9)
+        return cached[1]
 
     def fits(self, task: TaskInfo, available: Matrix) -> Mask:
         """Nodes whose ``available`` resources hold the task (KAI's isTaskAllocatableOnNonAllocatedResources)."""

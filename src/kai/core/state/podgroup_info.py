@@ -29,7 +29,7 @@ class PodSet:
         self.parent: SubGroupSet | None = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
-        return sum(1 for task in self.tasks.values() if task.status in statuses)
+        return len([task for task in self.tasks.values() if task.status in statuses])
 
     @property
     def active_allocated(self) -> int:
@@ -205,7 +205,7 @@ class PodGroupInfo:
             self.journal = None
 
     def count(self, statuses: frozenset[PodStatus]) -> int:
-        return sum(1 for task in self.tasks.values() if task.status in statuses)
+        return len([task for task in self.tasks.values() if task.status in statuses])
 
     @property
     def num_allocated(self) -> int:

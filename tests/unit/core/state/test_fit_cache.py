@@ -1,5 +1,6 @@
-"""The node table's fit masks, kept per request and caught up over the columns that changed, equal a check of every
-node, through random evictions, placements and rollbacks, asked after every change or only now and then."""
+"""The node table's fit masks, kept per request and caught up over the columns that changed, and what each node is
+short of, kept per request until the table changes, equal a check of every node, through random evictions,
+placements and rollbacks, asked after every change or only now and then."""
 
 import random
 from typing import Any
@@ -42,6 +43,8 @@ def test_cached_fit_masks_equal_a_check_of_every_node() -> None:
         for asked_task in rng.sample(tasks, 3):
             assert np.array_equal(nodes.fits_non_allocated(asked_task), nodes.fits(asked_task, nodes.non_allocated()))
             assert np.array_equal(nodes.fits_idle(asked_task), nodes.fits(asked_task, nodes.idle))
+            short = asked_task.req_vec[:, None] > nodes.idle + nodes.releasing + 1e-9
+            assert np.array_equal(nodes.short_of(asked_task), short)
             asked += 1
     stmt.discard()
     assert asked > 300

@@ -8,7 +8,7 @@ is what pushing the same jobs in session order would have built (``JobsOrderByQu
 """
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -19,14 +19,20 @@ from kai.core.state.podgroup_info import PodGroupInfo
 
 
 class JobIndex:
-    def __init__(self, ssn: Session, member: Callable[[PodGroupInfo], bool], worst_first: bool) -> None:
-        """``member`` may look only at the job itself (a commit re-asks it for the jobs it changed)."""
+    def __init__(
+        self,
+        ssn: Session,
+        member: Callable[[PodGroupInfo], bool],
+        worst_first: bool,
+        pool: Iterable[PodGroupInfo] | None = None,
+    ) -> None:
+        """``member`` may look only at the job itself (a commit re-asks it for the jobs it changed); ``pool``: the
+        only jobs it may accept at first, in session order (default: every job)."""
         self.ssn = ssn
         self.member = member
         self.worst_first = worst_first
-        self.order = list(ssn.jobs)
-        """Job keys in session order: the order a plain build pushes them in."""
-        self.position = {key: i for i, key in enumerate(self.order)}
+        self.order, self.position = ssn.job_positions()
+        """Job keys in session order (the order a plain build pushes them in), and each key's place in it."""
         self.seen = len(ssn.committed)
         self.keys: dict[str, Key] = {}
         """Order key of each member, by job key."""
@@ -39,8 +45,15 @@ class JobIndex:
         self.generation = 0
         """Bumped by each ``sync`` that changes the runs."""
         pairs: dict[str, list[tuple[Key, PodGroupInfo]]] = {}
-        for job in ssn.jobs.values():
-            if queue_admits(ssn, job) and member(job):
+        admits: dict[str, bool] = {}
+        """Whether each queue admits jobs, asked once per queue and of members only (most jobs are not)."""
+        for job in ssn.jobs.values() if pool is None else pool:
+            if not member(job):
+                continue
+            admitted = admits.get(job.queue)
+            if admitted is None:
+                admitted = admits[job.queue] = queue_admits(ssn, job)
+            if admitted:
                 key = self.keys[job.key] = order_key(ssn, job)
                 pairs.setdefault(job.queue, []).append((key, job))
                 self.positions.setdefault(job.queue, []).append(self.position[job.key])

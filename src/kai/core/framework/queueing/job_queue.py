@@ -76,6 +76,9 @@ def queue_admits(ssn: Session, job: PodGroupInfo) -> bool:
     return not queue.parent or queue.parent in ssn.queues
 
 
+COMPARED_LIMIT = 1 << 14
+"""Queue comparisons a queue remembers at most (``JobsOrderByQueues._remembered_less``)."""
+
 LinkEvent = tuple[str, PodGroupInfo, list[tuple[str, PodGroupInfo]]]
 """A leaf queue linked into the tree when its first job is pushed: the queue, that job, and the leaves linked
 before whose best job so far changed since the previous link, each with that job (what they show meanwhile)."""
@@ -92,6 +95,12 @@ class JobsOrderByQueues:
     """Order keys of the jobs in depth-limited (Go heap) leaves."""
     fresh: Callable[[], bool] | None = None
     """Whether the runs this queue shares (``job_index``) are still as they were made; a copy must be."""
+    _compared: dict[tuple[int, int, int, int], tuple[QueueInfo, QueueInfo, PodGroupInfo, PodGroupInfo, bool]] = field(
+        default_factory=dict
+    )
+    """Queue order of two queues showing two jobs, while no allocation changes (``_remembered_less``)."""
+    _compared_at: int = -1
+    """The session's ``allocation_version`` the comparisons hold for."""
 
     def initialize(self, jobs: dict[str, PodGroupInfo]) -> None:
         admitted = [job for job in jobs.values() if self._admits(job)]
@@ -285,8 +294,36 @@ class JobsOrderByQueues:
             return reverse
         left_job, left_victims = self._best(left)
         right_job, right_victims = self._best(right)
-        result = self.ssn.queue_less(left.queue, right.queue, left_job, right_job, left_victims, right_victims)
-        return not result if reverse else result
+        if reverse:
+            return not self.ssn.queue_less(left.queue, right.queue, left_job, right_job, left_victims, right_victims)
+        if left_job is None or right_job is None:
+            return self.ssn.queue_less(left.queue, right.queue, left_job, right_job, [], [])
+        return self._remembered_less(left.queue, right.queue, left_job, right_job)
+
+    def _remembered_less(
+        self, left: QueueInfo, right: QueueInfo, left_job: PodGroupInfo, right_job: PodGroupInfo
+    ) -> bool:
+        """``queue_less`` of two queues showing two jobs, remembered until the next allocate or deallocate event: it
+        reads the queues' allocations and each job's request, which changes only with the job's status. After a pop
+        the heap compares the popped leaf with its siblings, and the siblings with each other as the pop before did.
+        Not in victim order, where a queue is compared with the victims already taken from it as well."""
+        ssn = self.ssn
+        if self._compared_at != ssn.allocation_version or len(self._compared) >= COMPARED_LIMIT:
+            self._compared.clear()
+            self._compared_at = ssn.allocation_version
+        key = (id(left_job), id(right_job), left_job.status_version, right_job.status_version)
+        known = self._compared.get(key)
+        if (
+            known is not None
+            and known[0] is left
+            and known[1] is right
+            and known[2] is left_job
+            and known[3] is right_job
+        ):
+            return known[4]
+        result = ssn.queue_less(left, right, left_job, right_job, [], [])
+        self._compared[key] = (left, right, left_job, right_job, result)  # holds the jobs: their ids stay theirs
+        return result
 
     def _best(self, node: _QueueNode) -> tuple[PodGroupInfo | None, list[PodGroupInfo]]:
         while not node.is_leaf:

@@ -90,7 +90,7 @@ class ScenarioSolver:
             return Solution(False)
         ssn = self.ssn
         if self.pending is None:
-            self.pending = JobIndex(ssn, PodGroupInfo.has_pending, worst_first=False)
+            self.pending = JobIndex(ssn, PodGroupInfo.has_pending, worst_first=False, pool=ssn.pending_jobs())
         self.pending.sync()
         statement = Statement(ssn)
         self._evict(victims, scenario.preemptor, statement)

@@ -36,6 +36,18 @@ from kai.core.state.task import TaskInfo, admission_gated
 
 ALLOCATED_JOBS_LIMIT = 1 << 16
 """Jobs (and partial representatives) whose holdings are remembered at most, before starting afresh."""
+ORDERS_LIMIT = 1 << 16
+"""Queue comparisons remembered at most (``_remembered_order``)."""
+
+
+def _request(ssn: Session, job: PodGroupInfo | None) -> Request:
+    """``init_request``, its cache read here first (a queue comparison asks for two)."""
+    if job is None:
+        return _NO_REQUEST
+    return job.init_request_cache or init_request(ssn, job)
+
+
+_NO_REQUEST: Request = (0.0, 0.0, 0.0)
 
 
 def _no_victims() -> list[Request]:
@@ -62,6 +74,7 @@ class ProportionPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
         self._allocated_jobs: dict[int, tuple[PodGroupInfo, int, Quantities]] = {}
+        self._orders: dict[tuple[Any, ...], int] = {}
         self.total = self._total(ssn)
         usage = ssn.cluster.queue_usage
         self.queues = {uid: _attributes(queue, usage.get(uid)) for uid, queue in ssn.queues.items()}
@@ -182,15 +195,30 @@ class ProportionPlugin:
             return 1
         if rattr is None:
             return -1
+        if not left_victims and not right_victims:
+            return self._remembered_order(lattr, rattr, _request(self.ssn, left_job), _request(self.ssn, right_job))
         return queue_order(
             lattr,
             rattr,
-            init_request(self.ssn, left_job),
-            init_request(self.ssn, right_job),
+            _request(self.ssn, left_job),
+            _request(self.ssn, right_job),
             (lambda: self._allocated(left_victims)) if left_victims else _no_victims,
             (lambda: self._allocated(right_victims)) if right_victims else _no_victims,
             self.standings,
         )
+
+    def _remembered_order(self, left: QueueAttributes, right: QueueAttributes, lreq: Request, rreq: Request) -> int:
+        """``queue_order`` without victims, remembered by the two queues' allocations and requests, of which it is a
+        pure function in a session (shares are settled at open): the jobs of a queue mostly ask alike, and every
+        simulation ends with the allocations as they were."""
+        la, ra = left.allocated, right.allocated
+        key = (left.uid, right.uid, la[0], la[1], la[2], ra[0], ra[1], ra[2], lreq, rreq)
+        known = self._orders.get(key)
+        if known is None:
+            if len(self._orders) >= ORDERS_LIMIT:
+                self._orders.clear()
+            known = self._orders[key] = queue_order(left, right, lreq, rreq, _no_victims, _no_victims, self.standings)
+        return known
 
     def _allocated(self, jobs: list[PodGroupInfo]) -> list[Quantities]:
         """What each job holds, remembered until one of its tasks changes status: a victim queue compares the same

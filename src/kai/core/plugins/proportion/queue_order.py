@@ -85,7 +85,11 @@ def queue_order(
 ) -> int:
     """KAI's queue comparison; requests are the next jobs' needs, victims the allocations already chosen (asked
     for only when the dominant-resource rule is reached: summing them is most of the cost of a victim queue)."""
-    lstand, rstand = standings.of(left, left_request), standings.of(right, right_request)
+    known, lalloc, ralloc = standings.known, left.allocated, right.allocated  # ``Standings.of``, its lookup inline
+    lstand = known.get((left.uid, lalloc[0], lalloc[1], lalloc[2], left_request)) or standings.of(left, left_request)
+    rstand = known.get((right.uid, ralloc[0], ralloc[1], ralloc[2], right_request)) or standings.of(
+        right, right_request
+    )
     if lstand.over_fair_share != rstand.over_fair_share:  # the under-utilized queue first
         return 1 if lstand.over_fair_share else -1
     if lstand.within_deserved_with_job != rstand.within_deserved_with_job:  # the one still within quota with its job

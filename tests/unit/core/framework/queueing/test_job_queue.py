@@ -18,6 +18,7 @@ from kai.core.framework.session import Session
 from kai.core.framework.statement import Statement
 from kai.core.state.pod_status import ACTIVE_ALLOCATED, PodStatus
 from kai.core.state.podgroup_info import PodGroupInfo
+from kai.core.state.queue_info import QueueInfo
 from kai.core.state.snapshot import take_snapshot
 
 SEED, SESSIONS = 1, 12
@@ -195,3 +196,36 @@ def _variant(
     skip_jobs = {key for key in members if draw.random() < 0.2}
     plain.initialize({k: j for k, j in members.items() if j.queue not in skip_queues and k not in skip_jobs})
     return index.queue(options, skip_queues, skip_jobs), plain
+
+
+class _AskingEveryTime(JobsOrderByQueues):
+    """Asks queue order at every comparison, remembering none."""
+
+    def _remembered_less(
+        self, left: QueueInfo, right: QueueInfo, left_job: PodGroupInfo, right_job: PodGroupInfo
+    ) -> bool:
+        return self.ssn.queue_less(left, right, left_job, right_job, [], [])
+
+
+def test_remembered_comparisons_pop_as_comparisons_asked_every_time() -> None:
+    """A queue remembers how two queues showing two jobs compare until the next allocation: with pods of any job
+    charged to their queues after some pops and not others (queues change under the jobs they show), it pops what
+    a queue asking every time pops."""
+    draw = random.Random(7)
+    for _ in range(60):
+        ssn = _random_session(draw)
+        options = JobQueueOptions(filter_non_pending=True)
+        remembering, asking = JobsOrderByQueues(ssn, options), _AskingEveryTime(ssn, options)
+        remembering.initialize(ssn.jobs)
+        asking.initialize(ssn.jobs)
+        tasks = [task for job in ssn.jobs.values() for task in job.tasks.values()]
+        charged = []
+        while (job := remembering.pop()) is not None:
+            assert job is asking.pop()
+            if draw.random() < 0.4:
+                for task in draw.sample(tasks, k=min(3, len(tasks))):
+                    ssn.allocated(task)
+                    charged.append(task)
+        assert asking.pop() is None
+        for task in charged:
+            ssn.deallocated(task)
