@@ -104,18 +104,18 @@ def test_a_refused_read_is_its_checks_error(control_plane: ControlPlane, tmp_pat
 
 
 def test_no_cluster_to_examine_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    nowhere = tmp_path / "kubeconfig"
+    nowhere, port = tmp_path / "kubeconfig", free_port()
     nowhere.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }))  # fmt: skip
     down = doctor(nowhere)
     assert (down.returncode, down.stdout) == (2, "")
     assert down.stderr.splitlines() == [
-        f"Error: the API server {json.loads(nowhere.read_text())['clusters'][0]['cluster']['server']} does not "
-        "answer: ConnectError: All connection attempts failed"
+        f"Error: the API server https://127.0.0.1:{port} does not answer: ConnectError: Cannot connect to host "
+        f"127.0.0.1:{port} ssl:default [Connect call failed ('127.0.0.1', {port})]"
     ]
     broken = tmp_path / "broken"
     broken.write_text("clusters: []\n")
