@@ -264,8 +264,11 @@ def test_a_suspended_batch_job_resumes_and_runs_to_completion(
     kwok.node(f"{pool}-gpu", 2, {"pool": pool})
     apply(control_plane, tmp_path, suspending_job(namespace, vision, pool, "15s"))
     wait_until("the Job's two pods to run", lambda: len(running(control_plane, namespace, "train")) == 2)
+    # one gang that needs both GPUs, so that a cycle evicts the Job whole and suspends it (two lone reclaimers seen in
+    # two cycles took one pod each by eviction, which the Job controller counts as failed: backoffLimit 0 failed it)
     reclaimers = [
-        labelled(gpu_pod(namespace, f"llm-{i}", llm, pool, 1), **{RUN_FOR_ANNOTATION: "3s"}) for i in range(2)
+        obj if obj["kind"] == "PodGroup" else labelled(obj, **{RUN_FOR_ANNOTATION: "3s"})
+        for obj in gang(namespace, "llm", llm, pool, 2, 1)
     ]
     apply(control_plane, tmp_path, *reclaimers)
 
