@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from kai.cluster.port import AlreadyExists, ClusterError, Conflict, NotFound
+from kai.cluster.port import AlreadyExists, ClusterError, Conflict, NotFound, reporting
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,7 +39,8 @@ class Writes:
             return
 
         def run() -> None:
-            self.each(what, [item], action)
+            with reporting():
+                self.each(what, [item], action)
 
         with self._lock:
             if not self._started:  # daemon threads: a write still waiting at exit does not hold the process
