@@ -13,11 +13,34 @@ conflicts with another writer. Both adapters raise the errors below. ``evict`` l
 PodDisruptionBudget (``EvictionRefused`` when it does not allow the eviction now).
 """
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 Raw = dict[str, Any]
 Listener = Callable[[str, Mapping[str, Any], bool], None]
+
+
+_reports = threading.local()
+
+
+@contextmanager
+def reporting() -> Iterator[None]:
+    """The writes this thread makes inside are reports: what users read (statuses, conditions, a bind's outcome) and no
+    decision waits for. A cluster backed by an API server sends them after the writes that decisions wait for, so that
+    in a burst the API server's time goes to the path from a pod to its binding first (docs/architecture.md §7)."""
+    before = getattr(_reports, "on", False)
+    _reports.on = True
+    try:
+        yield
+    finally:
+        _reports.on = before
+
+
+def is_reporting() -> bool:
+    """Whether this thread is inside ``reporting()``."""
+    return bool(getattr(_reports, "on", False))
 
 
 class ClusterError(Exception):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kai.cluster.port import Raw
+from kai.cluster.port import Raw, is_reporting
 
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -156,6 +156,8 @@ class Request:
     body: Raw | None = None
     content_type: str = "application/json"
     accept: frozenset[str] = frozenset()
+    report: bool = field(default_factory=is_reporting)
+    """Made inside ``port.reporting()`` (by the thread that built it): a write no decision waits for."""
 
 
 # ------------------------------------------------------------------------------------------- reads

@@ -34,7 +34,7 @@ from kai.cluster.kube.aiohttp_transport import AiohttpTransport
 from kai.cluster.kube.decode import decode_status
 from kai.cluster.kube.errors import EvictionRefused, Unreachable, api_error, client_closed
 from kai.cluster.kube.faults import ENV_VAR, FaultPlan, FaultyTransport
-from kai.cluster.kube.ratelimit import Lane, TokenBucket, Window, purpose_of, resource_of
+from kai.cluster.kube.ratelimit import Lane, Purpose, TokenBucket, Window, purpose_of, resource_of
 from kai.cluster.kube.resources import Request
 
 log = logging.getLogger(__name__)
@@ -145,14 +145,15 @@ class Transport:
             extensions={"timeout": (timeout or self._http.timeout).as_dict()},
         )
 
-    async def _take(self, request: Request, lane: Lane) -> bool:
-        """A token of ``lane`` and a place in the window; False for a request exempt from both (Leases)."""
+    async def _take(self, request: Request, lane: Lane) -> Purpose | None:
+        """A token of ``lane`` and a place in the window, for the request's purpose; None for a request exempt from
+        both (Leases)."""
         if request.path.startswith(UNLIMITED_PREFIX):
-            return False
-        purpose = purpose_of(request.path)
+            return None
+        purpose = purpose_of(request.path, request.report)
         await lane.bucket.take(request.method, purpose)
         await self.window.enter(purpose)
-        return True
+        return purpose
 
     async def send(self, request: Request, lane: Lane | None = None) -> bytes:
         """The response body; a refusal raises ``ApiError`` (``Request.accept`` is the caller's business). ``lane``:
@@ -169,8 +170,8 @@ class Transport:
                 response = await self._http.send(self._build(request))
             except httpx.TransportError as e:
                 lane.took(time.perf_counter() - sent)
-                if windowed:
-                    self.window.leave()
+                if windowed is not None:
+                    self.window.leave(windowed)
                 self._count(lane, request, "<error>")
                 failures += 1
                 delay = self._retry.delay_s(failures)
@@ -180,16 +181,16 @@ class Transport:
                 await self._sleep(delay)
                 continue
             except BaseException:  # cancelled (its component stopping) or failed otherwise: its place is free again
-                if windowed:
-                    self.window.leave()
+                if windowed is not None:
+                    self.window.leave(windowed)
                 raise
             lane.took(time.perf_counter() - sent)
             self._count(lane, request, str(response.status_code))
             code = response.status_code
             error = None if response.is_success else api_error(code, decode_status(response.content), what=what)
             retry_after_s = None if error is None else error.retry_after_s or _retry_after(response)
-            if windowed:
-                self.window.leave(_pushed_back(response.status_code, retry_after_s))
+            if windowed is not None:
+                self.window.leave(windowed, _pushed_back(response.status_code, retry_after_s))
             if error is None:
                 return response.content
             failures += 1

@@ -1,7 +1,8 @@
 """Writing a pass's status patches: each one on its own (a failure never stops the others, docs/architecture.md §8), and
-the ones that failed named, so the controller tries them again next pass."""
+the ones that failed named, so the controller tries them again next pass. They are reports (``port.reporting``): no
+decision waits for a status the controllers write."""
 
-from kai.cluster.port import ClusterClient, Raw
+from kai.cluster.port import ClusterClient, Raw, reporting
 from kai.components.shared.parallel import Writes
 
 
@@ -10,7 +11,8 @@ def patch_statuses(cluster: ClusterClient, writes: Writes, kind: str, patches: l
     written: set[str] = set()
 
     def write(item: tuple[str, Raw]) -> None:
-        cluster.patch_status(kind, *item)
+        with reporting():
+            cluster.patch_status(kind, *item)
         written.add(item[0])
 
     writes.each(f"{kind.lower()} status", patches, write)

@@ -3,11 +3,14 @@
 A PodGroup exists before its pods can be scheduled: the scheduler only schedules a pod that names its PodGroup, and
 a pod is pointed at its PodGroup (``pod-group-name``, ``kai.scheduler/subgroup-name``) only once that is written.
 
-Work follows changes, not passes: a pod that is added or changed is queued, and a pass handles the queued pods in
-three steps — decide each pod's PodGroup by the rules (owners read through the port, once per pass), write each
-PodGroup once (when pods of one workload disagree, the last one queued wins, as KAI's one-pod-at-a-time reconcile
-would leave it), then point the pods at it. A PodGroup is updated whenever one of its pods changes (an elastic job's
-replicas came or went); a pod that is deleted queues a sibling, and a deleted PodGroup queues its pods.
+Work follows changes, not passes: a pod that is added or changed is queued, and a pass takes the queue in batches of
+a few pods per worker, oldest first, so that a pod queued during a burst waits for one small batch rather than for
+every pod queued before it. A batch goes in two steps — decide each pod's PodGroup by the rules (owners read through
+the port, once per batch), then per PodGroup write it once (when pods of one workload disagree, the last one queued
+wins, as KAI's one-pod-at-a-time reconcile would leave it) and point its pods at it at once, in the same worker; a
+PodGroup with more pods in the batch than ``INLINE_POINTS`` has the rest pointed by all the workers once every
+PodGroup of the batch is written. A PodGroup is updated whenever one of its pods changes (an elastic job's replicas
+came or went); a pod that is deleted queues a sibling, and a deleted PodGroup queues its pods.
 
 A conflict (the PodGroup or pod changed meanwhile, or another writer created it first) is retried on the next pass,
 without a word. A pod that cannot be grouped gets one ``PodGrouperWarning`` event per distinct problem and is
@@ -18,7 +21,8 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,8 @@ COMPONENT = "pod-grouper"
 WARNING_REASON = "PodGrouperWarning"
 FIRST_RETRY_S = 1.0
 MAX_RETRY_S = 60.0
+PASS_S = 1.0
+"""How long a pass takes pods queued after it began (what it read of owners is kept for one pass)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,10 @@ class _Decision:
     key: str
     pod: Raw
     grouping: Grouping
+
+
+_Work = str | _Decision
+"""A pass's work: a queued pod (its key), or a pod to point at its PodGroup just written."""
 
 
 class PodGrouper:
@@ -67,6 +77,14 @@ class PodGrouper:
         self._pods: dict[str, dict[str, Raw]] = {}
         self._members: dict[tuple[str, str], set[str]] = {}
         self._queued: dict[str, None] = {}
+        self._writing: dict[tuple[str, str], list[_Decision]] = {}
+        """PodGroups a worker is writing, with the pods of the same workload decided meanwhile (that worker writes
+        their PodGroup again if they want it otherwise, and has them pointed at it)."""
+        self._points: deque[_Decision] = deque()
+        """Pods whose PodGroup is written, to point at it: taken before any queued pod."""
+        self._again: list[str] = []
+        """Pods that lost a race this pass (their PodGroup or they changed meanwhile): queued again for the next pass,
+        once the watch has brought the change."""
         self._due: dict[str, float] = {}
         self._delay: dict[str, float] = {}
         self._reported: dict[str, set[str]] = {}
@@ -77,41 +95,95 @@ class PodGrouper:
     # ------------------------------------------------------------------------------------------- a pass
 
     def reconcile(self) -> int:
-        """Group the queued pods; returns how many pods were pointed at a (new or other) PodGroup."""
-        queued = self._take()
-        if not queued:
+        """Group the queued pods, and those queued meanwhile for up to ``PASS_S``; returns how many pods were
+        pointed at a (new or other) PodGroup."""
+        if not self._has_work():
             return 0
         lookup = ClusterLookup(self.cluster, self._pods_in)
         ctx = Context(self.settings, lookup, self._priority_classes(), self._default_priorities(lookup))
-        decided: dict[int, _Decision] = {}
-        self.writes.each("group pod", list(enumerate(queued)), lambda item: self._decide(*item, ctx, lookup, decided))
-        podgroups: dict[tuple[str, str], list[_Decision]] = {}
-        for index in sorted(decided):
-            decision = decided[index]
-            podgroups.setdefault((decision.grouping.namespace, decision.grouping.name), []).append(decision)
-        written: list[_Decision] = []
-        self.writes.each("write podgroup", list(podgroups.values()), lambda group: self._write(group, written))
         assigned: list[str] = []
-        self.writes.each("assign pod", written, lambda decision: self._assign(decision, assigned))
+        ends = self._clock() + PASS_S
+
+        def work() -> Iterator[_Work]:
+            while (item := self._next(ends)) is not None:
+                yield item
+
+        self.writes.drain("group pod", work(), lambda item: self._handle(item, ctx, lookup, assigned))
+        again, self._again = self._again, []
+        self._queue(again)
         return len(assigned)
 
-    def _decide(self, index: int, key: str, ctx: Context, lookup: ClusterLookup, out: dict[int, _Decision]) -> None:
+    def _handle(self, item: _Work, ctx: Context, lookup: ClusterLookup, assigned: list[str]) -> None:
+        """A queued pod: its PodGroup written (unless another worker is writing it: then that worker takes the pod
+        along) and the pod pointed at it; or a pod of a PodGroup written meanwhile: pointed at it."""
+        if isinstance(item, _Decision):
+            self._assign(item, assigned)
+            return
+        decision = self._decide(item, ctx, lookup)
+        if decision is None:
+            return
+        podgroup = (decision.grouping.namespace, decision.grouping.name)
+        with self._lock:
+            if podgroup in self._writing:
+                self._writing[podgroup].append(decision)
+                return
+            self._writing[podgroup] = []
+        decisions, written = [decision], None
+        while decisions:
+            written = self._write(decisions, written)
+            if written is not None:
+                self._assign(decisions[0], assigned)
+                with self._lock:
+                    self._points.extend(decisions[1:])
+            with self._lock:  # pods of the same workload that came meanwhile: the PodGroup is brought up to them
+                decisions = self._writing[podgroup]
+                if decisions:
+                    self._writing[podgroup] = []
+                else:
+                    del self._writing[podgroup]
+
+    def _next(self, ends: float) -> _Work | None:
+        """The next work of a pass: pods to point at a PodGroup just written first, then the first queued pod (until
+        the pass ends), then the first pod due again after a failure."""
+        with self._lock:
+            if self._points:
+                return self._points.popleft()
+            if self._clock() > ends:
+                return None
+            if self._queued:
+                key = next(iter(self._queued))
+                del self._queued[key]
+                self._due.pop(key, None)  # queued again: its retry is now
+                return key
+            now = self._clock()
+            due = next((key for key, at in self._due.items() if at <= now), None)
+            if due is not None:
+                del self._due[due]
+            return due
+
+    def _has_work(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            return bool(self._queued) or any(at <= now for at in self._due.values())
+
+    def _decide(self, key: str, ctx: Context, lookup: ClusterLookup) -> "_Decision | None":
+        """The pod's PodGroup, or None when there is nothing to write (the pod is gone, left alone, or failed)."""
         pod = self._pod(key)
         if pod is None:
-            return
+            return None
         try:
             grouping = self._grouping(pod, ctx, lookup)
         except InvalidObject as error:
             self._failed(key, pod, error)
-            return
+            return None
         except ApiError as error:
             log.warning("cannot group pod %s yet: %s", key, error)
             self._retry_later(key)
-            return
+            return None
         if grouping is None:
             self._done(key, pod, [])
-        else:
-            out[index] = _Decision(key, pod, grouping)
+            return None
+        return _Decision(key, pod, grouping)
 
     def _grouping(self, raw: Raw, ctx: Context, lookup: ClusterLookup) -> Grouping | None:
         """The pod's PodGroup, or None when the pod-grouper leaves the pod alone (KAI's order of checks)."""
@@ -135,27 +207,30 @@ class PodGrouper:
             grouping.labels[node_pool] = pod.labels[node_pool]
         return grouping
 
-    def _write(self, decisions: list[_Decision], written: list[_Decision]) -> None:
+    def _write(self, decisions: list[_Decision], written: Raw | None = None) -> Raw | None:
+        """Writes the PodGroup of ``decisions`` (pods of one workload); the PodGroup as it is now, or None when its
+        pods may not be pointed at it. ``written``: what this worker wrote of it a moment ago, which the watch may
+        not have brought yet."""
         grouping = decisions[-1].grouping
         key = f"{grouping.namespace}/{grouping.name}"
         desired = podgroup_object(grouping)
         try:
-            existing = self.cluster.get("PodGroup", key)
+            existing = self.cluster.get("PodGroup", key) or written
             if existing is None:
-                self.cluster.create("PodGroup", desired)
+                existing = self.cluster.create("PodGroup", desired)
             else:
                 change = updated(existing, desired, self.settings.node_pool_label, self.settings.queue_label)
                 if change is not None:
-                    self.cluster.update("PodGroup", change)
+                    existing = self.cluster.update("PodGroup", change)
         except (Conflict, AlreadyExists):
             log.debug("PodGroup %s changed meanwhile; its pods are grouped again", key)
-            self._queue(d.key for d in decisions)
-            return
+            self._again.extend(d.key for d in decisions)
+            return None
         except ApiError as error:
             for decision in decisions:
                 self._failed(decision.key, decision.pod, f"its PodGroup {key} cannot be written: {error.message}")
-            return
-        written.extend(decisions)
+            return None
+        return existing
 
     def _assign(self, decision: _Decision, assigned: list[str]) -> None:
         grouping, key = decision.grouping, decision.key
@@ -179,7 +254,7 @@ class PodGrouper:
             return
         except Conflict:
             log.debug("pod %s changed meanwhile; it is grouped again", key)
-            self._queue([key])
+            self._again.append(key)
             return
         except ApiError as error:
             self._failed(key, pod, f"it cannot be pointed at PodGroup {grouping.name}: {error.message}")
@@ -305,16 +380,6 @@ class PodGrouper:
         if not isinstance(spec, Mapping) or not isinstance(meta, Mapping):
             return True
         return spec.get("schedulerName") == self.scheduler_name and not meta.get("deletionTimestamp")
-
-    def _take(self) -> list[str]:
-        with self._lock:
-            now = self._clock()
-            queued = list(self._queued)
-            self._queued.clear()
-            due = [key for key, at in self._due.items() if at <= now or key in queued]
-            for key in due:
-                del self._due[key]
-            return queued + [key for key in due if key not in queued]
 
     def _queue(self, pod_keys: Iterable[str]) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ components here repeat the same event every cycle; so the count of a repeat is w
 
 With ``writes`` (a component's ``Writes``), events are written in the background, as client-go's broadcaster does,
 so a pass never waits for them; at most ``MAX_QUEUED`` wait to be written, and the ones beyond are dropped (client-go
-drops them when its queue of 1,000 is full).
+drops them when its queue of 1,000 is full; kai's events yield to binds in a burst, so its queue is longer).
 """
 
 import logging
@@ -53,8 +53,9 @@ SPAM_BURST = 25
 SPAM_REFILL_S = 300.0
 REFRESH_S = 60.0
 COMBINED_PREFIX = "(combined from similar events): "
-MAX_QUEUED = 1000
-"""client-go's ``maxQueuedEvents``."""
+MAX_QUEUED = 10_000
+"""Events waiting to be written at most (client-go's ``maxQueuedEvents`` is 1,000): events yield to binds in a burst
+(``ratelimit.BACKGROUND_SHARE``), and a burst of 5,000 pods queues two each; about 1 KB apiece."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,15 @@ thread-safe and runs them all one by one, at once (``workers=1``).
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from kai.cluster.port import AlreadyExists, ClusterError, Conflict, NotFound
+from kai.cluster.port import AlreadyExists, ClusterError, Conflict, NotFound, reporting
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_END = object()
 
 
 class Writes:
@@ -39,7 +40,8 @@ class Writes:
             return
 
         def run() -> None:
-            self.each(what, [item], action)
+            with reporting():
+                self.each(what, [item], action)
 
         with self._lock:
             if not self._started:  # daemon threads: a write still waiting at exit does not hold the process
@@ -56,27 +58,48 @@ class Writes:
         while True:
             jobs.get()()
 
+    def drain(self, what: str, items: Iterator[T], action: Callable[[T], object]) -> None:
+        """Apply ``action`` to each item of ``items`` as it comes, each worker taking the next one as soon as it is
+        done with one (no batch to wait for: items that come meanwhile are taken too); a failure is logged as in
+        ``each``."""
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:  # one worker at a time asks the iterator
+                    item = next(items, _END)
+                if item is _END:
+                    return
+                _guarded(what, cast(T, item), action)
+
+        if self._pool is None:
+            work()
+            return
+        for done in [self._pool.submit(work) for _ in range(self.workers)]:
+            done.result()
+
     def each(self, what: str, items: Iterable[T], action: Callable[[T], object]) -> int:
         """Apply ``action`` to every item; a failure is logged with the item and the others go on. Returns how
         many succeeded."""
-
-        def guarded(item: T) -> bool:
-            try:
-                action(item)
-            except (AlreadyExists, Conflict, NotFound) as error:  # made, changed or gone meanwhile: next pass sees it
-                log.warning("%s %s: %s", what, _name(item), error)
-                return False
-            except ClusterError as error:  # the API server refused or could not be reached, after the retries
-                log.error("%s %s failed: %s", what, _name(item), error)
-                return False
-            except Exception:  # one object's failure never stops the others (docs/architecture.md §8)
-                log.exception("%s %s failed", what, _name(item))
-                return False
-            return True
-
         if self._pool is None:
-            return sum(guarded(item) for item in items)
-        return sum(self._pool.map(guarded, list(items)))
+            return sum(_guarded(what, item, action) for item in items)
+        return sum(self._pool.map(lambda item: _guarded(what, item, action), list(items)))
+
+
+def _guarded(what: str, item: T, action: Callable[[T], object]) -> bool:
+    """``action(item)``; whether it succeeded (a failure is logged with the item)."""
+    try:
+        action(item)
+    except (AlreadyExists, Conflict, NotFound) as error:  # made, changed or gone meanwhile: next pass sees it
+        log.warning("%s %s: %s", what, _name(item), error)
+        return False
+    except ClusterError as error:  # the API server refused or could not be reached, after the retries
+        log.error("%s %s failed: %s", what, _name(item), error)
+        return False
+    except Exception:  # one object's failure never stops the others (docs/architecture.md §8)
+        log.exception("%s %s failed", what, _name(item))
+        return False
+    return True
 
 
 def _name(item: object) -> str:

@@ -13,9 +13,18 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from kai.cli.client_flags import BURST, QPS
 from kai.cli.main import main
-from kai.cluster.kube.ratelimit import MAX_WINDOW, Purpose, TokenBucket, Window, purpose_of, resource_of
+from kai.cluster.kube.ratelimit import (
+    BACKGROUND_SHARE,
+    MAX_WINDOW,
+    Purpose,
+    TokenBucket,
+    Window,
+    purpose_of,
+    resource_of,
+)
 from kai.cluster.kube.resources import KINDS, Request, get_request
 from kai.cluster.kube.transport import RetryPolicy, Transport
+from kai.cluster.port import reporting
 from kai.components.shared.metrics import LaneMetrics, RestClientMetrics
 
 
@@ -58,7 +67,7 @@ def test_a_burst_goes_at_once_then_requests_wait_for_the_rate():
     assert waits.sum_s == pytest.approx(0.4)
 
 
-def test_waiting_requests_are_served_binds_first_then_writes_then_events():
+def test_waiting_requests_are_served_binds_first_then_writes_then_reports_then_events():
     time = FakeTime()
     bucket = TokenBucket(10, 1, time.clock, time.sleep)
     served: list[str] = []
@@ -73,13 +82,14 @@ def test_waiting_requests_are_served_binds_first_then_writes_then_events():
             one("event", Purpose.EVENT),
             one("status", Purpose.WRITE),
             one("bind-1", Purpose.BIND),
+            one("report", Purpose.REPORT),
             one("status-2", Purpose.WRITE),
             one("bind-2", Purpose.BIND),
         )
 
     asyncio.run(go())
-    assert served == ["bind-1", "bind-2", "status", "status-2", "event"]
-    assert [bucket.purpose_waits[p].sum_s for p in Purpose] == pytest.approx([0.1 + 0.2, 0.3 + 0.4, 0.5])
+    assert served == ["bind-1", "bind-2", "status", "status-2", "report", "event"]
+    assert [bucket.purpose_waits[p].sum_s for p in Purpose] == pytest.approx([0.1 + 0.2, 0.3 + 0.4, 0.5, 0.6])
 
 
 def test_a_cancelled_waiter_takes_no_token():
@@ -115,7 +125,7 @@ def test_a_burst_below_one_is_refused():
         ("/apis/scheduling.run.ai/v1alpha2/namespaces/a/bindrequests", Purpose.BIND, "bindrequests"),
         ("/apis/scheduling.run.ai/v1alpha2/namespaces/a/bindrequests/p/status", Purpose.BIND, "bindrequests/status"),
         ("/api/v1/namespaces/a/pods/p/binding", Purpose.BIND, "pods/binding"),
-        ("/api/v1/namespaces/a/pods/p/status", Purpose.WRITE, "pods/status"),
+        ("/api/v1/namespaces/a/pods/p/status", Purpose.WRITE, "pods/status"),  # a report only if made as one
         ("/api/v1/namespaces/a/events", Purpose.EVENT, "events"),
         ("/api/v1/namespaces/a/events/e", Purpose.EVENT, "events"),
         ("/api/v1/nodes", Purpose.WRITE, "nodes"),
@@ -125,6 +135,42 @@ def test_a_burst_below_one_is_refused():
 )
 def test_requests_are_told_apart_by_purpose_and_resource(path: str, purpose: Purpose, resource: str):
     assert (purpose_of(path), resource_of(path)) == (purpose, resource)
+
+
+def test_a_request_made_while_reporting_is_a_report_unless_it_is_an_event():
+    bind_status = "/apis/scheduling.run.ai/v1alpha2/namespaces/a/bindrequests/p/status"
+    made_before = Request("PATCH", bind_status)
+    with reporting():
+        made_inside = Request("PATCH", bind_status)
+        event = Request("POST", "/api/v1/namespaces/a/events")
+    assert (made_before.report, made_inside.report, Request("PATCH", bind_status).report) == (False, True, False)
+    assert purpose_of(made_inside.path, made_inside.report) == Purpose.REPORT
+    assert purpose_of(event.path, event.report) == Purpose.EVENT
+
+
+def test_reports_and_events_take_at_most_their_share_of_the_window_and_writes_pass_them():
+    order: list[str] = []
+
+    async def go() -> None:
+        window = Window(2 * BACKGROUND_SHARE)  # room for 2 reports or events at once
+
+        async def one(name: str, purpose: Purpose) -> None:
+            await window.enter(purpose)
+            order.append(name)
+
+        for name, purpose in (("report-1", Purpose.REPORT), ("event-1", Purpose.EVENT)):
+            await one(name, purpose)
+        late = [asyncio.ensure_future(one(n, p)) for n, p in (("report-2", Purpose.REPORT), ("write", Purpose.WRITE))]
+        await asyncio.sleep(0)
+        assert order == ["report-1", "event-1", "write"] and window.in_flight == 3  # report-2 waits for its share
+        window.leave(Purpose.WRITE)
+        await asyncio.sleep(0)
+        assert order[-1] == "write"
+        window.leave(Purpose.EVENT)  # a place of the share frees up: the report goes
+        await asyncio.gather(*late)
+        assert (order[-1], window.in_flight, window.background) == ("report-2", 2, 2)
+
+    asyncio.run(go())
 
 
 def test_the_window_halves_on_refusals_once_per_signal_and_grows_back_one_per_window():
@@ -159,7 +205,7 @@ def test_a_full_window_lets_binds_in_first_and_a_refusal_narrows_it_without_hold
         async def one(name: str, purpose: Purpose) -> None:
             await window.enter(purpose)
             order.append(name)
-            window.leave()
+            window.leave(purpose)
 
         waiting = [asyncio.ensure_future(one(n, p)) for n, p in (("event", Purpose.EVENT), ("bind", Purpose.BIND))]
         await asyncio.sleep(0)

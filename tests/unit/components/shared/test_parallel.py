@@ -6,6 +6,7 @@ way."""
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -69,3 +70,33 @@ def test_later_runs_in_the_background_with_workers_and_at_once_without() -> None
     assert done == ["a"]
     Writes().later("report", "b", done.append)
     assert done == ["a", "b"]
+
+
+def test_drain_takes_items_that_come_meanwhile_and_no_worker_waits_for_a_slow_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = ["slow", "a"]
+    release = threading.Event()
+    done: list[str] = []
+
+    def items() -> Iterator[str]:
+        while queue:
+            yield queue.pop(0)
+
+    def write(name: str) -> None:
+        if name == "slow":
+            release.wait(10)  # held until the other worker has done everything else
+        elif name == "a":
+            queue.extend(["b", "bad"])  # came while the pass ran
+        elif name == "bad":
+            raise Conflict("bad changed")
+        if name == "b":
+            release.set()
+        done.append(name)
+
+    with caplog.at_level(logging.WARNING):
+        Writes(2).drain("group pod", items(), write)
+    assert done == ["a", "b", "slow"]
+    assert "group pod bad: bad changed" in caplog.text
+    Writes().drain("group pod", iter(["c", "d"]), done.append)  # one worker: in order, at once
+    assert done[3:] == ["c", "d"]
