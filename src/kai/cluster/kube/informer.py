@@ -15,14 +15,13 @@ without an event, so that a misbehaving server or proxy is not hammered. Changes
 ``(kind, obj, deleted)`` while ``lock`` is held, so a reader of the store and the stream of changes always agree.
 The state outlives ``run``: a stopped informer started again resumes its watch where it stopped.
 
-After its first list, an informer freezes the cyclic GC's objects (``gc.freeze``, docs/architecture.md §7): that list is
-most of what a process holds (140,000 pods: ~900 MB), JSON has no reference cycles (a replaced object is freed by its
-reference count all the same), and every full collection would walk it again — 40% of the CPU of a scheduler's start at
-that size went to that. Later lists do not freeze: the process's other garbage may be waiting for a collection.
+An informer's first list is a bulk load (``bulk_load``, docs/architecture.md §7): the cyclic GC does not walk it while
+it grows, and it is frozen out of the GC once listed. That list is most of what a process holds (140,000 pods: some
+400 MB), JSON has no reference cycles (a replaced object is freed by its reference count all the same), and every full
+collection would walk it again. Later lists are not: the process's other garbage may be waiting for a collection.
 """
 
 import asyncio
-import gc
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from kai.cluster.kube.bulk_load import bulk_load
 from kai.cluster.kube.decode import Decoder
 from kai.cluster.kube.errors import ApiError, Gone, NotFound, api_error
 from kai.cluster.kube.resources import Kind, list_request, object_key, watch_request
@@ -189,6 +189,13 @@ class Informer:
         return min(backoff * 2, self._max_backoff_s)
 
     async def _relist(self) -> None:
+        if self.synced.is_set():
+            await self._list()
+            return
+        with bulk_load():  # see the module docstring
+            await self._list()
+
+    async def _list(self) -> None:
         items, version, pages = await list_all(self._transport, self._decoder, page_size=self._page_size)
         fresh = {object_key(self.kind, obj): obj for obj in items}
         self.stats.lists += 1
@@ -198,8 +205,6 @@ class Informer:
             self.state.store = fresh
             self.state.resource_version = version
             self._emit(changes)
-        if not self.synced.is_set():
-            gc.freeze()  # see the module docstring
         self.synced.set()
 
     async def _watch(self) -> None:
