@@ -5,6 +5,7 @@ be made to answer HTTP 410 or garbage on demand; its behaviour on the real one i
 """
 
 import asyncio
+import copy
 import gc
 import json
 
@@ -243,6 +244,20 @@ def test_a_list_page_gives_items_resource_version_and_continue_token():
     assert Decoder(POD).page(json.dumps(page).encode()) == ([PRUNED_POD], "77", "tok")
     empty = {"kind": "PodList", "metadata": {"resourceVersion": "78"}, "items": None}
     assert Decoder(POD).page(json.dumps(empty).encode()) == ([], "78", "")
+
+
+def test_what_pods_have_the_same_of_is_one_object_shared_between_their_views():
+    """Tolerations, each container's resources and the common strings: decoded once, however many pods have them."""
+    other = copy.deepcopy(FULL_POD) | {"metadata": FULL_POD["metadata"] | {"name": "p2", "uid": "u2"}}
+    other["spec"]["tolerations"] = [{"key": "k", "operator": "Equal", "value": "v"}]
+    page = {"metadata": {"resourceVersion": "77"}, "items": [FULL_POD, copy.deepcopy(FULL_POD), other]}
+    (first, second, third), _, _ = Decoder(POD).page(json.dumps(page).encode())
+    assert first == second == PRUNED_POD
+    assert first["spec"]["tolerations"] is second["spec"]["tolerations"]
+    assert third["spec"]["tolerations"] == [{"key": "k", "operator": "Equal", "value": "v"}]
+    assert first["spec"]["containers"][0]["resources"] is third["spec"]["containers"][0]["resources"]
+    for section, key in (("metadata", "namespace"), ("spec", "schedulerName"), ("status", "qosClass")):
+        assert first[section][key] is third[section][key]
 
 
 def test_watch_lines_decode_objects_bookmarks_and_errors():
