@@ -2,7 +2,9 @@
 
 The loop is client-go's reflector, small enough to read in one go:
 
-1. LIST in pages (``limit``/``continue``); the list's resourceVersion is where the watch starts.
+1. LIST in pages (``limit``/``continue``); the list's resourceVersion is where the watch starts. The first LIST is
+   served from the API server's watch cache (``resourceVersion=0``, as client-go's reflector's), a re-list is a
+   consistent read: it must not go back behind what the store has seen.
 2. WATCH from it with bookmarks; every event — bookmarks too — advances the resourceVersion kept in ``state``.
 3. When the server ends the watch (its ``timeoutSeconds``) or the connection drops, WATCH again from that version:
    nothing is lost and nothing is repeated.
@@ -99,12 +101,16 @@ def apply_event(kind: Kind, state: InformerState, event_type: str, obj: Raw) -> 
     return obj, False
 
 
-async def list_all(transport: Transport, decoder: Decoder, *, page_size: int) -> tuple[list[Raw], str, int]:
-    """Every object of the decoder's kind, page by page, the list's resourceVersion and how many pages it took."""
+async def list_all(
+    transport: Transport, decoder: Decoder, *, page_size: int, from_cache: bool = False
+) -> tuple[list[Raw], str, int]:
+    """Every object of the decoder's kind, page by page, the list's resourceVersion and how many pages it took;
+    ``from_cache``: as the API server's watch cache has them (``resources.list_request``)."""
     items: list[Raw] = []
     token, pages = "", 0
     while True:
-        body = await transport.send(list_request(decoder.kind, limit=page_size, continue_token=token))
+        request = list_request(decoder.kind, limit=page_size, continue_token=token, from_cache=from_cache)
+        body = await transport.send(request)
         pages += 1
         page, version, token = decoder.page(body)
         items += page
@@ -190,13 +196,15 @@ class Informer:
 
     async def _relist(self) -> None:
         if self.synced.is_set():
-            await self._list()
+            await self._list(from_cache=False)
             return
         with bulk_load():  # see the module docstring
-            await self._list()
+            await self._list(from_cache=True)
 
-    async def _list(self) -> None:
-        items, version, pages = await list_all(self._transport, self._decoder, page_size=self._page_size)
+    async def _list(self, *, from_cache: bool) -> None:
+        items, version, pages = await list_all(
+            self._transport, self._decoder, page_size=self._page_size, from_cache=from_cache
+        )
         fresh = {object_key(self.kind, obj): obj for obj in items}
         self.stats.lists += 1
         self.stats.pages += pages

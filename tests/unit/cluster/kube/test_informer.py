@@ -306,6 +306,8 @@ def expired(code=410):
 
 
 LIST, CONTINUE = {"limit": "2"}, {"limit": "2", "continue": "c1"}
+FIRST_LIST = LIST | {"resourceVersion": "0"}
+"""The first list is served from the API server's watch cache; a re-list is a consistent read."""
 
 
 def watch_from(rv):
@@ -348,7 +350,7 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
     """A scripted server: a 2-page LIST, a watch that ends after a bookmark, an HTTP 410, a garbled LIST, a good one,
     a watch ending in an ERROR 410 event, a last LIST and an empty watch. Requests and emitted changes are exact."""
     script = [
-        (LIST, listing("10", queue_obj("a", "1"), token="c1")),
+        (FIRST_LIST, listing("10", queue_obj("a", "1"), token="c1")),
         (CONTINUE, listing("10", queue_obj("b", "2"))),
         (
             watch_from("10"),
