@@ -16,7 +16,8 @@ patches of what changed (``patch``), never as a PUT that would drop what the vie
 """
 
 import sys
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypedDict, TypeVar
 
 import msgspec
@@ -318,6 +319,10 @@ class Decoder:
             page.metadata.continue_token,
         )
 
+    def list_stream(self) -> "ListStream":
+        """A decoder of one LIST answer fed as it arrives (``ListStream``)."""
+        return ListStream(self._list, self._finish)
+
     def watch_line(self, line: bytes | str) -> tuple[str, Raw]:
         """(event type, object) of one WATCH line: the kind's object, or a ``Status`` for ERROR, or only metadata
         (with the resourceVersion) for BOOKMARK."""
@@ -327,6 +332,86 @@ class Decoder:
         if event.type == "BOOKMARK":
             return event.type, dict(_rv_decoder.decode(event.object))
         return event.type, self.object(event.object)
+
+
+_ITEMS = b'"items":['
+
+
+class ListStream:
+    """Decodes a LIST answer as its bytes arrive, a run of whole items at a time, so that an answer of 140,000 pods
+    (500 MB of JSON, which the watch cache sends in one piece) is never held whole: only its items not yet decoded.
+
+    A list is ``{..."metadata":{...},"items":[ITEM,ITEM,...]}`` (the API server writes the items last). Items are cut
+    where ``},{"KEY":`` follows, KEY being the first key of the first item: that text is never inside a string (its
+    quotes would be escaped there), so a cut is either between two items or inside one, and a cut inside one leaves
+    an unbalanced array that msgspec refuses; then the bytes wait for the next cut. What is decoded is therefore
+    always whole items, in order; an answer cut nowhere is decoded whole at its end, as ``Decoder.page`` does."""
+
+    def __init__(self, decoder: msgspec.json.Decoder[Any], finish: Callable[[Raw], Raw]) -> None:
+        self._decoder = decoder
+        self._finish = finish
+        self._pending = bytearray()
+        self._header = b""
+        self._cut = b""
+        self.items: list[Raw] = []
+
+    def feed(self, chunk: bytes) -> None:
+        pending = self._pending
+        new = max(0, len(pending) - len(self._cut or _ITEMS))  # where a cut or the header may end in new bytes
+        pending += chunk
+        if not self._header:
+            start = pending.find(_ITEMS, new)
+            if start < 0:
+                return
+            self._header = bytes(pending[:start])
+            del pending[: start + len(_ITEMS)]
+            new = 0
+        if not self._cut:
+            key_end = pending.find(b'":', 2)
+            if not pending.startswith(b'{"') or key_end < 0:
+                return
+            self._cut = b"},{" + bytes(pending[1 : key_end + 2])
+            new = 0
+        cut = pending.rfind(self._cut, new)
+        if cut <= 0:
+            return
+        try:
+            items = self._decoder.decode(b'{"items":[' + pending[: cut + 1] + b"]}").items
+        except msgspec.DecodeError:
+            return  # a cut inside an item: wait for the next one
+        self.items += [self._finish(item) for item in items or ()]
+        del pending[: cut + 2]
+
+    def end(self) -> tuple[list[Raw], str, str]:
+        """(items, list resourceVersion, continue token) once every byte was fed; ``DecodeError`` if it was not a
+        list."""
+        page = self._decoder.decode(self._header + _ITEMS + self._pending if self._header else self._pending)
+        self.items += [self._finish(item) for item in page.items or ()]
+        self._pending = bytearray()
+        return self.items, page.metadata.resourceVersion, page.metadata.continue_token
+
+
+DECOMPRESSED_PART = 4 << 20
+"""The most bytes ``decompressed`` gives at once."""
+
+
+def decompressed(body: list[bytes], encoding: str) -> Iterator[bytes]:
+    """A body as the server compressed it (gzip or deflate, what kai's requests accept; or not at all), given back
+    decompressed a part at a time; each compressed piece is let go once decompressed."""
+    if encoding in ("", "identity"):
+        yield from body
+        return
+    if encoding not in ("gzip", "deflate"):
+        raise msgspec.DecodeError(f"an answer in the {encoding!r} encoding, which kai did not ask for")
+    inflate = zlib.decompressobj(wbits=47)  # gzip or zlib, by its header
+    body.reverse()
+    while body:
+        part = inflate.decompress(body.pop(), DECOMPRESSED_PART)
+        while part:
+            yield part
+            part = inflate.decompress(inflate.unconsumed_tail, DECOMPRESSED_PART)
+    if tail := inflate.flush():
+        yield tail
 
 
 def decode_status(data: bytes) -> Raw | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kai.cluster.kube.bulk_load import bulk_load
-from kai.cluster.kube.decode import Decoder
+from kai.cluster.kube.decode import Decoder, decompressed
 from kai.cluster.kube.errors import ApiError, Gone, NotFound, api_error
 from kai.cluster.kube.resources import Kind, list_request, object_key, watch_request
 from kai.cluster.kube.transport import Transport
@@ -110,9 +110,14 @@ async def list_all(
     token, pages = "", 0
     while True:
         request = list_request(decoder.kind, limit=page_size, continue_token=token, from_cache=from_cache)
-        body = await transport.send(request)
+        if from_cache and not token:  # the cache's answer comes in one piece: decompressed and decoded by parts
+            stream = decoder.list_stream()
+            for part in decompressed(*await transport.send_compressed(request)):
+                stream.feed(part)
+            page, version, token = stream.end()
+        else:
+            page, version, token = decoder.page(await transport.send(request))
         pages += 1
-        page, version, token = decoder.page(body)
         items += page
         if not token:
             return items, version, pages
