@@ -18,7 +18,6 @@ most ``max_in_flight`` at a time) and reports each outcome, so one refusal does 
 import asyncio
 import builtins
 import copy
-import gc
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 from lightkube.config.kubeconfig import SingleConfig
 
 from kai.cluster.kube import resources as api
+from kai.cluster.kube.bulk_load import bulk_load
 from kai.cluster.kube.decode import PRUNED_KINDS, Decoder, copy_json, decode_any
 from kai.cluster.kube.errors import ApiError, Conflict, NotFound
 from kai.cluster.kube.faults import FaultPlan
@@ -199,13 +199,13 @@ class KubeCluster:
         """Delivers every object of the watched kinds as added, then every change (on the listeners' thread). Returns
         once the objects stored now are delivered, as the in-memory cluster does: a component subscribed and then
         started sees whole caches (a scheduler's first cycle otherwise ran on a state that had none of 14,000 pods
-        yet). What the listener built from them is then frozen out of the cyclic GC, as an informer's first list
-        (``informer``): components subscribe as they start, and their state lives as long as the process."""
-        for name, informer in self.informers.items():
-            with informer.lock:
-                self._dispatcher.add(name, listener, list(informer.state.store.values()))
-        self._dispatcher.wait_delivered()
-        gc.freeze()
+        yet). The replay is a bulk load (``bulk_load``), as an informer's first list: components subscribe as they
+        start, and what the listener builds from it lives as long as the process."""
+        with bulk_load():
+            for name, informer in self.informers.items():
+                with informer.lock:
+                    self._dispatcher.add(name, listener, list(informer.state.store.values()))
+            self._dispatcher.wait_delivered()
 
     # ------------------------------------------------------------------------------------------- the port: writes
 

@@ -2,7 +2,9 @@
 
 The loop is client-go's reflector, small enough to read in one go:
 
-1. LIST in pages (``limit``/``continue``); the list's resourceVersion is where the watch starts.
+1. LIST in pages (``limit``/``continue``); the list's resourceVersion is where the watch starts. The first LIST is
+   served from the API server's watch cache (``resourceVersion=0``, as client-go's reflector's), a re-list is a
+   consistent read: it must not go back behind what the store has seen.
 2. WATCH from it with bookmarks; every event — bookmarks too — advances the resourceVersion kept in ``state``.
 3. When the server ends the watch (its ``timeoutSeconds``) or the connection drops, WATCH again from that version:
    nothing is lost and nothing is repeated.
@@ -15,14 +17,13 @@ without an event, so that a misbehaving server or proxy is not hammered. Changes
 ``(kind, obj, deleted)`` while ``lock`` is held, so a reader of the store and the stream of changes always agree.
 The state outlives ``run``: a stopped informer started again resumes its watch where it stopped.
 
-After its first list, an informer freezes the cyclic GC's objects (``gc.freeze``, docs/architecture.md §7): that list is
-most of what a process holds (140,000 pods: ~900 MB), JSON has no reference cycles (a replaced object is freed by its
-reference count all the same), and every full collection would walk it again — 40% of the CPU of a scheduler's start at
-that size went to that. Later lists do not freeze: the process's other garbage may be waiting for a collection.
+An informer's first list is a bulk load (``bulk_load``, docs/architecture.md §7): the cyclic GC does not walk it while
+it grows, and it is frozen out of the GC once listed. That list is most of what a process holds (140,000 pods: some
+400 MB), JSON has no reference cycles (a replaced object is freed by its reference count all the same), and every full
+collection would walk it again. Later lists are not: the process's other garbage may be waiting for a collection.
 """
 
 import asyncio
-import gc
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -30,7 +31,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kai.cluster.kube.decode import Decoder
+from kai.cluster.kube.bulk_load import bulk_load
+from kai.cluster.kube.decode import Decoder, decompressed
 from kai.cluster.kube.errors import ApiError, Gone, NotFound, api_error
 from kai.cluster.kube.resources import Kind, list_request, object_key, watch_request
 from kai.cluster.kube.transport import Transport
@@ -99,14 +101,23 @@ def apply_event(kind: Kind, state: InformerState, event_type: str, obj: Raw) -> 
     return obj, False
 
 
-async def list_all(transport: Transport, decoder: Decoder, *, page_size: int) -> tuple[list[Raw], str, int]:
-    """Every object of the decoder's kind, page by page, the list's resourceVersion and how many pages it took."""
+async def list_all(
+    transport: Transport, decoder: Decoder, *, page_size: int, from_cache: bool = False
+) -> tuple[list[Raw], str, int]:
+    """Every object of the decoder's kind, page by page, the list's resourceVersion and how many pages it took;
+    ``from_cache``: as the API server's watch cache has them (``resources.list_request``)."""
     items: list[Raw] = []
     token, pages = "", 0
     while True:
-        body = await transport.send(list_request(decoder.kind, limit=page_size, continue_token=token))
+        request = list_request(decoder.kind, limit=page_size, continue_token=token, from_cache=from_cache)
+        if from_cache and not token:  # the cache's answer comes in one piece: decompressed and decoded by parts
+            stream = decoder.list_stream()
+            for part in decompressed(*await transport.send_compressed(request)):
+                stream.feed(part)
+            page, version, token = stream.end()
+        else:
+            page, version, token = decoder.page(await transport.send(request))
         pages += 1
-        page, version, token = decoder.page(body)
         items += page
         if not token:
             return items, version, pages
@@ -189,7 +200,16 @@ class Informer:
         return min(backoff * 2, self._max_backoff_s)
 
     async def _relist(self) -> None:
-        items, version, pages = await list_all(self._transport, self._decoder, page_size=self._page_size)
+        if self.synced.is_set():
+            await self._list(from_cache=False)
+            return
+        with bulk_load():  # see the module docstring
+            await self._list(from_cache=True)
+
+    async def _list(self, *, from_cache: bool) -> None:
+        items, version, pages = await list_all(
+            self._transport, self._decoder, page_size=self._page_size, from_cache=from_cache
+        )
         fresh = {object_key(self.kind, obj): obj for obj in items}
         self.stats.lists += 1
         self.stats.pages += pages
@@ -198,8 +218,6 @@ class Informer:
             self.state.store = fresh
             self.state.resource_version = version
             self._emit(changes)
-        if not self.synced.is_set():
-            gc.freeze()  # see the module docstring
         self.synced.set()
 
     async def _watch(self) -> None:

@@ -163,11 +163,17 @@ class Request:
 # ------------------------------------------------------------------------------------------- reads
 
 
-def list_request(kind: Kind, *, limit: int, continue_token: str = "", namespace: str | None = None) -> Request:
-    """One page of a LIST; the first page (no token) is a consistent read from etcd."""
+def list_request(
+    kind: Kind, *, limit: int, continue_token: str = "", namespace: str | None = None, from_cache: bool = False
+) -> Request:
+    """One page of a LIST; the first page (no token) is a consistent read, or with ``from_cache`` whatever the API
+    server's watch cache holds (``resourceVersion=0``: client-go's reflector's first list), which it serves without
+    reading etcd and in one answer, whatever the limit (at 140,000 pods: 6-8 CPU s of the server instead of 15-16)."""
     params = {"limit": str(limit)}
     if continue_token:
         params["continue"] = continue_token
+    elif from_cache:
+        params["resourceVersion"] = "0"
     return Request("GET", kind.collection_path(namespace), params)
 
 

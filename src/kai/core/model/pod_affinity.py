@@ -120,7 +120,9 @@ class PodAffinity:
 
     @classmethod
     def from_pod(cls, namespace: str, spec: Mapping[str, object], where: str) -> "PodAffinity":
-        """Compile the terms of a pod spec."""
+        """Compile the terms of a pod spec (a pod without affinity gets the one shared empty value)."""
+        if spec.get("affinity") is None:
+            return NO_POD_AFFINITY
         return cls(
             _parse_terms(spec, "podAffinity", namespace, where),
             _parse_terms(spec, "podAntiAffinity", namespace, where),
@@ -138,6 +140,10 @@ class PodAffinity:
         """True when the pod has any term, required or preferred (upstream's pods "with affinity", whose terms
         score other pods' placement)."""
         return not self.is_empty or bool(self.preferred_affinity or self.preferred_anti_affinity)
+
+
+NO_POD_AFFINITY = PodAffinity()
+"""The affinity of every pod that has none: one object, not one per pod (140,000 pods: 70 MB)."""
 
 
 @dataclass(frozen=True)

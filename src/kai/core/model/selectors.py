@@ -204,7 +204,10 @@ class NodeAffinity:
 
     @classmethod
     def from_pod_spec(cls, spec: Mapping[str, object], where: str) -> "NodeAffinity":
-        """Compile spec.nodeSelector and the required nodeAffinity terms; preferred terms only score."""
+        """Compile spec.nodeSelector and the required nodeAffinity terms; preferred terms only score. A pod with
+        neither gets the one shared empty value."""
+        if spec.get("nodeSelector") is None and spec.get("affinity") is None:
+            return NO_NODE_AFFINITY
         node_selector = _requirements_from_map(_fields.string_map(spec.get("nodeSelector"), where, "spec.nodeSelector"))
         path = "spec.affinity"
         affinity = _fields.mapping(spec.get("affinity"), where, path)
@@ -238,6 +241,10 @@ class NodeAffinity:
         if not all(r.matches(node_labels) for r in self.node_selector):
             return False
         return self.terms is None or any(term.matches(node_name, node_labels) for term in self.terms)
+
+
+NO_NODE_AFFINITY = NodeAffinity()
+"""The node affinity of every pod that has none: one object, not one per pod."""
 
 
 class TaintEffect(StrEnum):

@@ -5,12 +5,17 @@ be made to answer HTTP 410 or garbage on demand; its behaviour on the real one i
 """
 
 import asyncio
+import copy
 import gc
+import gzip
 import json
+import zlib
 
 import httpx2 as httpx
+import msgspec
 import pytest
 
+from kai.cluster.kube import decode
 from kai.cluster.kube.decode import Decoder, decode_status
 from kai.cluster.kube.errors import ApiError, Gone
 from kai.cluster.kube.informer import Informer, InformerState, InformerStats, apply_event, replace_changes
@@ -245,6 +250,57 @@ def test_a_list_page_gives_items_resource_version_and_continue_token():
     assert Decoder(POD).page(json.dumps(empty).encode()) == ([], "78", "")
 
 
+def test_what_pods_have_the_same_of_is_one_object_shared_between_their_views():
+    """Tolerations, each container's resources and the common strings: decoded once, however many pods have them."""
+    other = copy.deepcopy(FULL_POD) | {"metadata": FULL_POD["metadata"] | {"name": "p2", "uid": "u2"}}
+    other["spec"]["tolerations"] = [{"key": "k", "operator": "Equal", "value": "v"}]
+    page = {"metadata": {"resourceVersion": "77"}, "items": [FULL_POD, copy.deepcopy(FULL_POD), other]}
+    (first, second, third), _, _ = Decoder(POD).page(json.dumps(page).encode())
+    assert first == second == PRUNED_POD
+    assert first["spec"]["tolerations"] is second["spec"]["tolerations"]
+    assert third["spec"]["tolerations"] == [{"key": "k", "operator": "Equal", "value": "v"}]
+    assert first["spec"]["containers"][0]["resources"] is third["spec"]["containers"][0]["resources"]
+    for section, key in (("metadata", "namespace"), ("spec", "schedulerName"), ("status", "qosClass")):
+        assert first[section][key] is third[section][key]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_list_decoded_as_it_arrives_is_the_list_decoded_whole_however_it_is_cut(indent):
+    """Items whose own lists hold objects that start with the items' first key (a cut there is inside an item), in
+    compact JSON as the API server writes it and pretty-printed (no cut found: decoded whole at the end)."""
+    tricky = copy.deepcopy(FULL_POD)
+    tricky["metadata"]["annotations"] = {"note": '},{"metadata":{"name":"not-an-item"}}'}
+    tricky["spec"]["containers"][0]["ports"] = [{"metadata": 1}, {"metadata": 2}]  # },{"metadata": inside an item
+    items = [FULL_POD | {"metadata": FULL_POD["metadata"] | {"name": f"p{i}"}} for i in range(5)] + [tricky]
+    body = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "9", "continue": "t"}, "items": items})
+    data = json.dumps(json.loads(body), indent=indent, separators=None if indent else (",", ":")).encode()
+    whole = Decoder(POD).page(data)
+    for size in (1, 3, 64, 1000, len(data)):
+        stream = Decoder(POD).list_stream()
+        for start in range(0, len(data), size):
+            stream.feed(data[start : start + size])
+        assert stream.end() == whole
+    assert len(whole[0]) == 6 and whole[1:] == ("9", "t")
+    empty = Decoder(POD).list_stream()
+    empty.feed(b'{"metadata":{"resourceVersion":"3"},"items":[]}')
+    assert empty.end() == ([], "3", "")
+    garbled = Decoder(POD).list_stream()
+    garbled.feed(b"<html>proxy error</html>")
+    with pytest.raises(msgspec.DecodeError):
+        garbled.end()
+
+
+def test_a_compressed_body_is_given_back_whole_a_part_at_a_time(monkeypatch):
+    monkeypatch.setattr(decode, "DECOMPRESSED_PART", 1000)
+    data = json.dumps([FULL_POD] * 50).encode()
+    for encoding, packed in (("gzip", gzip.compress(data)), ("deflate", zlib.compress(data)), ("", data)):
+        pieces = [packed[i : i + 97] for i in range(0, len(packed), 97)]
+        parts = list(decode.decompressed(pieces, encoding))
+        assert b"".join(parts) == data and max(map(len, parts)) <= 1000
+    with pytest.raises(msgspec.DecodeError, match="'br' encoding"):
+        list(decode.decompressed([b"x"], "br"))
+
+
 def test_watch_lines_decode_objects_bookmarks_and_errors():
     decoder = Decoder(POD)
     assert decoder.watch_line(json.dumps({"type": "MODIFIED", "object": FULL_POD})) == ("MODIFIED", PRUNED_POD)
@@ -277,7 +333,8 @@ def typed(obj):
 
 def listing(rv, *items, token=""):
     meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
-    return httpx.Response(200, content=json.dumps({"metadata": meta, "items": list(items)}).encode())
+    body = json.dumps({"metadata": meta, "items": list(items)}).encode()
+    return httpx.Response(200, stream=httpx.ByteStream(body))  # not read yet, as an answer off the wire
 
 
 def watching(*events):
@@ -291,6 +348,8 @@ def expired(code=410):
 
 
 LIST, CONTINUE = {"limit": "2"}, {"limit": "2", "continue": "c1"}
+FIRST_LIST = LIST | {"resourceVersion": "0"}
+"""The first list is served from the API server's watch cache; a re-list is a consistent read."""
 
 
 def watch_from(rv):
@@ -333,7 +392,7 @@ def test_the_run_loop_pages_watches_resumes_and_relists_after_410_or_a_bad_answe
     """A scripted server: a 2-page LIST, a watch that ends after a bookmark, an HTTP 410, a garbled LIST, a good one,
     a watch ending in an ERROR 410 event, a last LIST and an empty watch. Requests and emitted changes are exact."""
     script = [
-        (LIST, listing("10", queue_obj("a", "1"), token="c1")),
+        (FIRST_LIST, listing("10", queue_obj("a", "1"), token="c1")),
         (CONTINUE, listing("10", queue_obj("b", "2"))),
         (
             watch_from("10"),
