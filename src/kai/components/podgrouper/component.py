@@ -129,18 +129,23 @@ class PodGrouper:
                 return
             self._writing[podgroup] = []
         decisions, written = [decision], None
-        while decisions:
-            written = self._write(decisions, written)
-            if written is not None:
-                self._assign(decisions[0], assigned)
-                with self._lock:
-                    self._points.extend(decisions[1:])
-            with self._lock:  # pods of the same workload that came meanwhile: the PodGroup is brought up to them
-                decisions = self._writing[podgroup]
-                if decisions:
-                    self._writing[podgroup] = []
-                else:
-                    del self._writing[podgroup]
+        try:
+            while decisions:
+                written = self._write(decisions, written)
+                if written is not None:
+                    self._assign(decisions[0], assigned)
+                    with self._lock:
+                        self._points.extend(decisions[1:])
+                with self._lock:  # pods of the same workload that came meanwhile: the PodGroup is brought up to them
+                    decisions = self._writing[podgroup]
+                    if decisions:
+                        self._writing[podgroup] = []
+                    else:
+                        del self._writing[podgroup]
+        except BaseException:  # logged by the pass; the workload's pods are grouped again next pass
+            with self._lock:
+                self._again.extend(d.key for d in [*decisions, *self._writing.pop(podgroup, [])])
+            raise
 
     def _next(self, ends: float) -> _Work | None:
         """The next work of a pass: pods to point at a PodGroup just written first, then the first queued pod (until

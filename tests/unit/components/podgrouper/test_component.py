@@ -368,3 +368,28 @@ def test_a_pod_is_pointed_at_its_podgroup_as_soon_as_that_is_written_and_pods_qu
     names = [p["metadata"]["name"] for p in first] + ["late"]
     assert writes == [write for name in names for write in ("podgroup", name)]
     assert len({podgroup_of(cluster, name)["metadata"]["name"] for name in names}) == len(names)
+
+
+class BrokenOnceCluster(MemoryCluster):
+    """A cluster whose first PodGroup create fails as a bug would (not an API answer)."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        super().__init__(objects)
+        self.broke = False
+
+    def create(self, kind: str, obj: Raw) -> Raw:
+        if kind == "PodGroup" and not self.broke:
+            self.broke = True
+            raise RuntimeError("bug")
+        return super().create(kind, obj)
+
+
+def test_a_podgroup_whose_write_broke_is_written_again_next_pass(caplog: pytest.LogCaptureFixture) -> None:
+    job = pytorch(2)
+    cluster = BrokenOnceCluster([*PRIORITY_CLASSES, job, worker(job, 0), worker(job, 1)])
+    grouper = PodGrouper(cluster)
+    with caplog.at_level(logging.ERROR):
+        assert grouper.reconcile() == 1  # worker 0's write broke (logged); worker 1 wrote it and was pointed
+    assert "group pod" in caplog.text and "bug" in caplog.text
+    assert grouper.reconcile() == 1  # worker 0, again
+    assert podgroup_of(cluster, "bert-worker-0") == podgroup_of(cluster, "bert-worker-1")
