@@ -33,15 +33,16 @@ class Writes:
         self._lock = threading.Lock()
 
     def later(self, what: str, item: T, action: Callable[[T], object]) -> None:
-        """Apply ``action`` to ``item`` in the background (at once with one worker); a failure is logged as in
-        ``each``."""
-        if self._later is None:
-            self.each(what, [item], action)
-            return
+        """Apply ``action`` to ``item`` in the background (at once with one worker), its writes as reports
+        (``port.reporting``); a failure is logged as in ``each``."""
 
-        def run() -> None:
+        def run() -> None:  # on the background thread itself: the pool's workers are the pass's, and do not report
             with reporting():
-                self.each(what, [item], action)
+                _guarded(what, item, action)
+
+        if self._later is None:
+            run()
+            return
 
         with self._lock:
             if not self._started:  # daemon threads: a write still waiting at exit does not hold the process

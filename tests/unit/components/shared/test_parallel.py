@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kai.cluster.kube.errors import Unreachable
-from kai.cluster.port import AlreadyExists, Conflict, NotFound
+from kai.cluster.port import AlreadyExists, Conflict, NotFound, is_reporting
 from kai.components.shared.parallel import Writes
 
 
@@ -100,3 +100,19 @@ def test_drain_takes_items_that_come_meanwhile_and_no_worker_waits_for_a_slow_on
     assert "group pod bad: bad changed" in caplog.text
     Writes().drain("group pod", iter(["c", "d"]), done.append)  # one worker: in order, at once
     assert done[3:] == ["c", "d"]
+
+
+def test_what_runs_later_runs_on_a_background_thread_and_reports() -> None:
+    seen: list[tuple[bool, str]] = []
+
+    def note(_name: str) -> None:
+        seen.append((is_reporting(), threading.current_thread().name))
+
+    Writes(2, "kai-binder").later("report", "a", note)
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls for the condition
+    ((reported, thread),) = seen
+    assert reported and thread.startswith("kai-binder-write-later_")  # not the pass's pool (kai-binder-write_N)
+    Writes().later("report", "b", note)  # one worker: at once, a report all the same
+    assert seen[1] == (True, threading.current_thread().name) and not is_reporting()
