@@ -3,14 +3,14 @@
 A PodGroup exists before its pods can be scheduled: the scheduler only schedules a pod that names its PodGroup, and
 a pod is pointed at its PodGroup (``pod-group-name``, ``kai.scheduler/subgroup-name``) only once that is written.
 
-Work follows changes, not passes: a pod that is added or changed is queued, and a pass takes the queue in batches of
-a few pods per worker, oldest first, so that a pod queued during a burst waits for one small batch rather than for
-every pod queued before it. A batch goes in two steps — decide each pod's PodGroup by the rules (owners read through
-the port, once per batch), then per PodGroup write it once (when pods of one workload disagree, the last one queued
-wins, as KAI's one-pod-at-a-time reconcile would leave it) and point its pods at it at once, in the same worker; a
-PodGroup with more pods in the batch than ``INLINE_POINTS`` has the rest pointed by all the workers once every
-PodGroup of the batch is written. A PodGroup is updated whenever one of its pods changes (an elastic job's replicas
-came or went); a pod that is deleted queues a sibling, and a deleted PodGroup queues its pods.
+Work follows changes, not passes: a pod that is added or changed is queued, and a pass's workers each take the
+oldest queued pod as soon as they are free (pods queued during the pass too, for up to ``PASS_S``), so that a pod
+queued in a burst waits for a free worker rather than for every pod queued before it. A worker decides the pod's
+PodGroup by the rules (owners read through the port, once per pass), writes it, and points the pod at it at once.
+Pods of a workload whose PodGroup another worker is writing go to that worker: it writes the PodGroup again if they
+want it otherwise (the last one wins, as KAI's one-pod-at-a-time reconcile would leave it), and every worker then
+points them, before taking a queued pod. A PodGroup is updated whenever one of its pods changes (an elastic job's
+replicas came or went); a pod that is deleted queues a sibling, and a deleted PodGroup queues its pods.
 
 A conflict (the PodGroup or pod changed meanwhile, or another writer created it first) is retried on the next pass,
 without a word. A pod that cannot be grouped gets one ``PodGrouperWarning`` event per distinct problem and is
