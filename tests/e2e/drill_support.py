@@ -376,10 +376,16 @@ class Drill:
             for n in listed(self.cp, f"/api/v1/nodes?labelSelector={urllib.parse.quote(f'pool={self.pool}')}")
         }
         requested: Counter[str] = Counter()  # every pod on the node, as a kubelet counts
+        others: dict[str, list[str]] = defaultdict(list)  # the GPU pods of other namespaces (reservation pods) there
         for pod in listed(self.cp, "/api/v1/pods"):
-            node = pod["spec"].get("nodeName")
+            node, meta = pod["spec"].get("nodeName"), pod["metadata"]
             if node in allocatable and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 requested[node] += pod_gpus(pod)
+                if meta["namespace"] != self.namespace and pod_gpus(pod):
+                    others[node].append(
+                        f"{meta['namespace']}/{meta['name']} ({pod_gpus(pod):g} GPUs, made "
+                        f"{meta['creationTimestamp']}, labels {meta.get('labels') or {}})"
+                    )
         whole: Counter[str] = Counter()  # the workload's own GPUs: whole ones and the shared GPUs of its fractions
         shares: dict[tuple[str, str], float] = defaultdict(float)
         for name, pod in pods.items():
@@ -411,7 +417,7 @@ class Drill:
                 ]
                 problems.append(
                     f"node {node} is over its {gpus:g} GPUs: {requested[node]:g} requested, {used:g} used, by "
-                    + "; ".join(there)
+                    + "; ".join(there + others[node])
                 )
         return problems
 

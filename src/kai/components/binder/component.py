@@ -16,7 +16,9 @@ or was re-created, it is bound to another node, the node is gone, the request is
 once, its failedAttempts raised to the limit, so the scheduler deletes it and places the pod again. Any other
 failure is one failed attempt: while the limit allows another, the request is tried again after 2^(n-1) s (at most
 a minute), else it is Failed for good. A failed attempt is rolled back (the pod's label and annotation, reservation
-pods nothing else holds) and logged as one WARNING line naming the request, the pod and the reason.
+pods nothing else holds) and logged as one WARNING line naming the request, the pod and the reason. A request is not
+given up while reservation pods its failed attempt held cannot be removed (the API server away): failed for good, its
+GPU would look free to the scheduler while a kubelet still counts it held. It is tried again instead, leftovers first.
 """
 
 import json
@@ -97,6 +99,9 @@ class Binder:
         """BindRequests neither Succeeded nor Failed for good, by key, from events (a pass reads no others)."""
         self._held: dict[str, set[GroupOnNode]] = {}
         """GPU groups of binds under way, or done but not yet seen bound in the cache, by pod: kept reserved."""
+        self._unreleased: dict[str, set[GroupOnNode]] = {}
+        """GPU groups whose reservation pods a pod's failed bind could not remove, by pod: its request is not given
+        up until they are gone (``_failed``)."""
         self._sync_needed = False
         self._lock = threading.Lock()
         cluster.subscribe(self._on_change)
@@ -117,6 +122,9 @@ class Binder:
             tracked = self._requests.get(key)
             if deleted or meta.get("deletionTimestamp") or _settled(obj):
                 self._requests.pop(key, None)
+                pod_key = f"{meta.get('namespace')}/{(obj.get('spec') or {}).get('podName')}"
+                if self._unreleased.pop(pod_key, None) is not None:  # nothing tries again: the sync tidies up
+                    self._sync_needed = True
             elif tracked is not None and _uid(tracked.request) == meta.get("uid"):
                 tracked.request = dict(obj)
             else:
@@ -173,6 +181,7 @@ class Binder:
             self._delete_invalid(request, error)
             return False
         try:
+            self._release_leftovers(bind_request)
             self._bind(request, bind_request)
         except Exception as error:  # reported on the request (and retried, or the scheduler places the pod again)
             self.metrics.failed(time.perf_counter() - started)
@@ -245,17 +254,25 @@ class Binder:
             except Conflict as error:  # the server's word: bound elsewhere meanwhile, or not the same pod
                 raise BindFailure(f"pod {pod_key} cannot be bound to node {node}: {error}", pod_changed=True) from error
         except Exception:
-            self._rollback(pod, bool(held), shared)
+            self._rollback(pod, held, shared)
             raise
 
-    def _rollback(self, pod: Raw, had_groups: bool, shared: bool) -> None:
+    def _rollback(self, pod: Raw, held: set[GroupOnNode], shared: bool) -> None:
         """Undoes the GPU group label a failed bind wrote on the pod (its annotation comes only with the binding)
-        and its GPU-sharing ConfigMaps, and frees its reservation pods, so a retry starts clean (KAI's Rollback)."""
+        and its GPU-sharing ConfigMaps, and removes its reservation pods nothing else holds, so a retry starts clean
+        (KAI's Rollback). The reservation pods go now, before the failure is written: once the request has failed for
+        good, the scheduler counts their GPUs free, while a kubelet still counts them held until the pods are gone."""
         pod_key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         with self._lock:
             self._held.pop(pod_key, None)
-            self._sync_needed = self._sync_needed or had_groups
-        if had_groups:
+            others = set().union(*self._held.values())
+        if held:
+            try:
+                self.reservations.release(held, others)
+            except ClusterError as error:
+                log.warning("rolling back pod %s after a failed bind: its reservation pods: %s", pod_key, error)
+                with self._lock:
+                    self._unreleased[pod_key] = held
             try:
                 self.cluster.patch_merge("Pod", pod_key, {"metadata": {"labels": {names.GPU_GROUP_LABEL: None}}})
             except NotFound:
@@ -267,6 +284,18 @@ class Binder:
                 self.configmaps.delete(pod)
             except ClusterError as error:
                 log.warning("rolling back pod %s after a failed bind: its GPU-sharing ConfigMaps: %s", pod_key, error)
+
+    def _release_leftovers(self, br: BindRequest) -> None:
+        """Removes the reservation pods an earlier failed attempt for this pod could not, but those this attempt
+        uses again: its own rollback answers for them (raises if it still cannot: one more failed attempt)."""
+        with self._lock:
+            groups = self._unreleased.get(br.pod_key)
+            others = set().union(*self._held.values())
+        if groups is None:
+            return
+        self.reservations.release(groups - {(br.selected_node, group) for group in br.gpu_groups}, others)
+        with self._lock:
+            self._unreleased.pop(br.pod_key, None)
 
     def _allocate_claims(self, pod: Raw, allocations: list[Raw]) -> None:
         """Writes the devices chosen for the pod's DRA claims onto the claims and reserves them for the pod; a
@@ -320,12 +349,16 @@ class Binder:
         if terminal:
             attempts = max(attempts, limit)
         reason = str(error) or type(error).__name__
+        with self._lock:
+            unreleased = br.pod_key in self._unreleased
         retry = attempts < limit
-        outcome = (
-            f"attempt {attempts} of {limit}, retried in {retry_delay_s(attempts):.0f}s"
-            if retry
-            else "not retried: the scheduler will place the pod again"
-        )
+        delay = retry_delay_s(attempts)
+        if retry:
+            outcome = f"attempt {attempts} of {limit}, retried in {delay:.0f}s"
+        elif unreleased:  # given up, the GPU would look free to the scheduler while its reservation pod holds it
+            outcome = f"kept and tried again in {delay:.0f}s: its reservation pods could not be removed"
+        else:
+            outcome = "not retried: the scheduler will place the pod again"
         line = "bind request %s (pod %s/%s, node %s) failed: %s; %s"
         args = (_key(request), _namespace(request), spec.get("podName"), spec.get("selectedNode"), reason, outcome)
         if terminal or isinstance(error, ClusterError):
@@ -335,7 +368,9 @@ class Binder:
         if not (isinstance(error, BindFailure) and error.pod_changed):
             message = f"Failed to bind pod {br.pod_key} to node {br.selected_node}: {reason}"
             self._report(br, "False", "BindingError", message)
-        delay = retry_delay_s(attempts)
+        if not retry and unreleased:
+            self._schedule(request, self.now() + delay)
+            return
         self._finish(request, {"phase": "Failed", "reason": reason, "failedAttempts": attempts}, delay)
         if retry:
             self._schedule(request, self.now() + delay)

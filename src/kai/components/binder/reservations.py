@@ -5,9 +5,10 @@ They live in their own namespace, which KAI's install creates; kai creates it wh
 when a reservation pod's create finds it gone, so a fresh or tidied cluster binds fractional pods all the same.
 """
 
+import contextlib
 import logging
 
-from kai.cluster.port import AlreadyExists, ClusterClient, NotFound, Raw
+from kai.cluster.port import AlreadyExists, ClusterClient, ClusterError, NotFound, Raw
 from kai.core.model import names
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class Reservations:
         name = _name(node, group)
         existing = self.cluster.get("Pod", f"{self.namespace}/{name}")
         if existing is not None:
+            if existing["metadata"].get("deletionTimestamp"):  # its name is taken until it is gone
+                raise ClusterError(f"reservation pod {self.namespace}/{name} is being deleted")
             return (existing["metadata"].get("annotations") or {}).get(names.RESERVED_GPU_ANNOTATION) or None
         try:
             self._create(name, node, group)
@@ -76,7 +79,22 @@ class Reservations:
     def sync(self, held: set[GroupOnNode]) -> None:
         """Deletes reservation pods whose GPU group has no live pod on that node and is not ``held`` (by a bind under
         way, or done but not yet in the cache)."""
-        used = set(held)
+        reservations, used = self._scan()
+        for pod in reservations:
+            if (pod["spec"]["nodeName"], pod["metadata"]["labels"][names.GPU_GROUP_LABEL]) not in used | held:
+                self.cluster.delete("Pod", f"{self.namespace}/{pod['metadata']['name']}")
+
+    def release(self, groups: set[GroupOnNode], held: set[GroupOnNode]) -> None:
+        """Deletes the reservation pods of ``groups`` that no live pod uses and no bind in ``held`` holds, by name:
+        one created a moment ago, not yet in the cache, goes too."""
+        _, used = self._scan()
+        for node, group in groups - used - held:
+            with contextlib.suppress(NotFound):
+                self.cluster.delete("Pod", f"{self.namespace}/{_name(node, group)}")
+
+    def _scan(self) -> tuple[list[Raw], set[GroupOnNode]]:
+        """The reservation pods not being deleted, and the GPU groups live pods on a node use."""
+        used: set[GroupOnNode] = set()
         reservations: list[Raw] = []
         for pod in self.cluster.list("Pod"):
             meta = pod["metadata"]
@@ -89,9 +107,7 @@ class Reservations:
                     reservations.append(pod)
             elif (pod.get("status") or {}).get("phase", "Pending") in ("Pending", "Running"):
                 used.add((node, group))
-        for pod in reservations:
-            if (pod["spec"]["nodeName"], pod["metadata"]["labels"][names.GPU_GROUP_LABEL]) not in used:
-                self.cluster.delete("Pod", f"{self.namespace}/{pod['metadata']['name']}")
+        return reservations, used
 
 
 def _name(node: str, group: str) -> str:

@@ -322,16 +322,9 @@ def test_a_failed_bind_rolls_back_its_pod_and_reservation_but_not_another_binds(
     assert live_reservations(cluster) == ["gpu-reservation-n1-g-good"]
 
 
-def test_a_reservation_cleanup_the_api_server_refuses_is_tried_again_on_the_next_pass(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The API server away while the binder removes a failed bind's reservation pod: one WARNING line, no
-    exception out of the pass, and the next pass removes it."""
-    cluster = MemoryCluster([node("n1"), pod("bad"), fraction("bad", "n1", "g-bad")])
-    binder = Binder(cluster, Clock())
-    cluster.bind_pod = refusing(ClusterError("refused"))  # type: ignore[method-assign]
+def deletes_refused_while(cluster: MemoryCluster, away: list[bool]) -> None:
+    """Pod deletes fail as with the API server away while ``away[0]``."""
     delete = cluster.delete
-    away = [True]
 
     def delete_unless_away(kind: str, key: str) -> None:
         if kind == "Pod" and away[0]:
@@ -339,9 +332,102 @@ def test_a_reservation_cleanup_the_api_server_refuses_is_tried_again_on_the_next
         delete(kind, key)
 
     cluster.delete = delete_unless_away  # type: ignore[method-assign]
+
+
+def test_a_request_whose_reservation_pod_cannot_be_removed_is_not_given_up_until_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server away while the binder rolls back a failed fractional bind: failed for good, the request would
+    let the scheduler give the reservation pod's GPU to another pod while a kubelet still counts it held. So it stays,
+    is tried again when due, removes the reservation pod first, and only then fails for good."""
+    cluster = MemoryCluster([node("n1"), pod("bad"), fraction("bad", "n1", "g-bad")])
+    clock = Clock()
+    binder = Binder(cluster, clock)
+    cluster.bind_pod = refusing(ClusterError("refused"))  # type: ignore[method-assign]
+    away = [True]
+    deletes_refused_while(cluster, away)
     with caplog.at_level(logging.WARNING):
         assert binder.reconcile() == 0
     assert live_reservations(cluster) == ["gpu-reservation-n1-g-bad"]
+    assert status(cluster, "bad") == {}  # not Failed: the scheduler still counts the pod on n1
+    warnings = [r.message for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[:2] == [
+        "rolling back pod team/bad after a failed bind: its reservation pods: DELETE pods: 0 ConnectionError: All "
+        "connection attempts failed",
+        "bind request team/bad (pod team/bad, node n1) failed: refused; kept and tried again in 1s: its reservation "
+        "pods could not be removed",
+    ]
+    assert not [r for r in caplog.records if r.exc_info]
+    clock.t += 1
+    binder.reconcile()  # still away: still kept
+    assert status(cluster, "bad") == {} and live_reservations(cluster) == ["gpu-reservation-n1-g-bad"]
+    away[0] = False
+    clock.t += 1
+    binder.reconcile()
+    assert live_reservations(cluster) == []
+    assert status(cluster, "bad") == {"phase": "Failed", "reason": "refused", "failedAttempts": 1}
+
+
+def test_a_kept_request_binds_once_the_api_server_is_back() -> None:
+    cluster = MemoryCluster([node("n1"), pod("p"), fraction("p", "n1", "g")])
+    clock = Clock()
+    binder = Binder(cluster, clock)
+    bind = cluster.bind_pod
+    cluster.bind_pod = refusing(ClusterError("refused"))  # type: ignore[method-assign]
+    away = [True]
+    deletes_refused_while(cluster, away)
+    binder.reconcile()
+    away[0] = False
+    cluster.bind_pod = bind  # type: ignore[method-assign]
+    clock.t += 1
+    assert binder.reconcile() == 1
+    bound = cluster.get("Pod", f"{NS}/p")
+    assert bound is not None and bound["spec"]["nodeName"] == "n1"
+    assert live_reservations(cluster) == ["gpu-reservation-n1-g"]
+    assert status(cluster, "p") == {"phase": "Succeeded"}
+
+
+def test_a_fraction_is_not_bound_onto_a_reservation_pod_being_deleted() -> None:
+    """Its GPU is about to be free for anyone: the attempt fails, and the request is retried once it is gone."""
+    cluster = MemoryCluster(
+        [
+            node("n1"),
+            pod("p"),
+            bind_request("p", "n1", backoff_limit=3, receivedResourceType="Fraction", selectedGPUGroups=["g"]),
+        ]
+    )
+    clock = Clock()
+    binder = Binder(cluster, clock)
+    binder.reservations.ensure("n1", "g")
+    cluster.delete("Pod", "kai-resource-reservation/gpu-reservation-n1-g")  # terminating until finalized
+    assert binder.reconcile() == 0
+    assert (
+        status(cluster, "p")["reason"]
+        == "reservation pod kai-resource-reservation/gpu-reservation-n1-g is being deleted"
+    )
+    cluster.finalize("Pod", "kai-resource-reservation/gpu-reservation-n1-g")
+    clock.t += 1
+    assert binder.reconcile() == 1
+    assert live_reservations(cluster) == ["gpu-reservation-n1-g"]
+
+
+def test_a_reservation_cleanup_the_api_server_refuses_is_tried_again_on_the_next_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server away when the binder tidies reservation pods whose last pod went: one WARNING line, no exception
+    out of the pass, and the next pass removes them."""
+    cluster = MemoryCluster([node("n1"), pod("p"), fraction("p", "n1", "g")])
+    binder = Binder(cluster, Clock())
+    assert binder.reconcile() == 1
+    away = [True]
+    deletes_refused_while(cluster, away)
+    finished = cluster.get("Pod", f"{NS}/p")
+    assert finished is not None
+    finished["status"] = {"phase": "Succeeded"}
+    cluster.update("Pod", finished)
+    with caplog.at_level(logging.WARNING):
+        binder.reconcile()
+    assert live_reservations(cluster) == ["gpu-reservation-n1-g"]
     assert [r.message for r in caplog.records if "reservation pods could not be cleaned up" in r.message]
     assert not [r for r in caplog.records if r.exc_info]
     away[0] = False
