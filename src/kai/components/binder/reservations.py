@@ -80,8 +80,9 @@ class Reservations:
         """Deletes reservation pods whose GPU group has no live pod on that node and is not ``held`` (by a bind under
         way, or done but not yet in the cache)."""
         reservations, used = self._scan()
+        used |= held
         for pod in reservations:
-            if (pod["spec"]["nodeName"], pod["metadata"]["labels"][names.GPU_GROUP_LABEL]) not in used | held:
+            if (pod["spec"]["nodeName"], pod["metadata"]["labels"][names.GPU_GROUP_LABEL]) not in used:
                 self.cluster.delete("Pod", f"{self.namespace}/{pod['metadata']['name']}")
 
     def release(self, groups: set[GroupOnNode], held: set[GroupOnNode]) -> None:
