@@ -24,6 +24,7 @@ import msgspec
 
 from kai.cluster.kube.resources import Kind
 from kai.cluster.port import Raw
+from kai.core.model.shared import SharedValues
 
 PRUNED_KINDS = frozenset({"Pod", "Node"})
 
@@ -185,29 +186,19 @@ _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
-_SHARED: dict[str | bytes, Any] = {}
-"""The ConfigMap entries, tolerations and container resources of pod views (by their text), one object per distinct
-entry, shared by every pod that has it (a pod view is read, never changed in place: ``KubeCluster.get`` hands out
-copies). Emptied when it reaches ``_SHARED_MAX``: pods
-with ConfigMaps of their own (GPU sharing's) must not make it grow with every pod ever seen."""
-_SHARED_MAX = 10_000
+_SHARED: SharedValues[str | bytes, Any] = SharedValues(10_000)
+"""The ConfigMap entries, tolerations and container resources of pod views, by their text."""
 
 
 def _shared(entry: Any) -> Any:
-    if len(_SHARED) >= _SHARED_MAX:
-        _SHARED.clear()
-    return _SHARED.setdefault(repr(entry), entry)
+    return _SHARED.one(repr(entry), entry)
 
 
 def _shared_json(raw: msgspec.Raw) -> Any:
     """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
     key = bytes(raw)
-    value = _SHARED.get(key)
-    if value is None:
-        if len(_SHARED) >= _SHARED_MAX:
-            _SHARED.clear()
-        value = _SHARED[key] = _any_decoder.decode(key)
-    return value
+    value = _SHARED.find(key)
+    return _SHARED.one(key, _any_decoder.decode(key)) if value is None else value
 
 
 _INTERNED_POD_FIELDS = (
