@@ -17,7 +17,7 @@ patches of what changed (``patch``), never as a PUT that would drop what the vie
 
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Generic, TypedDict, TypeVar
 
 import msgspec
@@ -39,9 +39,9 @@ class _Meta(TypedDict, total=False):
     creationTimestamp: str
     deletionTimestamp: str
     deletionGracePeriodSeconds: int
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    ownerReferences: list[Any]
+    labels: msgspec.Raw
+    annotations: msgspec.Raw
+    ownerReferences: msgspec.Raw
     finalizers: list[str]
 
 
@@ -175,30 +175,43 @@ class _WatchLine(msgspec.Struct):
     object: msgspec.Raw
 
 
+class _RvMeta(TypedDict, total=False):
+    resourceVersion: str
+
+
 class _RvOnly(TypedDict, total=False):
-    metadata: _Meta
+    metadata: _RvMeta
 
 
 _VIEWS: dict[str, type[Any]] = {"Pod": _Pod, "Node": _Node}
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
+_json = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
 _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
-_SHARED: SharedValues[str | bytes, Any] = SharedValues(10_000)
-"""The ConfigMap entries, tolerations and container resources of pod views, by their text."""
+_SHARED: SharedValues[Hashable, Any] = SharedValues(10_000)
+"""Parts of pod views by their text: tolerations, container resources and containers, ConfigMap entries, statuses."""
+_SHARED_META: SharedValues[Hashable, Any] = SharedValues(10_000)
+"""Labels, annotations and owner references of pod and node views by their text: pods of one workload have the same
+(in a table of their own, as some are every pod's own and would empty the table of the parts above)."""
+_SHARED_TEXT_MAX = 1024
+"""Longer texts are decoded as they come, not shared: a table of 10,000 texts of a few KB (an annotation such as
+kubectl's last-applied-configuration) would hold more than sharing saves."""
 
 
 def _shared(entry: Any) -> Any:
     return _SHARED.one(repr(entry), entry)
 
 
-def _shared_json(raw: msgspec.Raw) -> Any:
+def _shared_json(raw: msgspec.Raw, table: SharedValues[Hashable, Any] = _SHARED) -> Any:
     """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
+    if len(raw) > _SHARED_TEXT_MAX:
+        return _any_decoder.decode(raw)
     key = bytes(raw)
-    value = _SHARED.find(key)
-    return _SHARED.one(key, _any_decoder.decode(key)) if value is None else value
+    value = table.find(key)
+    return table.one(key, _any_decoder.decode(key)) if value is None else value
 
 
 _INTERNED_POD_FIELDS = (
@@ -213,21 +226,44 @@ _INTERNED_POD_FIELDS = (
 """A pod's strings that many pods have too, interned (one object each, not one per pod)."""
 
 
+_SHARED_STATUS_KEYS = frozenset({"phase", "qosClass"})
+"""A status with only these (a pod not yet bound, or bound and not yet started) is shared by every pod with the same."""
+
+
 def _share_repeated(pod: dict[str, Any]) -> None:
-    """What most pods have the same of, as one object shared between them: the tolerations (the two of the
-    DefaultTolerationSeconds admission on every pod), each container's resources, and the strings named above."""
+    """What many pods have the same of, as one object shared between them: the tolerations (the two of the
+    DefaultTolerationSeconds admission on every pod), the containers as kept (one list for pods whose containers
+    are alike, their resources one object even when they are not), a status of only a phase and a QoS class, and
+    the strings named above (with the creation time: pods are made in bursts)."""
+    for section, key in _INTERNED_POD_FIELDS:
+        fields = pod.get(section)
+        if isinstance(fields, dict) and isinstance(fields.get(key), str):
+            fields[key] = sys.intern(fields[key])
     spec = pod.get("spec")
     if isinstance(spec, dict):
         if "tolerations" in spec:
             spec["tolerations"] = _shared_json(spec["tolerations"])
         for kind in ("initContainers", "containers", "ephemeralContainers"):
-            for container in spec.get(kind) or ():
-                if "resources" in container:
-                    container["resources"] = _shared_json(container["resources"])
-    for section, key in _INTERNED_POD_FIELDS:
-        fields = pod.get(section)
-        if isinstance(fields, dict) and isinstance(fields.get(key), str):
-            fields[key] = sys.intern(fields[key])
+            containers = spec.get(kind)
+            if containers:
+                for container in containers:
+                    if "resources" in container:
+                        container["resources"] = _shared_json(container["resources"])
+                spec[kind] = _SHARED.one(_json.encode(containers), containers)
+    status = pod.get("status")
+    if isinstance(status, dict) and status.keys() <= _SHARED_STATUS_KEYS:
+        pod["status"] = _SHARED.one(("status", *status.items()), status)
+    meta = pod.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("creationTimestamp"), str):
+        meta["creationTimestamp"] = sys.intern(meta["creationTimestamp"])
+
+
+def _share_metadata(meta: dict[str, Any]) -> None:
+    """Labels, annotations and owner references (decoded from their text) as one object for every object with the
+    same text."""
+    for key in ("labels", "annotations", "ownerReferences"):
+        if key in meta:
+            meta[key] = _shared_json(meta[key], _SHARED_META)
 
 
 def _ref(ref: _Ref) -> dict[str, Any]:
@@ -271,6 +307,7 @@ def _config_map_refs_only(spec: dict[str, Any]) -> None:
 
 def _finish(kind: Kind) -> Callable[[Raw], Raw]:
     pod = kind.name == "Pod"
+    pruned = kind.name in PRUNED_KINDS
 
     def finish(obj: Raw) -> Raw:
         obj["apiVersion"] = kind.api_version  # list items of built-in kinds come without them
@@ -278,6 +315,8 @@ def _finish(kind: Kind) -> Callable[[Raw], Raw]:
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+            if pruned:
+                _share_metadata(meta)
         spec = obj.get("spec")
         if pod and isinstance(spec, dict):
             _config_map_refs_only(spec)
