@@ -205,13 +205,31 @@ def _shared(entry: Any) -> Any:
     return _SHARED.one(repr(entry), entry)
 
 
-def _shared_json(raw: msgspec.Raw, table: SharedValues[Hashable, Any] = _SHARED) -> Any:
+def _shared_json(
+    raw: msgspec.Raw, table: SharedValues[Hashable, Any] = _SHARED, decode: Callable[[bytes], Any] = _any_decoder.decode
+) -> Any:
     """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
     if len(raw) > _SHARED_TEXT_MAX:
-        return _any_decoder.decode(raw)
+        return decode(raw)
     key = bytes(raw)
     value = table.find(key)
-    return table.one(key, _any_decoder.decode(key)) if value is None else value
+    return table.one(key, decode(key)) if value is None else value
+
+
+_INTERNED_MAX = 64
+"""Longer strings of labels, annotations and owner references are kept as they come."""
+
+
+def _interned_strings(data: bytes) -> Any:
+    """Labels, annotations or owner references, their short strings interned but uids (every owner's own): pods of
+    different workloads still have most of them alike (a queue, a project, an owner's kind and apiVersion)."""
+    value = _any_decoder.decode(data)
+    for entry in value if isinstance(value, list) else (value,):
+        if isinstance(entry, dict):
+            for key, item in entry.items():
+                if type(item) is str and len(item) <= _INTERNED_MAX and key != "uid":
+                    entry[key] = sys.intern(item)
+    return value
 
 
 _INTERNED_POD_FIELDS = (
@@ -263,7 +281,7 @@ def _share_metadata(meta: dict[str, Any]) -> None:
     same text."""
     for key in ("labels", "annotations", "ownerReferences"):
         if key in meta:
-            meta[key] = _shared_json(meta[key], _SHARED_META)
+            meta[key] = _shared_json(meta[key], _SHARED_META, _interned_strings)
 
 
 def _ref(ref: _Ref) -> dict[str, Any]:

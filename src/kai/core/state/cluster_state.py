@@ -10,6 +10,7 @@ Problems kai works around are in ``warnings``: the object is used and the warnin
 every change, never recomputed per cycle.
 """
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -83,11 +84,12 @@ class Changes:
 
 
 def object_key(raw: Mapping[str, Any]) -> str:
-    """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects)."""
+    """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects).
+    Interned: the state's indexes and an informer's store hold one string per object, not one each."""
     meta = raw.get("metadata") or {}
     name = str(meta.get("name", ""))
     namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else name
+    return sys.intern(f"{namespace}/{name}") if namespace else name
 
 
 class ClusterState:
@@ -320,4 +322,4 @@ def _resource_names(obj: Pod | Node) -> Iterable[str]:
 
 
 def _podgroup_key(pod: Pod) -> str:
-    return f"{pod.meta.namespace}/{pod.podgroup_name}"
+    return sys.intern(f"{pod.meta.namespace}/{pod.podgroup_name}")  # one string for the podgroup's pods
