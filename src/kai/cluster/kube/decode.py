@@ -191,29 +191,45 @@ _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
-_SHARED: SharedValues[Hashable, Any] = SharedValues(10_000)
-"""Parts of pod views by their text: tolerations, container resources and containers, ConfigMap entries, statuses."""
-_SHARED_META: SharedValues[Hashable, Any] = SharedValues(10_000)
-"""Labels, annotations and owner references of pod and node views by their text: pods of one workload have the same
-(in a table of their own, as some are every pod's own and would empty the table of the parts above)."""
 _SHARED_TEXT_MAX = 1024
 """Longer texts are decoded as they come, not shared: a table of 10,000 texts of a few KB (an annotation such as
 kubectl's last-applied-configuration) would hold more than sharing saves."""
 
 
-def _shared(entry: Any) -> Any:
-    return _SHARED.one(repr(entry), entry)
+class _Sharing:
+    """One decoder's tables of what its objects have alike, one object per distinct value: parts of pod views
+    (tolerations, container resources and containers, ConfigMap entries, statuses), and labels, annotations and
+    owner references by their text, in a table of their own (some are every pod's own and would empty the other).
+    An informer's decoder shares (its store's views are read, never changed in place); what a call hands its caller
+    shares nothing (``_UNSHARED``): the caller may change it."""
+
+    def __init__(self) -> None:
+        self.parts: SharedValues[Hashable, Any] = SharedValues(10_000)
+        self.meta: SharedValues[Hashable, Any] = SharedValues(10_000)
+
+    def json(self, raw: msgspec.Raw, metadata: bool = False) -> Any:
+        """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
+        decode = _interned_strings if metadata else _any_decoder.decode
+        if len(raw) > _SHARED_TEXT_MAX:
+            return decode(raw)
+        table, key = self.meta if metadata else self.parts, bytes(raw)
+        value = table.find(key)
+        return table.one(key, decode(key)) if value is None else value
+
+    def value(self, key: Hashable, value: Any) -> Any:
+        """The value kept for ``key``: ``value`` if none is."""
+        return self.parts.one(key, value)
 
 
-def _shared_json(
-    raw: msgspec.Raw, table: SharedValues[Hashable, Any] = _SHARED, decode: Callable[[bytes], Any] = _any_decoder.decode
-) -> Any:
-    """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
-    if len(raw) > _SHARED_TEXT_MAX:
-        return decode(raw)
-    key = bytes(raw)
-    value = table.find(key)
-    return table.one(key, decode(key)) if value is None else value
+class _Unshared(_Sharing):
+    def json(self, raw: msgspec.Raw, metadata: bool = False) -> Any:
+        return (_interned_strings if metadata else _any_decoder.decode)(raw)
+
+    def value(self, key: Hashable, value: Any) -> Any:
+        return value
+
+
+_UNSHARED = _Unshared()
 
 
 _INTERNED_MAX = 64
@@ -248,7 +264,7 @@ _SHARED_STATUS_KEYS = frozenset({"phase", "qosClass"})
 """A status with only these (a pod not yet bound, or bound and not yet started) is shared by every pod with the same."""
 
 
-def _share_repeated(pod: dict[str, Any]) -> None:
+def _share_repeated(pod: dict[str, Any], sharing: _Sharing) -> None:
     """What many pods have the same of, as one object shared between them: the tolerations (the two of the
     DefaultTolerationSeconds admission on every pod), the containers as kept (one list for pods whose containers
     are alike, their resources one object even when they are not), a status of only a phase and a QoS class, and
@@ -260,35 +276,35 @@ def _share_repeated(pod: dict[str, Any]) -> None:
     spec = pod.get("spec")
     if isinstance(spec, dict):
         if "tolerations" in spec:
-            spec["tolerations"] = _shared_json(spec["tolerations"])
+            spec["tolerations"] = sharing.json(spec["tolerations"])
         for kind in ("initContainers", "containers", "ephemeralContainers"):
             containers = spec.get(kind)
             if containers:
                 for container in containers:
                     if "resources" in container:
-                        container["resources"] = _shared_json(container["resources"])
-                spec[kind] = _SHARED.one(_json.encode(containers), containers)
+                        container["resources"] = sharing.json(container["resources"])
+                spec[kind] = sharing.value(_json.encode(containers), containers)
     status = pod.get("status")
     if isinstance(status, dict) and status.keys() <= _SHARED_STATUS_KEYS:
-        pod["status"] = _SHARED.one(("status", *status.items()), status)
+        pod["status"] = sharing.value(("status", *status.items()), status)
     meta = pod.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("creationTimestamp"), str):
         meta["creationTimestamp"] = sys.intern(meta["creationTimestamp"])
 
 
-def _share_metadata(meta: dict[str, Any]) -> None:
+def _share_metadata(meta: dict[str, Any], sharing: _Sharing) -> None:
     """Labels, annotations and owner references (decoded from their text) as one object for every object with the
     same text."""
     for key in ("labels", "annotations", "ownerReferences"):
         if key in meta:
-            meta[key] = _shared_json(meta[key], _SHARED_META, _interned_strings)
+            meta[key] = sharing.json(meta[key], metadata=True)
 
 
 def _ref(ref: _Ref) -> dict[str, Any]:
     return {"name": ref.name} if ref.optional is None else {"name": ref.name, "optional": ref.optional}
 
 
-def _config_map_refs_only(spec: dict[str, Any]) -> None:
+def _config_map_refs_only(spec: dict[str, Any], sharing: _Sharing) -> None:
     """Of a pod's env, envFrom, volumes and volume mounts (decoded as structs), only the ConfigMap references, as
     plain dicts shared between pods: a volume referring to ConfigMaps (directly or as projected sources) becomes
     one ConfigMap volume per reference, named after the ConfigMap (what the ConfigMap pre-predicate reads; the
@@ -304,7 +320,7 @@ def _config_map_refs_only(spec: dict[str, Any]) -> None:
             renamed.setdefault(volume.name, []).append(name)
             volumes.append({"name": name, "configMap": _ref(ref)})
     if volumes:
-        spec["volumes"] = _shared(volumes)
+        spec["volumes"] = sharing.value(repr(volumes), volumes)
     for kind in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(kind) or ():
             env = [
@@ -320,10 +336,10 @@ def _config_map_refs_only(spec: dict[str, Any]) -> None:
             ]
             for key, kept in (("env", env), ("envFrom", env_from), ("volumeMounts", mounts)):
                 if kept:
-                    container[key] = _shared(kept)
+                    container[key] = sharing.value(repr(kept), kept)
 
 
-def _finish(kind: Kind) -> Callable[[Raw], Raw]:
+def _finish(kind: Kind, sharing: _Sharing) -> Callable[[Raw], Raw]:
     pod = kind.name == "Pod"
     pruned = kind.name in PRUNED_KINDS
 
@@ -334,12 +350,12 @@ def _finish(kind: Kind) -> Callable[[Raw], Raw]:
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
             if pruned:
-                _share_metadata(meta)
+                _share_metadata(meta, sharing)
         spec = obj.get("spec")
         if pod and isinstance(spec, dict):
-            _config_map_refs_only(spec)
+            _config_map_refs_only(spec, sharing)
         if pod:
-            _share_repeated(obj)
+            _share_repeated(obj, sharing)
         return obj
 
     return finish
@@ -348,12 +364,14 @@ def _finish(kind: Kind) -> Callable[[Raw], Raw]:
 class Decoder:
     """Decodes one kind's objects, pages of a LIST and WATCH lines into plain dicts."""
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, *, shared: bool = False) -> None:
+        """``shared``: the objects it decodes share what they have alike (``_Sharing``), for a store that never
+        changes them in place; else each is the caller's own."""
         view = _VIEWS.get(kind.name, dict[str, Any])
         self.kind = kind
         self._object = msgspec.json.Decoder(view)
         self._list = msgspec.json.Decoder(_List[view])  # type: ignore[valid-type]
-        self._finish = _finish(kind)
+        self._finish = _finish(kind, _Sharing() if shared else _UNSHARED)
 
     def object(self, data: bytes | str) -> Raw:
         return self._finish(self._object.decode(data))
