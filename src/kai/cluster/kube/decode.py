@@ -5,9 +5,12 @@ ordinary dict with the API's shape (metadata/spec/status), but only with the key
 the rest while parsing (managedFields, env values, volume sources, container states, node images, …) instead of
 building it. Of a container's status only its name and resources are kept (an in-place resize is charged from them);
 of its env, envFrom, volume mounts and the pod's volumes only the ConfigMap references (the ConfigMap pre-predicate's
-input), decoded as structs and kept as small dicts shared between pods. What most pods have the same of (tolerations,
-container resources, namespace, node, scheduler, priority class, phase, QoS class) is one object shared between their
-views too: a pod view took 5.2 KB without that, 2.9 KB with it (bench/informer_bench.py's pods).
+input), decoded as structs and kept as small dicts shared between pods. What pods have alike is one object shared
+between an informer's views too (``_Sharing``): tolerations, containers as kept, labels, annotations and owner
+references (by their text), a status of only phase and QoS class, and the strings many pods have (namespace, node,
+scheduler, priority class, phase, QoS class, creation time, short label and annotation values). A pod view took
+5.2 KB without any of that, 2.9 KB with the first of it, 1.4 KB with all of it (bench/informer_bench.py's pods; the
+view and the scheduler's model of a pod together 4.4 -> 1.9 KB). What a call hands its caller shares nothing.
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
