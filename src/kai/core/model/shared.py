@@ -34,3 +34,6 @@ class SharedValues(Generic[K, V]):
             self._values.clear()
         self._values[key] = value
         return value
+
+    def clear(self) -> None:
+        self._values.clear()

@@ -39,6 +39,8 @@ from kai.core.model.objects import (
     parse_queue,
     parse_topology,
 )
+from kai.core.model.resources import ResourceRequest
+from kai.core.model.shared import SharedValues
 from kai.core.model.suspension import is_stand_in, stand_ins
 from kai.core.state.queue_tree import queue_tree_problems
 from kai.core.state.resource_index import Vector
@@ -121,6 +123,10 @@ class ClusterState:
         """Each pod's request as a row vector of ``vector_names`` (read-only, shared by every snapshot until the pod
         changes): the snapshot's per-pod arithmetic, done once per pod version rather than every cycle."""
         self.vector_names: list[str] = []
+        self.request_vectors: SharedValues[int, tuple[ResourceRequest, Vector]] = SharedValues(10_000)
+        """The vector of each request object, by its id (kept with it, so the id stays its own while the entry
+        lives): pods that ask alike hold one request (``parse_pod``), and so one vector. Emptied with
+        ``pod_vectors``."""
         self._pods_by_podgroup: dict[str, set[str]] = {}
         self._stand_ins: dict[str, list[Raw]] = {}
         """The stand-in pods of each PodGroup whose workload the scheduler suspended (``suspension``)."""

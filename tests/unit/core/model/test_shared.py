@@ -20,3 +20,10 @@ def test_a_full_table_is_emptied_and_fills_again() -> None:
     assert table.find(0) is None and table.find(3) is newest
     again = [0]
     assert table.one(0, again) is again  # what lives on keeps its value; the next of a shape is shared again
+
+
+def test_a_cleared_table_keeps_nothing() -> None:
+    table: SharedValues[str, str] = SharedValues(10)
+    table.one("a", "first")
+    table.clear()
+    assert table.find("a") is None and table.one("a", "second") == "second"
