@@ -5,9 +5,12 @@ ordinary dict with the API's shape (metadata/spec/status), but only with the key
 the rest while parsing (managedFields, env values, volume sources, container states, node images, …) instead of
 building it. Of a container's status only its name and resources are kept (an in-place resize is charged from them);
 of its env, envFrom, volume mounts and the pod's volumes only the ConfigMap references (the ConfigMap pre-predicate's
-input), decoded as structs and kept as small dicts shared between pods. What most pods have the same of (tolerations,
-container resources, namespace, node, scheduler, priority class, phase, QoS class) is one object shared between their
-views too: a pod view took 5.2 KB without that, 2.9 KB with it (bench/informer_bench.py's pods).
+input), decoded as structs and kept as small dicts shared between pods. What pods have alike is one object shared
+between an informer's views too (``_Sharing``): tolerations, containers as kept, labels, annotations and owner
+references (by their text), a status of only phase and QoS class, and the strings many pods have (namespace, node,
+scheduler, priority class, phase, QoS class, creation time, short label and annotation values). A pod view took
+5.2 KB without any of that, 2.9 KB with the first of it, 1.4 KB with all of it (bench/informer_bench.py's pods; the
+view and the scheduler's model of a pod together 4.4 -> 1.9 KB). What a call hands its caller shares nothing.
 Every other kind is decoded whole, less ``metadata.managedFields`` (server bookkeeping kai never reads; a PUT that
 omits it leaves it unchanged on the server).
 
@@ -17,13 +20,14 @@ patches of what changed (``patch``), never as a PUT that would drop what the vie
 
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Generic, TypedDict, TypeVar
 
 import msgspec
 
 from kai.cluster.kube.resources import Kind
 from kai.cluster.port import Raw
+from kai.core.model.shared import SharedValues
 
 PRUNED_KINDS = frozenset({"Pod", "Node"})
 
@@ -38,9 +42,9 @@ class _Meta(TypedDict, total=False):
     creationTimestamp: str
     deletionTimestamp: str
     deletionGracePeriodSeconds: int
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    ownerReferences: list[Any]
+    labels: msgspec.Raw
+    annotations: msgspec.Raw
+    ownerReferences: msgspec.Raw
     finalizers: list[str]
 
 
@@ -174,39 +178,76 @@ class _WatchLine(msgspec.Struct):
     object: msgspec.Raw
 
 
+class _RvMeta(TypedDict, total=False):
+    resourceVersion: str
+
+
 class _RvOnly(TypedDict, total=False):
-    metadata: _Meta
+    metadata: _RvMeta
 
 
 _VIEWS: dict[str, type[Any]] = {"Pod": _Pod, "Node": _Node}
 _dict_decoder = msgspec.json.Decoder(dict[str, Any])
+_json = msgspec.json.Encoder()
 _any_decoder = msgspec.json.Decoder()
 _line_decoder = msgspec.json.Decoder(_WatchLine)
 _rv_decoder = msgspec.json.Decoder(_RvOnly)
 
 
-_SHARED: dict[str | bytes, Any] = {}
-"""The ConfigMap entries, tolerations and container resources of pod views (by their text), one object per distinct
-entry, shared by every pod that has it (a pod view is read, never changed in place: ``KubeCluster.get`` hands out
-copies). Emptied when it reaches ``_SHARED_MAX``: pods
-with ConfigMaps of their own (GPU sharing's) must not make it grow with every pod ever seen."""
-_SHARED_MAX = 10_000
+_SHARED_TEXT_MAX = 1024
+"""Longer texts are decoded as they come, not shared: a table of 10,000 texts of a few KB (an annotation such as
+kubectl's last-applied-configuration) would hold more than sharing saves."""
 
 
-def _shared(entry: Any) -> Any:
-    if len(_SHARED) >= _SHARED_MAX:
-        _SHARED.clear()
-    return _SHARED.setdefault(repr(entry), entry)
+class _Sharing:
+    """One decoder's tables of what its objects have alike, one object per distinct value: parts of pod views
+    (tolerations, container resources and containers, ConfigMap entries, statuses), and labels, annotations and
+    owner references by their text, in a table of their own (some are every pod's own and would empty the other).
+    An informer's decoder shares (its store's views are read, never changed in place); what a call hands its caller
+    shares nothing (``_UNSHARED``): the caller may change it."""
+
+    def __init__(self) -> None:
+        self.parts: SharedValues[Hashable, Any] = SharedValues(10_000)
+        self.meta: SharedValues[Hashable, Any] = SharedValues(10_000)
+
+    def json(self, raw: msgspec.Raw, metadata: bool = False) -> Any:
+        """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
+        decode = _interned_strings if metadata else _any_decoder.decode
+        if len(raw) > _SHARED_TEXT_MAX:
+            return decode(raw)
+        table, key = self.meta if metadata else self.parts, bytes(raw)
+        value = table.find(key)
+        return table.one(key, decode(key)) if value is None else value
+
+    def value(self, key: Hashable, value: Any) -> Any:
+        """The value kept for ``key``: ``value`` if none is."""
+        return self.parts.one(key, value)
 
 
-def _shared_json(raw: msgspec.Raw) -> Any:
-    """The JSON value ``raw`` holds, one object per distinct text: decoded only the first time it is seen."""
-    key = bytes(raw)
-    value = _SHARED.get(key)
-    if value is None:
-        if len(_SHARED) >= _SHARED_MAX:
-            _SHARED.clear()
-        value = _SHARED[key] = _any_decoder.decode(key)
+class _Unshared(_Sharing):
+    def json(self, raw: msgspec.Raw, metadata: bool = False) -> Any:
+        return (_interned_strings if metadata else _any_decoder.decode)(raw)
+
+    def value(self, key: Hashable, value: Any) -> Any:
+        return value
+
+
+_UNSHARED = _Unshared()
+
+
+_INTERNED_MAX = 64
+"""Longer strings of labels, annotations and owner references are kept as they come."""
+
+
+def _interned_strings(data: bytes) -> Any:
+    """Labels, annotations or owner references, their short strings interned but uids (every owner's own): pods of
+    different workloads still have most of them alike (a queue, a project, an owner's kind and apiVersion)."""
+    value = _any_decoder.decode(data)
+    for entry in value if isinstance(value, list) else (value,):
+        if isinstance(entry, dict):
+            for key, item in entry.items():
+                if type(item) is str and len(item) <= _INTERNED_MAX and key != "uid":
+                    entry[key] = sys.intern(item)
     return value
 
 
@@ -222,28 +263,51 @@ _INTERNED_POD_FIELDS = (
 """A pod's strings that many pods have too, interned (one object each, not one per pod)."""
 
 
-def _share_repeated(pod: dict[str, Any]) -> None:
-    """What most pods have the same of, as one object shared between them: the tolerations (the two of the
-    DefaultTolerationSeconds admission on every pod), each container's resources, and the strings named above."""
-    spec = pod.get("spec")
-    if isinstance(spec, dict):
-        if "tolerations" in spec:
-            spec["tolerations"] = _shared_json(spec["tolerations"])
-        for kind in ("initContainers", "containers", "ephemeralContainers"):
-            for container in spec.get(kind) or ():
-                if "resources" in container:
-                    container["resources"] = _shared_json(container["resources"])
+_SHARED_STATUS_KEYS = frozenset({"phase", "qosClass"})
+"""A status with only these (a pod not yet bound, or bound and not yet started) is shared by every pod with the same."""
+
+
+def _share_repeated(pod: dict[str, Any], sharing: _Sharing) -> None:
+    """What many pods have the same of, as one object shared between them: the tolerations (the two of the
+    DefaultTolerationSeconds admission on every pod), the containers as kept (one list for pods whose containers
+    are alike, their resources one object even when they are not), a status of only a phase and a QoS class, and
+    the strings named above (with the creation time: pods are made in bursts)."""
     for section, key in _INTERNED_POD_FIELDS:
         fields = pod.get(section)
         if isinstance(fields, dict) and isinstance(fields.get(key), str):
             fields[key] = sys.intern(fields[key])
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        if "tolerations" in spec:
+            spec["tolerations"] = sharing.json(spec["tolerations"])
+        for kind in ("initContainers", "containers", "ephemeralContainers"):
+            containers = spec.get(kind)
+            if containers:
+                for container in containers:
+                    if "resources" in container:
+                        container["resources"] = sharing.json(container["resources"])
+                spec[kind] = sharing.value(_json.encode(containers), containers)
+    status = pod.get("status")
+    if isinstance(status, dict) and status.keys() <= _SHARED_STATUS_KEYS:
+        pod["status"] = sharing.value(("status", *status.items()), status)
+    meta = pod.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("creationTimestamp"), str):
+        meta["creationTimestamp"] = sys.intern(meta["creationTimestamp"])
+
+
+def _share_metadata(meta: dict[str, Any], sharing: _Sharing) -> None:
+    """Labels, annotations and owner references (decoded from their text) as one object for every object with the
+    same text."""
+    for key in ("labels", "annotations", "ownerReferences"):
+        if key in meta:
+            meta[key] = sharing.json(meta[key], metadata=True)
 
 
 def _ref(ref: _Ref) -> dict[str, Any]:
     return {"name": ref.name} if ref.optional is None else {"name": ref.name, "optional": ref.optional}
 
 
-def _config_map_refs_only(spec: dict[str, Any]) -> None:
+def _config_map_refs_only(spec: dict[str, Any], sharing: _Sharing) -> None:
     """Of a pod's env, envFrom, volumes and volume mounts (decoded as structs), only the ConfigMap references, as
     plain dicts shared between pods: a volume referring to ConfigMaps (directly or as projected sources) becomes
     one ConfigMap volume per reference, named after the ConfigMap (what the ConfigMap pre-predicate reads; the
@@ -259,7 +323,7 @@ def _config_map_refs_only(spec: dict[str, Any]) -> None:
             renamed.setdefault(volume.name, []).append(name)
             volumes.append({"name": name, "configMap": _ref(ref)})
     if volumes:
-        spec["volumes"] = _shared(volumes)
+        spec["volumes"] = sharing.value(repr(volumes), volumes)
     for kind in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(kind) or ():
             env = [
@@ -275,11 +339,12 @@ def _config_map_refs_only(spec: dict[str, Any]) -> None:
             ]
             for key, kept in (("env", env), ("envFrom", env_from), ("volumeMounts", mounts)):
                 if kept:
-                    container[key] = _shared(kept)
+                    container[key] = sharing.value(repr(kept), kept)
 
 
-def _finish(kind: Kind) -> Callable[[Raw], Raw]:
+def _finish(kind: Kind, sharing: _Sharing) -> Callable[[Raw], Raw]:
     pod = kind.name == "Pod"
+    pruned = kind.name in PRUNED_KINDS
 
     def finish(obj: Raw) -> Raw:
         obj["apiVersion"] = kind.api_version  # list items of built-in kinds come without them
@@ -287,11 +352,13 @@ def _finish(kind: Kind) -> Callable[[Raw], Raw]:
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+            if pruned:
+                _share_metadata(meta, sharing)
         spec = obj.get("spec")
         if pod and isinstance(spec, dict):
-            _config_map_refs_only(spec)
+            _config_map_refs_only(spec, sharing)
         if pod:
-            _share_repeated(obj)
+            _share_repeated(obj, sharing)
         return obj
 
     return finish
@@ -300,12 +367,14 @@ def _finish(kind: Kind) -> Callable[[Raw], Raw]:
 class Decoder:
     """Decodes one kind's objects, pages of a LIST and WATCH lines into plain dicts."""
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, *, shared: bool = False) -> None:
+        """``shared``: the objects it decodes share what they have alike (``_Sharing``), for a store that never
+        changes them in place; else each is the caller's own."""
         view = _VIEWS.get(kind.name, dict[str, Any])
         self.kind = kind
         self._object = msgspec.json.Decoder(view)
         self._list = msgspec.json.Decoder(_List[view])  # type: ignore[valid-type]
-        self._finish = _finish(kind)
+        self._finish = _finish(kind, _Sharing() if shared else _UNSHARED)
 
     def object(self, data: bytes | str) -> Raw:
         return self._finish(self._object.decode(data))

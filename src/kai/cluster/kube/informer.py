@@ -144,7 +144,7 @@ class Informer:
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self._transport = transport
-        self._decoder = Decoder(kind)
+        self._decoder = Decoder(kind, shared=True)
         self._sink = sink
         self._page_size = page_size
         self._watch_timeout_s = watch_timeout_s

@@ -7,6 +7,7 @@ Building a call is pure: a builder turns (kind, object or key, options) into met
 Keys are the port's: ``namespace/name`` for namespaced kinds, ``name`` for cluster-scoped ones.
 """
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,7 +143,7 @@ def object_key(kind: Kind, obj: Mapping[str, Any]) -> str:
         namespace = meta.get("namespace") or ""
         if not namespace:
             raise ValueError(f"{kind.name} {name} has no metadata.namespace")
-        return f"{namespace}/{name}"
+        return sys.intern(f"{namespace}/{name}")  # one string for the informer's store and its listeners' keys
     return str(name)
 
 

@@ -17,6 +17,10 @@ def object_ref(kind: str, raw: Raw) -> str:
     meta = raw.get("metadata") or {}
     name = meta.get("name", "<unnamed>") if isinstance(meta, Mapping) else "<unnamed>"
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return _ref(kind, namespace, name)
+
+
+def _ref(kind: str, namespace: object, name: object) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
@@ -70,9 +74,15 @@ def number(raw: Raw, key: str, obj: str, field: str, default: float) -> float:
 
 
 def string_map(raw: Raw, key: str, obj: str, field: str) -> dict[str, str]:
-    """Labels and annotations: string to string; numbers are accepted as their text, as YAML users write them."""
+    """Labels and annotations: string to string; numbers are accepted as their text, as YAML users write them. A dict
+    of strings (what the API gives) is not copied: the parsed object shares it with the one it was parsed from, which
+    nobody changes in place (a store replaces an object, never edits it), and readers of either only read it
+    (docs/architecture.md §7: 368 bytes a pod's model held twice)."""
+    value = mapping(raw, key, obj, field)
+    if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+        return value
     result: dict[str, str] = {}
-    for k, v in mapping(raw, key, obj, field).items():
+    for k, v in value.items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise InvalidObject(obj, f"{field}.{k}", f"got {v!r}; expected a string")
         result[str(k)] = v if isinstance(v, str) else str(v)
@@ -121,12 +131,11 @@ def optional_time(raw: Raw, key: str, obj: str, field: str) -> float | None:
 class Metadata:
     """The metadata fields the scheduler reads: name, namespace, uid, creation time, labels, annotations."""
 
-    __slots__ = ("annotations", "creation_ts", "deletion_ts", "labels", "name", "namespace", "ref", "uid")
+    __slots__ = ("annotations", "creation_ts", "deletion_ts", "kind", "labels", "name", "namespace", "uid")
 
     def __init__(self, raw: Raw, kind: str, namespaced: bool) -> None:
         obj = object_ref(kind, raw)
-        self.ref = obj
-        """How errors name the object (``object_ref``), kept for the parse of the rest of it."""
+        self.kind = kind
         meta = mapping(raw, "metadata", obj, "metadata")
         self.name = string(meta, "name", obj, "metadata.name")
         if not self.name:
@@ -143,3 +152,8 @@ class Metadata:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def ref(self) -> str:
+        """How errors name the object (``object_ref``); made when asked, not kept (a string a pod's model held)."""
+        return _ref(self.kind, self.namespace, self.name)

@@ -5,7 +5,7 @@ the object, the field and what is allowed. Units are the scheduler's: millicores
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 
 from kai.core.model import names
@@ -31,6 +31,7 @@ from kai.core.model.pod_requests import BURSTABLE, ContainerRequest, container_r
 from kai.core.model.quantity import resource_amount
 from kai.core.model.resources import GpuRequestKind, ResourceRequest, mig_gpu_portion
 from kai.core.model.selectors import NodeAffinity, Taint, Tolerations, parse_taints
+from kai.core.model.shared import SharedValues
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +196,7 @@ def parse_pod(raw: Raw) -> Pod:
     annotations = meta.annotations
     containers, qos_class = container_requests(spec, status, obj)
     request, warnings = _gpu_request(pod_amounts(containers, spec, obj), annotations, obj)
+    containers, request = _shared_requests(containers, request)
     observed = _numa_record(annotations, names.NUMA_PLACEMENT_OBSERVED_ANNOTATION, obj, warnings)
     predicted = _numa_record(annotations, names.NUMA_PLACEMENT_PREDICTED_ANNOTATION, obj, warnings)
     legacy_mig = any(mig_gpu_portion(name) for name in annotations)
@@ -227,6 +229,27 @@ def parse_pod(raw: Raw) -> Pod:
         warnings=tuple(warnings),
         scheduling_gates=gates,
     )
+
+
+_SHARED_CONTAINERS: SharedValues[Hashable, tuple[ContainerRequest, ...]] = SharedValues(10_000)
+_SHARED_REQUESTS: SharedValues[Hashable, ResourceRequest] = SharedValues(10_000)
+
+
+def _shared_requests(
+    containers: tuple[ContainerRequest, ...], request: ResourceRequest
+) -> tuple[tuple[ContainerRequest, ...], ResourceRequest]:
+    """The pod's container requests and resource request as the objects every pod that asks alike holds: most pods
+    of a cluster ask for a few shapes (~750 bytes a pod held its own). Nobody changes a request's amounts in place."""
+    containers_key = tuple((c.kind, *c.requests.items()) for c in containers)
+    request_key = (
+        tuple(request.amounts.items()),
+        request.gpu_kind,
+        request.gpu_devices,
+        request.gpu_portion,
+        request.gpu_memory_mib,
+        tuple(request.mig.items()),
+    )
+    return _SHARED_CONTAINERS.one(containers_key, containers), _SHARED_REQUESTS.one(request_key, request)
 
 
 def _gate_names(spec: Raw, obj: str) -> tuple[str, ...]:

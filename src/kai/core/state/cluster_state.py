@@ -10,6 +10,7 @@ Problems kai works around are in ``warnings``: the object is used and the warnin
 every change, never recomputed per cycle.
 """
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -38,6 +39,8 @@ from kai.core.model.objects import (
     parse_queue,
     parse_topology,
 )
+from kai.core.model.resources import ResourceRequest
+from kai.core.model.shared import SharedValues
 from kai.core.model.suspension import is_stand_in, stand_ins
 from kai.core.state.queue_tree import queue_tree_problems
 from kai.core.state.resource_index import Vector
@@ -83,11 +86,12 @@ class Changes:
 
 
 def object_key(raw: Mapping[str, Any]) -> str:
-    """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects)."""
+    """An object's key: ``namespace/name``, or ``name`` for a cluster-scoped one (how the state files objects).
+    Interned: the state's indexes and an informer's store hold one string per object, not one each."""
     meta = raw.get("metadata") or {}
     name = str(meta.get("name", ""))
     namespace = meta.get("namespace")
-    return f"{namespace}/{name}" if namespace else name
+    return sys.intern(f"{namespace}/{name}") if namespace else name
 
 
 class ClusterState:
@@ -119,6 +123,10 @@ class ClusterState:
         """Each pod's request as a row vector of ``vector_names`` (read-only, shared by every snapshot until the pod
         changes): the snapshot's per-pod arithmetic, done once per pod version rather than every cycle."""
         self.vector_names: list[str] = []
+        self.request_vectors: SharedValues[int, tuple[ResourceRequest, Vector]] = SharedValues(10_000)
+        """The vector of each request object, by its id (kept with it, so the id stays its own while the entry
+        lives): pods that ask alike hold one request (``parse_pod``), and so one vector. Emptied with
+        ``pod_vectors``."""
         self._pods_by_podgroup: dict[str, set[str]] = {}
         self._stand_ins: dict[str, list[Raw]] = {}
         """The stand-in pods of each PodGroup whose workload the scheduler suspended (``suspension``)."""
@@ -320,4 +328,4 @@ def _resource_names(obj: Pod | Node) -> Iterable[str]:
 
 
 def _podgroup_key(pod: Pod) -> str:
-    return f"{pod.meta.namespace}/{pod.podgroup_name}"
+    return sys.intern(f"{pod.meta.namespace}/{pod.podgroup_name}")  # one string for the podgroup's pods

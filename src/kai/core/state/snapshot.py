@@ -277,6 +277,7 @@ class Snapshots:
         index = ResourceIndex(set(state.resource_names))
         if state.vector_names != index.names:
             state.pod_vectors.clear()
+            state.request_vectors.clear()
             state.vector_names = index.names
         touched = self._undo_session()
         changes = self._changes.take() if self._changes is not None else {}
@@ -457,7 +458,10 @@ class Snapshots:
         status, node_name, gpu_groups = _view(pod, self._bind_requests.get(key), stuck_before)
         vec = state.pod_vectors.get(key)
         if vec is None:
-            vec = state.pod_vectors[key] = _request_vector(pod, index)
+            known = state.request_vectors.find(id(pod.request))
+            if known is None:
+                known = state.request_vectors.one(id(pod.request), (pod.request, _request_vector(pod, index)))
+            vec = state.pod_vectors[key] = known[1]
         dra_gpus = 0.0
         dra_devices: tuple[Device, ...] = ()
         if pod.claims:

@@ -251,17 +251,41 @@ def test_a_list_page_gives_items_resource_version_and_continue_token():
 
 
 def test_what_pods_have_the_same_of_is_one_object_shared_between_their_views():
-    """Tolerations, each container's resources and the common strings: decoded once, however many pods have them."""
+    """Tolerations, containers, labels, annotations, owner references, a status of phase and QoS class only and the
+    common strings: decoded once, however many of an informer's pods have them."""
     other = copy.deepcopy(FULL_POD) | {"metadata": FULL_POD["metadata"] | {"name": "p2", "uid": "u2"}}
     other["spec"]["tolerations"] = [{"key": "k", "operator": "Equal", "value": "v"}]
+    other["metadata"]["labels"] = {"kai.scheduler/queue": "q", "app": "other"}
     page = {"metadata": {"resourceVersion": "77"}, "items": [FULL_POD, copy.deepcopy(FULL_POD), other]}
-    (first, second, third), _, _ = Decoder(POD).page(json.dumps(page).encode())
+    (first, second, third), _, _ = Decoder(POD, shared=True).page(json.dumps(page).encode())
     assert first == second == PRUNED_POD
-    assert first["spec"]["tolerations"] is second["spec"]["tolerations"]
+    for section, key in (("spec", "tolerations"), ("spec", "containers"), ("metadata", "labels")):
+        assert first[section][key] is second[section][key]
+    for key in ("annotations", "ownerReferences"):
+        assert first["metadata"][key] is second["metadata"][key] is third["metadata"][key]
     assert third["spec"]["tolerations"] == [{"key": "k", "operator": "Equal", "value": "v"}]
+    assert third["metadata"]["labels"] == {"kai.scheduler/queue": "q", "app": "other"}
     assert first["spec"]["containers"][0]["resources"] is third["spec"]["containers"][0]["resources"]
+    assert first["metadata"]["labels"]["kai.scheduler/queue"] is third["metadata"]["labels"]["kai.scheduler/queue"]
     for section, key in (("metadata", "namespace"), ("spec", "schedulerName"), ("status", "qosClass")):
         assert first[section][key] is third[section][key]
+    pending = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {}, "status": {"phase": "Pending"}}
+    a, b = (Decoder(POD, shared=True).object(json.dumps(pending).encode()) for _ in range(2))
+    assert a["status"] == b["status"] == {"phase": "Pending"}
+    (c, d), _, _ = Decoder(POD, shared=True).page(json.dumps({"items": [pending, pending]}).encode())
+    assert c["status"] is d["status"]
+    assert first["status"] is not second["status"]  # conditions, a nominated node: the pod's own
+
+
+def test_what_a_call_hands_its_caller_shares_nothing_with_other_objects():
+    """The caller may change it (the informer's views are never changed in place, a caller's copy may be)."""
+    decoder = Decoder(POD)
+    first, second = (decoder.object(json.dumps(FULL_POD).encode()) for _ in range(2))
+    first["metadata"]["labels"]["app"] = "changed"
+    first["spec"]["tolerations"].append({"key": "x"})
+    first["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    first["spec"]["containers"][0]["envFrom"].clear()
+    assert second == decoder.object(json.dumps(FULL_POD).encode()) == PRUNED_POD
 
 
 @pytest.mark.parametrize("indent", [None, 2])

@@ -4,7 +4,7 @@ Kubernetes allows; times as RFC 3339."""
 import pytest
 
 from kai.core.model.errors import InvalidObject
-from kai.core.model.meta import format_time, integer, parse_time, string_map
+from kai.core.model.meta import Metadata, format_time, integer, object_ref, parse_time, string_map
 
 T0 = 1_735_689_600.0
 
@@ -23,3 +23,24 @@ def test_a_field_of_the_wrong_type_names_the_object_and_the_field() -> None:
     with pytest.raises(InvalidObject) as refused:
         string_map({"labels": ["a"]}, "labels", "Pod p", "metadata.labels")
     assert (refused.value.obj, refused.value.field) == ("Pod p", "metadata.labels")
+
+
+def test_labels_of_strings_are_the_objects_own_dict_and_others_are_read_as_text() -> None:
+    """A dict of strings (what the API gives) is not copied: the model shares it with the object it was parsed from."""
+    labels = {"a": "b"}
+    assert string_map({"labels": labels}, "labels", "Pod p", "metadata.labels") is labels
+    written = {"replicas": 3, "ratio": 0.5, "name": "x"}  # as a YAML user writes them
+    assert string_map({"labels": written}, "labels", "Pod p", "metadata.labels") == {
+        "replicas": "3",
+        "ratio": "0.5",
+        "name": "x",
+    }
+    assert written == {"replicas": 3, "ratio": 0.5, "name": "x"}
+
+
+def test_metadata_names_its_object_as_errors_do() -> None:
+    pod = {"metadata": {"name": "p", "namespace": "n", "labels": {"a": "b"}}}
+    meta = Metadata(pod, "Pod", namespaced=True)
+    assert meta.ref == object_ref("Pod", pod) == "Pod n/p"
+    assert Metadata({"metadata": {"name": "q"}}, "Queue", namespaced=False).ref == "Queue q"
+    assert meta.labels is pod["metadata"]["labels"]

@@ -4,6 +4,7 @@ import pytest
 
 from kai.core.model.disruption_budget import parse_disruption_budget
 from kai.core.model.errors import InvalidObject
+from kai.core.model.meta import Raw
 from kai.core.model.objects import parse_node, parse_pod, parse_podgroup, parse_priority_class, parse_queue
 from kai.core.model.resources import GpuRequestKind
 
@@ -115,3 +116,14 @@ def test_kais_eviction_strategy_and_gating_annotations_that_cannot_be_used_are_w
         "metadata.annotations.kai.scheduler/eviction-strategy",
         "metadata.annotations.kai.scheduler/queue-admission-gating",
     ]
+
+
+def test_pods_that_ask_alike_share_their_requests() -> None:
+    def pod(name: str, cpu: str) -> Raw:
+        containers = [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
+        return {"metadata": {"name": name, "namespace": "n"}, "spec": {"containers": containers}}
+
+    first, second, third = parse_pod(pod("a", "1")), parse_pod(pod("b", "1")), parse_pod(pod("c", "2"))
+    assert first.request is second.request and first.containers is second.containers
+    assert third.request is not first.request and third.request.milli_cpu == 2000
+    assert third.containers[0].requests == {"cpu": 2000}

@@ -83,6 +83,15 @@ def test_snapshots_share_a_pod_s_read_only_request() -> None:
     assert first is second and not first.flags.writeable
 
 
+def test_pods_that_ask_alike_share_one_read_only_request_vector() -> None:
+    state = cluster(*_mixed_cluster(), ("Pod", pod("waiting-2", "waiting", gpus=1)))
+    tasks = take_snapshot(state, "kai-scheduler", T0).jobs["default/waiting"].tasks
+    alike, other = tasks["default/waiting"].req_vec, tasks["default/waiting-2"].req_vec
+    assert alike is other and not alike.flags.writeable
+    bigger = take_snapshot(state, "kai-scheduler", T0).jobs["default/whole-b"].tasks["default/whole-b"].req_vec
+    assert bigger is not alike and bigger[2] == 3 and alike[2] == 1
+
+
 def test_kept_jobs_follow_a_topology_whose_level_aliases_change() -> None:
     """Jobs name their topology levels by node label (aliases resolved as they are built); a Topology edit, which
     may move an alias, has the snapshot build its jobs again."""
