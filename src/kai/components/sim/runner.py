@@ -119,7 +119,8 @@ class Simulation:
             through_eviction_api=scenario.config.disruption.pod_disruption_budgets,
         )
         self.binder = Binder(self.cluster, self._now)
-        self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name, logger=GROUPER_LOG)
+        # its passes and retries on the simulated clock (a pass takes every queued pod, however loaded the machine)
+        self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name, clock=self._now, logger=GROUPER_LOG)
         self.cluster.subscribe(self._on_change)
         self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now, scenario.config.scheduler_name)
         for obj in self.workloads.objects:
