@@ -172,7 +172,8 @@ class Simulation:
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
         cluster_info.recent_evictions = self.writer.evictor.recent(now)
-        session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
+        timer = self.scenario.search_timer
+        session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now, *([timer] if timer else []))
         self.pipelined = session.result.pipelined_podgroups()
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)
