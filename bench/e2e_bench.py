@@ -10,6 +10,11 @@ bench e2e-burst nodes=<n> pods=<m> seconds=<first create to last Running> pods_p
     quiet for 3 s (settled_s after the last pod ran) / pods>
     qps=<kai's --qps> ratelimit_wait_s=<the time kai's requests waited for the client-side rate limit, summed>
 bench e2e-burst-cpu <process>_ms_per_pod=<CPU ms each process spent per pod during the burst>... (what limits it)
+bench e2e-burst-cpu-to-running all_ms_per_pod=<…> <process>_ms_per_pod=<…>... (the same until the last pod ran, not
+    until kai settled: on a machine the burst keeps busy, pods_per_s is about its cores / all_ms_per_pod; what kai
+    leaves for after, its reports, is not in it)
+bench e2e-after-running requests_per_pod=<kai's requests after the last pod ran, until it settled / pods>
+    <VERB>:<resource>=<r>... (what kai left for after the burst: its reports, and events)
 bench e2e-stages grouped_p50_s=<pod created → its PodGroup created> scheduled_p50_s=<→ its BindRequest created>
     bound_p50_s=<→ bound> (and p99s)
 bench e2e-component component=<c> requests_per_pod=<r> cpu_ms_per_pod=<ms> ratelimit_wait_s=<s>
@@ -169,6 +174,8 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Ma
     wait(f"{count} pods to run", lambda: len(running) >= count, timeout_s=3600, interval_s=0.1)
     pods = [p for p in client.list("Pod") if p["metadata"]["namespace"] == NAMESPACE]
     seconds = time.monotonic() - started
+    cpu_to_running = {name: used - cpu_before[name] for name, used in cpu_s(pids).items()}
+    at_running = kai_metrics(metrics_port)
     settled = settle(metrics_port)  # the writes nothing waits for (events, reports) are the burst's too
     cpu = {name: used - cpu_before[name] for name, used in cpu_s(pids).items()}
     after = kai_metrics(metrics_port)
@@ -186,8 +193,14 @@ def burst(client: KubeCluster, count: int, metrics_port: int, qps: str, pids: Ma
     stages(client, pods)
     per_pod = " ".join(f"{name}_ms_per_pod={1000 * seconds / count:.1f}" for name, seconds in cpu.items())
     print(f"bench e2e-burst-cpu {per_pod}", flush=True)
+    to_running = " ".join(f"{name}_ms_per_pod={1000 * used / count:.1f}" for name, used in cpu_to_running.items())
+    all_ms = 1000 * sum(cpu_to_running.values()) / count
+    print(f"bench e2e-burst-cpu-to-running all_ms_per_pod={all_ms:.1f} {to_running}", flush=True)
     components(during, count)
     binder(during, after)
+    late = by(delta(after, at_running), "kai_rest_client_requests_total", "method", "resource")
+    kinds = " ".join(f"{m}:{r}={n / count:.2f}" for (m, r), n in sorted(late.items(), key=lambda i: -i[1]) if n)
+    print(f"bench e2e-after-running requests_per_pod={sum(late.values()) / count:.2f} {kinds}".rstrip(), flush=True)
 
 
 def settle(metrics_port: int, quiet_s: float = 3.0, timeout_s: float = 300.0) -> float:
