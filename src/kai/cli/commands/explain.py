@@ -16,6 +16,7 @@ from kai.cli.sources import Source, source_options
 from kai.cli.view_text import age, n
 from kai.components.insight.explain import NOT_HERE, NotFound, explain_pod, explain_podgroup, explain_workload
 from kai.components.insight.live import history
+from kai.components.sim.problems import Problem
 from kai.components.sim.tables import plain_table
 from kai.core.model import names
 from kai.core.model.duration import format_duration
@@ -24,6 +25,8 @@ from kai.core.state.reason_text import when
 
 SHOWN_TRIED = 3
 """Candidates that did not start it, shown when none did (-o json has every one)."""
+SHOWN_PROBLEMS = 3
+"""Problems of the input about what is explained, shown each; the others are summed up in one line."""
 
 
 @click.command()
@@ -81,12 +84,48 @@ def explain(
     )
     if "podgroups" not in told:
         render(told, inspection.now, out)
+    else:
+        count = len(told["podgroups"])
+        out.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
+        for podgroup in told["podgroups"]:
+            out.print()
+            render(podgroup, inspection.now, out)
+    problems(inspection.problems, _told_about(told), out)
+
+
+def problems(found: list[Problem], about: set[str], console: Console) -> None:
+    """The input's problems about the objects explained, each; any others in one line (how many, the most common
+    kind and field, and its first), as they may explain nothing here: a cluster of 14,000 pods whose owners do not
+    exist gets one line, not one a pod."""
+    own = [problem for problem in found if problem.name in about]
+    for problem in own[:SHOWN_PROBLEMS]:
+        console.print(Text(f"Problem: {problem.message}", style="yellow"))
+    if len(own) > SHOWN_PROBLEMS:
+        console.print(f"  and {len(own) - SHOWN_PROBLEMS} more about it")
+    others: dict[tuple[str, str], list[Problem]] = {}
+    for problem in found:
+        if problem.name not in about:
+            others.setdefault((problem.kind, problem.field), []).append(problem)
+    if not others:
         return
-    count = len(told["podgroups"])
-    out.print(f"[bold]{told['kind']} {told['name']}[/bold]: {count} podgroup{'s' * (count != 1)}")
-    for podgroup in told["podgroups"]:
-        out.print()
-        render(podgroup, inspection.now, out)
+    (kind, field), most = max(others.items(), key=lambda item: len(item[1]))
+    total = sum(len(group) for group in others.values())
+    console.print(
+        Text(
+            f"Elsewhere in the input: {total:,} problem{'s' * (total != 1)}, {len(most):,} of them of a {kind}'s "
+            f"{field or 'object'}; the first: {most[0].message}",
+            style="dim",
+        )
+    )
+
+
+def _told_about(told: dict[str, Any]) -> set[str]:
+    """The names of the objects an explanation is about: the pod, its podgroup(s) and their pods."""
+    about = {told["name"]}
+    for podgroup in told.get("podgroups") or [told.get("explanation", told)]:
+        about.add(podgroup["name"])
+        about.update(pod["name"] for pod in podgroup.get("pods", ()))
+    return about
 
 
 def render(told: dict[str, Any], now: float, console: Console) -> None:

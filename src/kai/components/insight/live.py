@@ -129,4 +129,4 @@ def as_scenario(objects: dict[str, list[Raw]], config: SchedulerConfig, now: flo
         (f"{kind} {index}", obj) for kind, items in objects.items() for index, obj in enumerate(items)
     ]
     usable, problems = usable_objects(entries)
-    return Scenario(Path(label), label, config, now, usable, {}, Runner(), problems)
+    return Scenario(Path(label), label, config, now, usable, {}, Runner(), problems, search_timer=time.perf_counter)

@@ -67,12 +67,16 @@ class PodGrouper:
         settings: Settings | None = None,
         now: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
+        logger: logging.Logger = log,
     ) -> None:
+        """``logger``: where what it cannot do is logged besides its events (a simulation's stand-in keeps its log
+        quiet: its events are the run's problems)."""
         self.cluster = cluster
         self.scheduler_name = scheduler_name
         self.writes = writes or Writes()
         self.settings = settings or Settings()
         self._clock = clock
+        self.log = logger
         self._lock = threading.RLock()
         self._pods: dict[str, dict[str, Raw]] = {}
         self._members: dict[tuple[str, str], set[str]] = {}
@@ -182,7 +186,7 @@ class PodGrouper:
             self._failed(key, pod, error)
             return None
         except ApiError as error:
-            log.warning("cannot group pod %s yet: %s", key, error)
+            self.log.warning("cannot group pod %s yet: %s", key, error)
             self._retry_later(key)
             return None
         if grouping is None:
@@ -228,7 +232,7 @@ class PodGrouper:
                 if change is not None:
                     existing = self.cluster.update("PodGroup", change)
         except (Conflict, AlreadyExists):
-            log.debug("PodGroup %s changed meanwhile; its pods are grouped again", key)
+            self.log.debug("PodGroup %s changed meanwhile; its pods are grouped again", key)
             self._again.extend(d.key for d in decisions)
             return None
         except ApiError as error:
@@ -258,7 +262,7 @@ class PodGrouper:
         except NotFound:
             return
         except Conflict:
-            log.debug("pod %s changed meanwhile; it is grouped again", key)
+            self.log.debug("pod %s changed meanwhile; it is grouped again", key)
             self._again.append(key)
             return
         except ApiError as error:
@@ -283,18 +287,18 @@ class PodGrouper:
         try:
             raw = lookup.read("v1", "ConfigMap", namespace, name)
         except (ApiError, UnknownKind) as error:
-            log.warning("cannot read the default-priorities ConfigMap %s: %s", where, error)
+            self.log.warning("cannot read the default-priorities ConfigMap %s: %s", where, error)
             return {}
         if raw is None:
             if self._first_report(f"ConfigMap {where}", "missing"):
-                log.warning("the default-priorities ConfigMap %s does not exist; no per-kind defaults", where)
+                self.log.warning("the default-priorities ConfigMap %s does not exist; no per-kind defaults", where)
             return {}
         try:
             defaults = parse_default_priorities(Obj.parse(raw, "ConfigMap", "v1", namespace))
         except InvalidObject as error:
             message = f"{error}; the pod-grouper uses no per-kind defaults"
             if self._first_report(f"ConfigMap {where}", message):
-                log.warning("%s", message)
+                self.log.warning("%s", message)
                 self._event(raw, "ConfigMap", message, error)
             return {}
         with self._lock:
@@ -306,7 +310,7 @@ class PodGrouper:
     def _failed(self, key: str, pod: Raw, error: InvalidObject | str) -> None:
         message = str(error)
         if self._first_report(key, message):
-            log.warning("cannot group pod %s: %s", key, message)
+            self.log.warning("cannot group pod %s: %s", key, message)
             self._event(pod, "Pod", message, error if isinstance(error, InvalidObject) else None)
         self._retry_later(key)
 
@@ -319,7 +323,7 @@ class PodGrouper:
             told = self._reported.pop(key, set())
         for warning in warnings:
             if str(warning) not in told:
-                log.warning("pod %s: %s", key, warning)
+                self.log.warning("pod %s: %s", key, warning)
                 self._event(pod, "Pod", str(warning), warning)
         if warnings:
             with self._lock:
@@ -352,7 +356,7 @@ class PodGrouper:
     def _pod_changed(self, obj: Mapping[str, Any], deleted: bool) -> None:
         namespace, name = _namespaced_name(obj)
         if not name:
-            log.warning("a Pod without metadata.name or metadata.namespace cannot be grouped: %.200r", obj)
+            self.log.warning("a Pod without metadata.name or metadata.namespace cannot be grouped: %.200r", obj)
             return
         key, group = f"{namespace}/{name}", _podgroup_of(obj)
         with self._lock:

@@ -11,6 +11,7 @@ time), then call ``cycle`` and ``advance`` in turn.
 """
 
 import difflib
+import logging
 from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,11 @@ from kai.core.state.snapshot import ClusterInfo, Snapshots, take_snapshot
 
 SIMILAR_NAME = 0.8
 """How alike a scheduler name must be to kai's to be taken for a typo of it (difflib's ratio)."""
+GROUPER_LOG = logging.getLogger(f"{__name__}.podgrouper")
+"""The simulated pod-grouper's log, kept quiet: what it cannot do it tells as events, which are the run's problems
+(``grouper_warnings``, once per object and problem), not a line per pod on the terminal of whoever asked."""
+GROUPER_LOG.addHandler(logging.NullHandler())
+GROUPER_LOG.propagate = False
 
 
 @dataclass
@@ -113,7 +119,8 @@ class Simulation:
             through_eviction_api=scenario.config.disruption.pod_disruption_budgets,
         )
         self.binder = Binder(self.cluster, self._now)
-        self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name)
+        # its passes and retries on the simulated clock (a pass takes every queued pod, however loaded the machine)
+        self.grouper = PodGrouper(self.cluster, scenario.config.scheduler_name, clock=self._now, logger=GROUPER_LOG)
         self.cluster.subscribe(self._on_change)
         self.workloads = WorkloadControllers.start(scenario.objects, self.clock.now, scenario.config.scheduler_name)
         for obj in self.workloads.objects:
@@ -165,7 +172,8 @@ class Simulation:
         now = self.clock.now
         cluster_info.pipelined_before = self.pipelined
         cluster_info.recent_evictions = self.writer.evictor.recent(now)
-        session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now)
+        timer = self.scenario.search_timer
+        session = cycle_with_usage(self.usage, cluster_info, self.scenario.config, now, *([timer] if timer else []))
         self.pipelined = session.result.pipelined_podgroups()
         self.timeline.append(sample_of(number, now, self.clock.elapsed_s, session))
         return CycleRecord(number, observe(session.cluster, session.result), session)

@@ -6,6 +6,7 @@ that cannot be used is reported in ``Scenario.problems`` and skipped (``envelope
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,10 @@ class Scenario:
     podgroups_elsewhere: frozenset[str] = frozenset()
     """PodGroups its pods name that it does not hold, known to be other pools' (a shard's snapshot lists every pod but
     only its own pool's PodGroups): their pods only take room on their nodes."""
+    search_timer: Callable[[], float] | None = None
+    """The clock of the victim search's budgets (``scenarioSearchBudgets``): a live cluster's, the scheduler's own
+    (``time.perf_counter``), so that its dry cycle searches no longer than the scheduler would; None: a simulation's
+    frozen one, on which no budget runs out (runs of a file are the same on any machine)."""
 
     def in_pool(self, pool: NodePool | None) -> "Scenario":
         """This scenario run as the scheduler of ``pool`` would run it (None: one pool of every object)."""

@@ -1,7 +1,9 @@
 """`kai explain` on a scenario file, as a user runs it: what it prints and its JSON."""
 
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 import yaml
 from click.testing import CliRunner
@@ -231,3 +233,40 @@ def test_issue_27s_job_of_100_gpus_gets_an_honest_answer() -> None:
         "none searched: no change of quota, room or nodes starts it while pod llm/huge-"
     )
     assert podgroup["needs"]["text"] == "request at most 8 GPUs (the largest node), or add a larger node"
+
+
+class _Seen(logging.Handler):
+    """What reaches the root logger (whose handlers, or Python's last resort, write to the user's terminal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_pods_whose_owners_do_not_exist_are_one_line_not_a_log_line_each(tmp_path: Path) -> None:
+    """As on informer_bench's cluster (its pods name Jobs that do not exist): the pod explained is told its own
+    problem, the others are summed up in one line, and the simulated pod-grouper logs nothing."""
+    objects: list[dict[str, Any]] = [queue_obj("dept"), queue_obj("a", "dept"), node_obj("n0", 8)]
+    for index in range(5):
+        pod = pod_obj(f"p{index}", f"g{index}", 1)
+        pod["metadata"]["labels"] = {"kai.scheduler/queue": "a"}
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": f"gone-{index}", "uid": f"u{index}"}
+        pod["metadata"]["ownerReferences"] = [owner]
+        objects += [podgroup_obj(f"g{index}", "a", 1), pod]
+    path = tmp_path / "owners.yaml"
+    scenario = {"name": "owners", "now": NOW, "config": {"actions": "allocate"}, "objects": objects}
+    path.write_text(yaml.safe_dump(scenario))
+    seen = _Seen()
+    logging.getLogger().addHandler(seen)
+    try:
+        text = run("explain", "pod", "p2", "-n", "team", "-f", str(path))
+    finally:
+        logging.getLogger().removeHandler(seen)
+    assert "Pod team/p2 of podgroup team/g2" in text
+    assert "Problem: Pod team/p2: field metadata.ownerReferences[0]: names Job team/gone-2" in text
+    elsewhere = "Elsewhere in the input: 4 problems, 4 of them of a Pod's metadata.ownerReferences[0]; the first: "
+    assert elsewhere in text and "team/p0" in text and "team/p1" not in text
+    assert not [message for message in seen.messages if "cannot group pod" in message]
