@@ -122,9 +122,9 @@ class Binder:
             tracked = self._requests.get(key)
             if deleted or meta.get("deletionTimestamp") or _settled(obj):
                 self._requests.pop(key, None)
-                pod_key = f"{meta.get('namespace')}/{(obj.get('spec') or {}).get('podName')}"
-                if self._unreleased.pop(pod_key, None) is not None:  # nothing tries again: the sync tidies up
-                    self._sync_needed = True
+                if self._unreleased:  # a kept request gone: nothing tries it again, so the sync tidies up
+                    pod_key = f"{meta.get('namespace')}/{(obj.get('spec') or {}).get('podName')}"
+                    self._sync_needed |= self._unreleased.pop(pod_key, None) is not None
             elif tracked is not None and _uid(tracked.request) == meta.get("uid"):
                 tracked.request = dict(obj)
             else:
@@ -162,7 +162,7 @@ class Binder:
         """Removes reservation pods whose GPU group no longer has a live pod (or a bind under way) on that node."""
         with self._lock:
             self._sync_needed = False
-            held = set().union(*self._held.values())
+            held = self._held_groups()
         try:
             self.reservations.sync(held)
         except ClusterError as error:  # the API server is away: the next pass tries again
@@ -265,7 +265,7 @@ class Binder:
         pod_key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         with self._lock:
             self._held.pop(pod_key, None)
-            others = set().union(*self._held.values())
+            others = self._held_groups() if held else set()
         if held:
             try:
                 self.reservations.release(held, others)
@@ -285,14 +285,18 @@ class Binder:
             except ClusterError as error:
                 log.warning("rolling back pod %s after a failed bind: its GPU-sharing ConfigMaps: %s", pod_key, error)
 
+    def _held_groups(self) -> set[GroupOnNode]:
+        """The GPU groups every bind under way holds (the caller holds the lock)."""
+        return set().union(*self._held.values())
+
     def _release_leftovers(self, br: BindRequest) -> None:
         """Removes the reservation pods an earlier failed attempt for this pod could not, but those this attempt
         uses again: its own rollback answers for them (raises if it still cannot: one more failed attempt)."""
         with self._lock:
             groups = self._unreleased.get(br.pod_key)
-            others = set().union(*self._held.values())
-        if groups is None:
-            return
+            if groups is None:  # every bind asks: most have nothing left over
+                return
+            others = self._held_groups()
         self.reservations.release(groups - {(br.selected_node, group) for group in br.gpu_groups}, others)
         with self._lock:
             self._unreleased.pop(br.pod_key, None)
